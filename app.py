@@ -1,0 +1,40 @@
+"""vilab: the Streamlit entry point. Registers the pages and the global sidebar; nothing else."""
+
+from pathlib import Path
+
+import streamlit as st
+
+import vilab_ui as ui
+
+st.set_page_config(page_title="vilab: natural-gradient VI lab", layout="wide")
+
+PAGES = Path(__file__).resolve().parent / "pages"
+
+
+def _title(path: Path) -> str:
+    """'10_Vector_fields.py' -> 'Vector fields'."""
+    stem = path.stem
+    head, _, rest = stem.partition("_")
+    return (rest if head.isdigit() and rest else stem).replace("_", " ")
+
+
+files = sorted(p for p in PAGES.glob("*.py") if not p.name.startswith("_"))
+nav = st.navigation([st.Page(str(p), title=_title(p), default=(i == 0)) for i, p in enumerate(files)])
+
+with st.sidebar:
+    ui.number("Random seed", "seed", 0, 2**31 - 1, 0, help="Seeds every Monte Carlo estimate and stochastic run.")
+    ui.toggle("Lecture mode", "lecture", False,
+              help="Larger fonts and figures, advanced settings folded away: for a projector.")
+    st.caption("Every control is stored in the URL: copy it to share this exact view.")
+
+if ui.lecture():
+    st.markdown(
+        """<style>
+        html, body, [class*="st-"] { font-size: 1.25rem; }
+        h1 { font-size: 3rem !important; }
+        .block-container { padding-top: 1.5rem; max-width: 100%; }
+        </style>""",
+        unsafe_allow_html=True,
+    )
+
+nav.run()

@@ -1,0 +1,99 @@
+"""Command line: ``vilab app | repro | bench``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _app(args) -> int:
+    app = ROOT / "app.py"
+    if not app.exists():
+        print(f"vilab app needs the repository checkout (app.py not found at {app}).", file=sys.stderr)
+        return 2
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port)]
+    if args.headless:
+        cmd += ["--server.headless", "true"]
+    return subprocess.call(cmd + list(args.streamlit_args), cwd=ROOT)
+
+
+def _print_table(rows: list[dict]) -> None:
+    cols = ["quantity", "paper", "computed", "tolerance", "pass"]
+    cells = [[str(r[c]) if c != "pass" else ("PASS" if r[c] else "FAIL") for c in cols] for r in rows]
+    width = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+    print("  ".join(c.ljust(w) for c, w in zip(cols, width)))
+    print("  ".join("-" * w for w in width))
+    for row in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(row, width)))
+
+
+def _repro(args) -> int:
+    from vilab import repro
+
+    if args.list or not args.names:
+        if not repro.entries():
+            print("(no reproductions are registered)")
+        for e in repro.entries():
+            flag = " (slow)" if e.slow else ""
+            print(f"{e.name:32s} {e.paper:28s} {e.what}{flag}")
+        return 0
+    names = [e.name for e in repro.entries()] if args.names == ["all"] else args.names
+    try:
+        for n in names:
+            repro.get(n)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    results = [repro.run(n) for n in names]
+    if args.json:
+        out = [r.as_dict() for r in results]
+        print(json.dumps(out[0] if len(out) == 1 else out, indent=2))
+    else:
+        for r in results:
+            print(f"\n{r.name}: {r.what} [{r.paper}]  ->  {'PASS' if r.passed else 'FAIL'} ({r.seconds:.1f} s)")
+            _print_table(repro.table_rows([r]))
+    return 0 if all(r.passed for r in results) else 1
+
+
+def _bench(args) -> int:
+    bench = ROOT / "benchmarks"
+    scripts = sorted(bench.glob("bench_*.py"))
+    if args.names:
+        scripts = [s for s in scripts if any(n in s.stem for n in args.names)]
+    if not scripts:
+        print("No benchmark scripts matched.", file=sys.stderr)
+        return 2
+    rc = 0
+    for s in scripts:
+        print(f"\n=== {s.name}", flush=True)
+        rc |= subprocess.call([sys.executable, str(s)], cwd=ROOT)
+    return rc
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="vilab", description="Natural-gradient variational inference lab.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("app", help="launch the Streamlit app")
+    a.add_argument("--port", type=int, default=8501)
+    a.add_argument("--headless", action="store_true", help="do not open a browser")
+    a.add_argument("streamlit_args", nargs=argparse.REMAINDER, help="passed on to `streamlit run`")
+    a.set_defaults(fn=_app)
+    r = sub.add_parser("repro", help="run reproductions of the papers' numbers")
+    r.add_argument("names", nargs="*", help="reproduction names, or 'all'")
+    r.add_argument("--list", action="store_true", help="list the reproductions")
+    r.add_argument("--json", action="store_true", help="machine-readable output")
+    r.set_defaults(fn=_repro)
+    b = sub.add_parser("bench", help="run the benchmarks in benchmarks/")
+    b.add_argument("names", nargs="*", help="substrings of benchmark script names (default: all)")
+    b.set_defaults(fn=_bench)
+    args = p.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

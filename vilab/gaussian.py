@@ -1,0 +1,351 @@
+"""Parameterizations of a Gaussian q = N(mu, Sigma) and the operations on them.
+
+Every parameterization is a NamedTuple of jnp arrays, hence a JAX pytree:
+
+=================  ==============================================  =========================
+class              fields                                          relation to (mu, Sigma)
+=================  ==============================================  =========================
+``MeanCov``        (mu, Sigma)                                     kappa of Tan (2025) Table 1
+``CholCov``        (mu, C), C lower triangular                     Sigma = C C^T, Tan Thm 1(i)
+``CholPrec``       (mu, T), T lower triangular                     Sigma^-1 = T T^T, Tan Thm 1(ii)
+``Natural``        (eta1, eta2)                                    eta1 = Sigma^-1 mu, eta2 = -Sigma^-1/2
+``Expectation``    (m1, m2)                                        m1 = mu, m2 = Sigma + mu mu^T
+``MeanField``      (mu, sigma), sigma > 0 a vector                 Sigma = diag(sigma^2)
+=================  ==============================================  =========================
+
+The natural parameter is kept in matrix form; Tan (2025) Eq. 2 writes its second block as
+-1/2 D^T vec(Sigma^-1), which is ``vilab.linalg.duplication_matrix(d).T @ vec(eta2)``.
+
+The operations (``sample``, ``logpdf``, ``entropy``, ``kl``) accept any parameterization and
+are jit-able. ``validate`` / ``check_mean_cov`` check user input eagerly (outside jit) and raise
+``ValueError`` with a readable message.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.linalg import cho_solve, solve_triangular
+
+__all__ = [
+    "MeanCov", "CholCov", "CholPrec", "Natural", "Expectation", "MeanField", "Gaussian", "KINDS",
+    "to_mean_cov", "from_mean_cov", "convert", "covariance", "precision", "mean",
+    "sample", "logpdf", "entropy", "kl", "validate", "check_mean_cov", "check_factor", "fisher_information",
+]
+
+
+class MeanCov(NamedTuple):
+    """kappa = (mu, Sigma): mean and covariance (Tan (2025) Table 1, first row)."""
+
+    mu: jax.Array
+    Sigma: jax.Array
+
+
+class CholCov(NamedTuple):
+    """(mu, C) with Sigma = C C^T, C lower triangular (Tan (2025) Thm 1(i))."""
+
+    mu: jax.Array
+    C: jax.Array
+
+
+class CholPrec(NamedTuple):
+    """(mu, T) with Sigma^-1 = T T^T, T lower triangular (Tan (2025) Thm 1(ii))."""
+
+    mu: jax.Array
+    T: jax.Array
+
+
+class Natural(NamedTuple):
+    """Natural parameters (Sigma^-1 mu, -Sigma^-1 / 2) in matrix form (Tan (2025) Eq. 2)."""
+
+    eta1: jax.Array
+    eta2: jax.Array
+
+
+class Expectation(NamedTuple):
+    """Expectation parameters (E[theta], E[theta theta^T]) = (mu, Sigma + mu mu^T)."""
+
+    m1: jax.Array
+    m2: jax.Array
+
+
+class MeanField(NamedTuple):
+    """Mean-field Gaussian: mean mu and marginal standard deviations sigma (Sigma = diag sigma^2)."""
+
+    mu: jax.Array
+    sigma: jax.Array
+
+
+Gaussian = Union[MeanCov, CholCov, CholPrec, Natural, Expectation, MeanField]
+
+KINDS = {
+    "mean_cov": MeanCov,
+    "chol_cov": CholCov,
+    "chol_prec": CholPrec,
+    "natural": Natural,
+    "expectation": Expectation,
+    "mean_field": MeanField,
+}
+
+
+def _sym(X):
+    return 0.5 * (X + jnp.swapaxes(X, -1, -2))
+
+
+def _kind_of(p) -> str:
+    for name, cls in KINDS.items():
+        if isinstance(p, cls):
+            return name
+    raise ValueError(
+        f"Expected a Gaussian parameterization ({', '.join(c.__name__ for c in KINDS.values())}), "
+        f"got {type(p).__name__}."
+    )
+
+
+def to_mean_cov(p: Gaussian) -> MeanCov:
+    """(mu, Sigma) of any parameterization."""
+    kind = _kind_of(p)
+    if kind == "mean_cov":
+        return p
+    if kind == "chol_cov":
+        return MeanCov(p.mu, p.C @ p.C.T)
+    if kind == "chol_prec":
+        d = p.T.shape[-1]
+        Tinv = solve_triangular(p.T, jnp.eye(d, dtype=p.T.dtype), lower=True)
+        return MeanCov(p.mu, Tinv.T @ Tinv)
+    if kind == "natural":
+        P = -2.0 * p.eta2
+        Lp = jnp.linalg.cholesky(_sym(P))
+        Sigma = cho_solve((Lp, True), jnp.eye(P.shape[-1], dtype=P.dtype))
+        return MeanCov(cho_solve((Lp, True), p.eta1), _sym(Sigma))
+    if kind == "expectation":
+        return MeanCov(p.m1, _sym(p.m2 - jnp.outer(p.m1, p.m1)))
+    return MeanCov(p.mu, jnp.diag(p.sigma**2))
+
+
+def from_mean_cov(mc: MeanCov, kind: str) -> Gaussian:
+    """Express (mu, Sigma) in the parameterization ``kind`` (a key of ``KINDS``)."""
+    mu, Sigma = mc
+    d = Sigma.shape[-1]
+    if kind == "mean_cov":
+        return MeanCov(mu, Sigma)
+    if kind == "chol_cov":
+        return CholCov(mu, jnp.linalg.cholesky(_sym(Sigma)))
+    if kind == "chol_prec":
+        # T = lower Cholesky factor of Sigma^-1 (T T^T = Sigma^-1), computed without forming Sigma^-1
+        # via the reversal trick: if J is the exchange matrix and J Sigma J = U U^T (U lower), then
+        # Sigma^-1 = (J U^-T J)(J U^-T J)^T with J U^-T J lower triangular.
+        J = jnp.eye(d, dtype=Sigma.dtype)[::-1]
+        U = jnp.linalg.cholesky(_sym(J @ Sigma @ J))
+        Uinv_T = solve_triangular(U, jnp.eye(d, dtype=Sigma.dtype), lower=True).T
+        return CholPrec(mu, J @ Uinv_T @ J)
+    if kind == "natural":
+        Ls = jnp.linalg.cholesky(_sym(Sigma))
+        P = cho_solve((Ls, True), jnp.eye(d, dtype=Sigma.dtype))
+        return Natural(cho_solve((Ls, True), mu), -0.5 * _sym(P))
+    if kind == "expectation":
+        return Expectation(mu, Sigma + jnp.outer(mu, mu))
+    if kind == "mean_field":
+        return MeanField(mu, jnp.sqrt(jnp.diagonal(Sigma)))
+    raise ValueError(f"Unknown parameterization {kind!r}; choose one of {sorted(KINDS)}.")
+
+
+def convert(p: Gaussian, kind: str) -> Gaussian:
+    """Convert between parameterizations (mean-field keeps only the marginal variances)."""
+    return from_mean_cov(to_mean_cov(p), kind)
+
+
+def mean(p: Gaussian) -> jax.Array:
+    return to_mean_cov(p).mu
+
+
+def covariance(p: Gaussian) -> jax.Array:
+    return to_mean_cov(p).Sigma
+
+
+def precision(p: Gaussian) -> jax.Array:
+    """Sigma^-1 (directly from T or eta2 when available)."""
+    kind = _kind_of(p)
+    if kind == "chol_prec":
+        return p.T @ p.T.T
+    if kind == "natural":
+        return -2.0 * p.eta2
+    if kind == "mean_field":
+        return jnp.diag(1.0 / p.sigma**2)
+    Sigma = covariance(p)
+    Ls = jnp.linalg.cholesky(_sym(Sigma))
+    return cho_solve((Ls, True), jnp.eye(Sigma.shape[-1], dtype=Sigma.dtype))
+
+
+def _chol_cov_factor(p: Gaussian) -> tuple[jax.Array, jax.Array]:
+    """(mu, C) with C C^T = Sigma, cheapest route per kind."""
+    kind = _kind_of(p)
+    if kind == "chol_cov":
+        return p.mu, p.C
+    if kind == "mean_field":
+        return p.mu, jnp.diag(p.sigma)
+    mc = to_mean_cov(p)
+    return mc.mu, jnp.linalg.cholesky(_sym(mc.Sigma))
+
+
+def sample(key: jax.Array, p: Gaussian, n: int) -> jax.Array:
+    """n draws theta = mu + C z, z ~ N(0, I); shape (n, d). For CholPrec, theta = mu + T^-T z."""
+    if isinstance(p, CholPrec):
+        z = jax.random.normal(key, (n, p.mu.shape[-1]), dtype=p.mu.dtype)
+        return p.mu + solve_triangular(p.T.T, z.T, lower=False).T
+    mu, C = _chol_cov_factor(p)
+    z = jax.random.normal(key, (n, mu.shape[-1]), dtype=mu.dtype)
+    return mu + z @ C.T
+
+
+def _log_det_cov(p: Gaussian) -> jax.Array:
+    if isinstance(p, CholPrec):
+        return -2.0 * jnp.sum(jnp.log(jnp.abs(jnp.diagonal(p.T))))
+    _, C = _chol_cov_factor(p)
+    return 2.0 * jnp.sum(jnp.log(jnp.abs(jnp.diagonal(C))))
+
+
+def logpdf(p: Gaussian, x: jax.Array) -> jax.Array:
+    """log N(x; mu, Sigma) for x of shape (d,) or (n, d)."""
+    d = p[0].shape[-1]
+    if isinstance(p, CholPrec):
+        r = (x - p.mu) @ p.T  # rows: (x - mu)^T T
+    else:
+        mu, C = _chol_cov_factor(p)
+        r = solve_triangular(C, jnp.atleast_2d(x - mu).T, lower=True).T
+        r = r.reshape(jnp.shape(x))
+    quad = jnp.sum(r**2, axis=-1)
+    return -0.5 * (quad + _log_det_cov(p) + d * jnp.log(2.0 * jnp.pi))
+
+
+def entropy(p: Gaussian) -> jax.Array:
+    """Differential entropy d/2 (1 + log 2 pi) + 1/2 log |Sigma|."""
+    d = p[0].shape[-1]
+    return 0.5 * d * (1.0 + jnp.log(2.0 * jnp.pi)) + 0.5 * _log_det_cov(p)
+
+
+def kl(p: Gaussian, q: Gaussian) -> jax.Array:
+    """KL(p || q) between Gaussians, closed form:
+    1/2 [tr(Sq^-1 Sp) + (mq - mp)^T Sq^-1 (mq - mp) - d + log|Sq| - log|Sp|]."""
+    mp, Sp = to_mean_cov(p)
+    mq, Sq = to_mean_cov(q)
+    d = mp.shape[-1]
+    Lq = jnp.linalg.cholesky(_sym(Sq))
+    Lp = jnp.linalg.cholesky(_sym(Sp))
+    A = solve_triangular(Lq, Lp, lower=True)  # Lq^-1 Lp; tr(Sq^-1 Sp) = ||A||_F^2
+    r = solve_triangular(Lq, mq - mp, lower=True)
+    logdet_q = 2.0 * jnp.sum(jnp.log(jnp.diagonal(Lq)))
+    logdet_p = 2.0 * jnp.sum(jnp.log(jnp.diagonal(Lp)))
+    return 0.5 * (jnp.sum(A**2) + jnp.sum(r**2) - d + logdet_q - logdet_p)
+
+
+# ----------------------------------------------------------------------------------------------
+# Validation (eager, numpy; never inside jit)
+
+
+def _as_float_array(x, name: str) -> np.ndarray:
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numeric; got {x!r}.") from exc
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} contains non-finite values (NaN or infinity).")
+    return a
+
+
+def check_mean_cov(mu, Sigma, name: str = "Sigma", matrix_kind: str = "covariance"):
+    """Validate a mean vector and a covariance (or precision) matrix; return float64 arrays."""
+    mu = _as_float_array(mu, "The mean mu")
+    S = _as_float_array(Sigma, f"The {matrix_kind} {name}")
+    if mu.ndim != 1:
+        raise ValueError(f"The mean mu must be a vector; got an array of shape {mu.shape}.")
+    if S.ndim != 2 or S.shape[0] != S.shape[1]:
+        raise ValueError(f"The {matrix_kind} {name} must be a square matrix; got shape {S.shape}.")
+    if S.shape[0] != mu.shape[0]:
+        raise ValueError(
+            f"Dimension mismatch: mu has {mu.shape[0]} entries but the {matrix_kind} {name} is "
+            f"{S.shape[0]} x {S.shape[1]}."
+        )
+    if not np.allclose(S, S.T, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(S).max())):
+        raise ValueError(f"The {matrix_kind} {name} must be symmetric.")
+    ev = np.linalg.eigvalsh(0.5 * (S + S.T))
+    if ev[0] <= 0:
+        raise ValueError(
+            f"The {matrix_kind} {name} must be positive definite, but its smallest eigenvalue is "
+            f"{ev[0]:.3g}."
+        )
+    return mu, S
+
+
+def check_factor(mu, F, name: str = "C"):
+    """Validate a lower-triangular factor with non-zero diagonal (an invertible Cholesky factor)."""
+    mu = _as_float_array(mu, "The mean mu")
+    F = _as_float_array(F, f"The factor {name}")
+    if mu.ndim != 1:
+        raise ValueError(f"The mean mu must be a vector; got an array of shape {mu.shape}.")
+    if F.ndim != 2 or F.shape[0] != F.shape[1]:
+        raise ValueError(f"The factor {name} must be a square matrix; got shape {F.shape}.")
+    if F.shape[0] != mu.shape[0]:
+        raise ValueError(
+            f"Dimension mismatch: mu has {mu.shape[0]} entries but the factor {name} is "
+            f"{F.shape[0]} x {F.shape[1]}."
+        )
+    if np.any(np.triu(F, 1) != 0):
+        raise ValueError(f"The factor {name} must be lower triangular (zeros above the diagonal).")
+    if np.any(np.diag(F) == 0):
+        raise ValueError(f"The factor {name} has a zero on its diagonal, so it is singular.")
+    return mu, F
+
+
+def validate(p: Gaussian) -> Gaussian:
+    """Check a parameterization eagerly; return it with float64 jnp arrays or raise ValueError."""
+    kind = _kind_of(p)
+    if kind == "mean_cov":
+        mu, S = check_mean_cov(p.mu, p.Sigma)
+        return MeanCov(jnp.asarray(mu), jnp.asarray(S))
+    if kind == "chol_cov":
+        mu, C = check_factor(p.mu, p.C, "C")
+        return CholCov(jnp.asarray(mu), jnp.asarray(C))
+    if kind == "chol_prec":
+        mu, T = check_factor(p.mu, p.T, "T")
+        return CholPrec(jnp.asarray(mu), jnp.asarray(T))
+    if kind == "natural":
+        e1 = _as_float_array(p.eta1, "eta1")
+        P = -2.0 * _as_float_array(p.eta2, "eta2")
+        _, P = check_mean_cov(e1, P, name="-2 eta2", matrix_kind="precision")
+        return Natural(jnp.asarray(e1), jnp.asarray(-0.5 * P))
+    if kind == "expectation":
+        m1 = _as_float_array(p.m1, "m1")
+        m2 = _as_float_array(p.m2, "m2")
+        if m1.ndim != 1 or m2.shape != (m1.shape[0], m1.shape[0]):
+            raise ValueError(f"m1 must be a vector and m2 a square matrix of matching size; got {m1.shape} and {m2.shape}.")
+        check_mean_cov(m1, m2 - np.outer(m1, m1), name="m2 - m1 m1^T")
+        return Expectation(jnp.asarray(m1), jnp.asarray(m2))
+    mu = _as_float_array(p.mu, "The mean mu")
+    s = _as_float_array(p.sigma, "The standard deviations sigma")
+    if mu.ndim != 1 or s.shape != mu.shape:
+        raise ValueError(f"mu and sigma must be vectors of the same length; got {mu.shape} and {s.shape}.")
+    if np.any(s <= 0):
+        raise ValueError("Every standard deviation sigma must be positive.")
+    return MeanField(jnp.asarray(mu), jnp.asarray(s))
+
+
+def fisher_information(unpack, lam) -> jax.Array:
+    """Fisher information of a Gaussian family by automatic differentiation.
+
+    ``unpack(lam) -> (mu, Sigma)`` maps a flat parameter vector to the mean and covariance.
+    Uses the Gaussian Fisher identity
+    F_ab = dmu_a^T Sigma^-1 dmu_b + 1/2 tr(Sigma^-1 dSigma_a Sigma^-1 dSigma_b),
+    with the Jacobians dmu/dlam and dSigma/dlam from ``jax.jacfwd``: a brute-force reference
+    against which the papers' closed-form Fisher matrices and their inverses are checked.
+    """
+    lam = jnp.asarray(lam, dtype=jnp.float64)
+    mu, Sigma = unpack(lam)
+    Jm = jax.jacfwd(lambda l: unpack(l)[0])(lam)  # (d, p)
+    JS = jax.jacfwd(lambda l: unpack(l)[1])(lam)  # (d, d, p)
+    P = jnp.linalg.inv(Sigma)
+    A = jnp.einsum("ij,jkp->ikp", P, JS)  # Sigma^-1 dSigma_p
+    return Jm.T @ P @ Jm + 0.5 * jnp.einsum("ijp,jiq->pq", A, A)

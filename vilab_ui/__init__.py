@@ -1,0 +1,269 @@
+"""Streamlit helpers shared by the pages: URL-synced widgets, lecture mode, error guard.
+
+Every widget helper reads its initial value from the URL query parameter named ``key``
+(falling back to the default when absent or invalid) and writes its current value back, so a
+page's URL reproduces the exact view. Keys are the URL parameter names: keep them short and
+unique within a page.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import streamlit as st
+
+from vilab import plots
+
+__all__ = [
+    "page", "slider", "log_slider", "select", "radio", "multiselect", "number", "toggle", "checkbox",
+    "text", "seed", "lecture", "show", "guard", "more", "report_status", "log_grid",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# URL round trip
+
+
+def _url_value(key: str, parse: Callable[[str], Any], multi: bool = False):
+    """Parsed value of ?key=... or None when absent or unparsable."""
+    try:
+        if multi:
+            if key not in st.query_params:
+                return None
+            return [parse(v) for v in st.query_params.get_all(key) if v != ""]
+        raw = st.query_params.get(key)
+        return None if raw is None else parse(raw)
+    except (ValueError, TypeError):
+        return None
+
+
+def _prime(key: str, default, parse, valid: Callable[[Any], Any], multi: bool = False) -> None:
+    """Put the initial value in session state (from the URL if valid) before the widget is made."""
+    if key in st.session_state:
+        return
+    val = _url_value(key, parse, multi)
+    if val is not None:
+        try:
+            val = valid(val)
+        except (ValueError, TypeError):
+            val = None
+    st.session_state[key] = default if val is None else val
+
+
+def _publish(key: str, value, fmt: Callable[[Any], str] = str, multi: bool = False) -> None:
+    if multi:
+        st.query_params[key] = [fmt(v) for v in value] or [""]
+    else:
+        st.query_params[key] = fmt(value)
+
+
+def _fmt_num(v) -> str:
+    return repr(int(v)) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else f"{float(v):.12g}"
+
+
+def _parse_bool(s: str) -> bool:
+    s = s.strip().lower()
+    if s in ("1", "true", "yes", "on"):
+        return True
+    if s in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(s)
+
+
+def _in_options(options: Sequence):
+    def valid(v):
+        for o in options:
+            if str(o) == str(v):
+                return o
+        raise ValueError(v)
+
+    return valid
+
+
+# ---------------------------------------------------------------------------------------------
+# Widgets
+
+
+def slider(label: str, key: str, lo, hi, value, step=None, help: str | None = None, **kw):
+    """st.slider synced with ?key=. Integer when lo, hi and value are ints."""
+    is_int = all(isinstance(v, int) and not isinstance(v, bool) for v in (lo, hi, value))
+    conv = int if is_int else float
+
+    def valid(v):
+        v = conv(v)
+        if not math.isfinite(v):
+            raise ValueError(v)
+        return min(max(v, lo), hi)
+
+    _prime(key, value, lambda s: conv(float(s)), valid)
+    out = st.slider(label, min_value=lo, max_value=hi, step=step, key=key, help=help, **kw)
+    _publish(key, out, _fmt_num)
+    return out
+
+
+def log_grid(lo: float, hi: float, points_per_decade: int = 4) -> list[float]:
+    """Log-spaced values from lo to hi (inclusive), rounded to 3 significant digits."""
+    if not (0 < lo < hi):
+        raise ValueError("A log-scale slider needs 0 < lo < hi.")
+    n = int(round(np.log10(hi / lo) * points_per_decade)) + 1
+    vals = np.logspace(np.log10(lo), np.log10(hi), n)
+    return sorted({float(f"{v:.3g}") for v in vals})
+
+
+def log_slider(label: str, key: str, lo: float, hi: float, value: float, points_per_decade: int = 4,
+               help: str | None = None, **kw) -> float:
+    """A log-scale slider (st.select_slider over log-spaced values), synced with ?key=.
+
+    A value given in the URL snaps to the nearest grid point (in log distance).
+    """
+    opts = log_grid(lo, hi, points_per_decade)
+
+    def snap(v):
+        v = float(v)
+        if not (math.isfinite(v) and v > 0):
+            raise ValueError(v)
+        return min(opts, key=lambda o: abs(math.log(o) - math.log(v)))
+
+    value = snap(value)
+    _prime(key, value, float, snap)
+    out = st.select_slider(label, options=opts, key=key, format_func=lambda v: f"{v:.3g}", help=help, **kw)
+    _publish(key, out, _fmt_num)
+    return float(out)
+
+
+def select(label: str, key: str, options: Sequence, value=None, help: str | None = None, **kw):
+    """st.selectbox synced with ?key= (the option's str)."""
+    options = list(options)
+    value = options[0] if value is None else value
+    _prime(key, value, str, _in_options(options))
+    out = st.selectbox(label, options, key=key, help=help, **kw)
+    _publish(key, out)
+    return out
+
+
+def radio(label: str, key: str, options: Sequence, value=None, help: str | None = None, **kw):
+    """st.radio synced with ?key=."""
+    options = list(options)
+    value = options[0] if value is None else value
+    _prime(key, value, str, _in_options(options))
+    out = st.radio(label, options, key=key, help=help, **kw)
+    _publish(key, out)
+    return out
+
+
+def multiselect(label: str, key: str, options: Sequence, value: Sequence = (), help: str | None = None, **kw):
+    """st.multiselect synced with ?key=a&key=b (repeated parameter)."""
+    options = list(options)
+    pick = _in_options(options)
+    _prime(key, list(value), str, lambda vs: [pick(v) for v in vs], multi=True)
+    out = st.multiselect(label, options, key=key, help=help, **kw)
+    _publish(key, out, str, multi=True)
+    return out
+
+
+def number(label: str, key: str, lo, hi, value, step=None, help: str | None = None, **kw):
+    """st.number_input synced with ?key=. Integer when lo, hi and value are ints."""
+    is_int = all(isinstance(v, int) and not isinstance(v, bool) for v in (lo, hi, value))
+    conv = int if is_int else float
+
+    def valid(v):
+        v = conv(v)
+        if not math.isfinite(v):
+            raise ValueError(v)
+        return min(max(v, lo), hi)
+
+    _prime(key, value, lambda s: conv(float(s)), valid)
+    out = st.number_input(label, min_value=lo, max_value=hi, step=step, key=key, help=help, **kw)
+    _publish(key, out, _fmt_num)
+    return out
+
+
+def toggle(label: str, key: str, value: bool = False, help: str | None = None, **kw) -> bool:
+    """st.toggle synced with ?key=0/1."""
+    _prime(key, bool(value), _parse_bool, bool)
+    out = st.toggle(label, key=key, help=help, **kw)
+    _publish(key, out, lambda b: "1" if b else "0")
+    return bool(out)
+
+
+def checkbox(label: str, key: str, value: bool = False, help: str | None = None, **kw) -> bool:
+    """st.checkbox synced with ?key=0/1."""
+    _prime(key, bool(value), _parse_bool, bool)
+    out = st.checkbox(label, key=key, help=help, **kw)
+    _publish(key, out, lambda b: "1" if b else "0")
+    return bool(out)
+
+
+def text(label: str, key: str, value: str = "", help: str | None = None, **kw) -> str:
+    """st.text_input synced with ?key=."""
+    _prime(key, value, str, str)
+    out = st.text_input(label, key=key, help=help, **kw)
+    _publish(key, out)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Page furniture
+
+
+def seed() -> int:
+    """The global random seed chosen in the sidebar (0 when the page runs on its own)."""
+    v = st.session_state.get("seed")
+    if v is None:
+        v = _url_value("seed", lambda s: int(float(s)))
+    return int(v or 0)
+
+
+def lecture() -> bool:
+    """Whether lecture mode (large fonts and figures, fewer controls) is on."""
+    v = st.session_state.get("lecture")
+    if v is None:
+        v = _url_value("lecture", _parse_bool)
+    return bool(v)
+
+
+def page(title: str, intro: str | None = None) -> None:
+    """Title and a short introduction."""
+    st.title(title)
+    if intro:
+        st.markdown(intro)
+
+
+def show(fig, key: str | None = None, **kw):
+    """Draw a Plotly figure full width, styled for lecture mode when it is on."""
+    if lecture():
+        plots.lecture_style(fig)
+    return st.plotly_chart(fig, key=key, **kw)
+
+
+def more(label: str = "More settings"):
+    """An expander for advanced settings, collapsed in lecture mode."""
+    return st.expander(label, expanded=not lecture())
+
+
+@contextmanager
+def guard(context: str = ""):
+    """Show errors as messages, never as tracebacks.
+
+    ValueError (bad input, explained by the library) becomes st.warning; any other exception
+    becomes st.error with its message. Streamlit's own control flow (st.stop, reruns) passes.
+    """
+    prefix = f"{context}: " if context else ""
+    try:
+        yield
+    except ValueError as exc:
+        st.warning(f"{prefix}{exc}")
+    except Exception as exc:  # noqa: BLE001 - shown to the user instead of a traceback
+        st.error(f"{prefix}something went wrong ({type(exc).__name__}: {exc}).")
+
+
+def report_status(trace_or_status, label: str = "") -> bool:
+    """Warn when a run diverged; return True if it did."""
+    status = getattr(trace_or_status, "status", trace_or_status)
+    if isinstance(status, str) and status.startswith("diverged"):
+        st.warning(f"{label + ': ' if label else ''}{status}. The path is drawn up to the failure.")
+        return True
+    return False
