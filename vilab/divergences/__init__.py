@@ -1,0 +1,68 @@
+"""Divergences for Gaussian variational inference: KL, Fisher, score-based and weighted Fisher.
+
+Chen, Nott & Tan (2025), "Weighted Fisher divergence for high-dimensional Gaussian variational
+inference".  Submodules:
+
+* :mod:`.gaussian`   closed forms (Lemma 1), Monte Carlo estimates, mean-field optima (Sec. 2),
+                     the non-negative quadratic program of the score-based divergence, Fig. 1 grid;
+* :mod:`.univariate` optimal Gaussians for non-Gaussian univariate targets (Sec. 3, Tables 1-3);
+* :mod:`.stochastic` KLD, FDr, SDr, FDb, SDb (Tables 4-5) and batch-and-match, returning Traces;
+* :mod:`.gradvar`    gradient-variance formulas of Sec. 5.4 and their Monte Carlo counterpart.
+
+The public entry point of the mean-field comparison is
+``meanfield_variances(precision, divergence, weight=None)``.
+"""
+
+from .gaussian import (
+    DIVERGENCES,
+    MeanFieldOptimum,
+    batch_meanfield_fixed_point,
+    check_precision,
+    divergence,
+    fig1_grid,
+    fisher,
+    kl_pq,
+    kl_qp,
+    meanfield_optimum,
+    meanfield_variances,
+    monte_carlo_divergence,
+    precision_2d,
+    precision_3d,
+    score_divergence,
+    score_nqp,
+    score_nqp_batch,
+    variance_curves_2d,
+    weighted_fisher,
+)
+from .gradvar import gradient_variance_diagonal, gradient_variance_mc, gradient_variance_mu
+from .stochastic import (
+    METHOD_LABELS,
+    SGD_METHODS,
+    bam_update,
+    batch_objectives,
+    batch_statistics,
+    make_mask,
+    run_bam,
+    run_sgd,
+    sparse_pattern,
+)
+from .univariate import (
+    UnivariateOptimum,
+    accuracy,
+    iae,
+    log_inverse_gamma_optima,
+    univariate_objective,
+    univariate_optima,
+    univariate_optimum,
+)
+
+__all__ = [
+    "DIVERGENCES", "MeanFieldOptimum", "batch_meanfield_fixed_point", "check_precision", "divergence",
+    "fig1_grid", "fisher", "kl_pq", "kl_qp", "meanfield_optimum", "meanfield_variances",
+    "monte_carlo_divergence", "precision_2d", "precision_3d", "score_divergence", "score_nqp",
+    "score_nqp_batch", "variance_curves_2d", "weighted_fisher", "gradient_variance_diagonal", "gradient_variance_mc",
+    "gradient_variance_mu", "METHOD_LABELS", "SGD_METHODS", "bam_update", "batch_objectives",
+    "batch_statistics", "make_mask", "run_bam", "run_sgd", "sparse_pattern", "UnivariateOptimum",
+    "accuracy", "iae", "log_inverse_gamma_optima", "univariate_objective", "univariate_optima",
+    "univariate_optimum",
+]
