@@ -225,8 +225,27 @@ def lecture() -> bool:
     return bool(v)
 
 
+def _leave_pages_directory_mode() -> None:
+    """Make a page URL opened first on a fresh server go through app.py's st.navigation.
+
+    Streamlit treats an app whose script sits beside a ``pages/`` folder as a v1 multipage app
+    until some session runs ``st.navigation``: a shared link such as ``/Divergences?rho=0.9``
+    opened first after a restart would run the page alone, without app.py's sidebar (seed,
+    lecture mode) and with the v1 page list. Clearing that flag and rerunning hands the request
+    to app.py, which resolves the same URL path through st.navigation.
+    """
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # a future Streamlit without the v1 mode
+        return
+    if getattr(PagesManager, "uses_pages_directory", False):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def page(title: str, intro: str | None = None) -> None:
-    """Title and a short introduction."""
+    """Title and a short introduction (call first on every page)."""
+    _leave_pages_directory_mode()
     st.title(title)
     if intro:
         st.markdown(intro)

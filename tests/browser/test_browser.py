@@ -107,6 +107,18 @@ def wait_rendered(page, timeout_s: float = 240.0) -> None:
     raise AssertionError("the page kept running past the timeout")
 
 
+def test_shared_link_opened_first_on_a_fresh_server(server, browser):
+    """A page URL with parameters, opened before any other session: app.py's sidebar and the URL's values."""
+    page = browser.new_page()
+    page.goto(server + "/Reproductions?seed=5&lecture=1", wait_until="domcontentloaded")
+    wait_rendered(page)
+    assert page.locator("h1").first.inner_text().strip() == "Reproductions"
+    assert page.locator('[data-testid="stSidebar"] input[type="number"]').first.input_value() == "5"
+    nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
+    assert "app" not in nav.split("\n")  # not Streamlit's v1 pages-directory list
+    page.close()
+
+
 @pytest.mark.parametrize("path,title", _page_paths(), ids=[p for p, _ in _page_paths()])
 def test_every_page_renders_in_chromium(server, browser, path, title):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
