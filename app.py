@@ -21,6 +21,7 @@ def _title(path: Path) -> str:
 files = sorted(p for p in PAGES.glob("*.py") if not p.name.startswith("_"))
 nav = st.navigation([st.Page(str(p), title=_title(p), default=(i == 0)) for i, p in enumerate(files)])
 
+ui.scope("")  # the sidebar's widgets belong to every page
 with st.sidebar:
     ui.number("Random seed", "seed", 0, 2**31 - 1, 0, help="Seeds every Monte Carlo estimate and stochastic run.")
     ui.toggle("Lecture mode", "lecture", False,

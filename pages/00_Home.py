@@ -16,8 +16,9 @@ ui.page(
     "yourself.",
 )
 
-st.latex(r"\lambda \leftarrow \lambda + \rho\, F_\lambda^{-1} \nabla_\lambda \mathcal L(\lambda)"
-         r"\qquad\text{(natural-gradient ascent; } F_\lambda \text{ the Fisher information of } q_\lambda)")
+st.latex(r"\lambda \leftarrow \lambda + \rho\, F_\lambda^{-1} \nabla_\lambda \mathcal L(\lambda)")
+st.caption("Natural-gradient ascent on the ELBO: $F_\\lambda$ is the Fisher information of $q_\\lambda$, "
+           "$\\rho$ the step size.")
 
 st.subheader("The five papers")
 st.markdown(

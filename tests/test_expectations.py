@@ -53,3 +53,23 @@ def test_method_errors():
         expected_grad_hess(b, np.zeros(3), np.eye(2))
     with pytest.raises(ValueError, match="Unknown"):
         expected_grad_hess(b, np.zeros(2), np.eye(2), "quadrature")
+    with pytest.raises(ValueError, match="positive definite"):
+        expected_grad_hess(b, np.zeros(2), np.array([[1.0, 2.0], [2.0, 1.0]]), "mc-first", key=jax.random.key(0))
+    with pytest.raises(ValueError, match="non-finite"):
+        expected_grad_hess(b, np.array([0.0, np.nan]), np.eye(2), "mc-second", key=jax.random.key(0))
+
+
+def test_gauss_hermite_is_traceable_and_exact_for_polynomials(logreg):
+    """The quadrature runs inside jit (the update-rule loops call it there); the nodes integrate
+    polynomials of degree 2n - 1 exactly under N(0, 1)."""
+    from vilab.expectations import gauss_hermite_glm, hermite_nodes
+
+    x, w = hermite_nodes(5)
+    assert np.isclose(w @ x**4, 3.0) and np.isclose(w @ x**9, 0.0, atol=1e-12) and np.isclose(w.sum(), 1.0)
+    mu, S = np.array([0.4, -0.8, 1.5]), 0.1 * np.eye(3)
+    eager = gauss_hermite_glm(logreg, mu, S, 20)
+    jitted = jax.jit(lambda m, s: gauss_hermite_glm(logreg, m, s, 20))(mu, S)
+    np.testing.assert_allclose(jitted[0], eager[0], rtol=1e-12)
+    np.testing.assert_allclose(jitted[1], eager[1], rtol=1e-12)
+    with pytest.raises(ValueError, match="at least one node"):
+        hermite_nodes(0)

@@ -106,3 +106,48 @@ def test_fisher_of_cholesky_factor_matches_tan_lemma1(rng):
 def test_invalid_input_raises_clear_valueerror(bad, match):
     with pytest.raises(ValueError, match=match):
         g.validate(bad)
+
+
+def test_mean_field_round_trips_for_diagonal_covariances(rng):
+    mu, var = rng.normal(size=3), rng.uniform(0.2, 3.0, size=3)
+    mf = g.MeanField(jnp.asarray(mu), jnp.asarray(np.sqrt(var)))
+    for kind in g.KINDS:
+        back = g.convert(g.convert(mf, kind), "mean_field")
+        np.testing.assert_allclose(back.mu, mu, atol=1e-12)
+        np.testing.assert_allclose(back.sigma, np.sqrt(var), atol=1e-12)
+
+
+NOT_PD = g.MeanCov(np.zeros(2), np.array([[1.0, 2.0], [2.0, 1.0]]))
+UPPER = g.CholPrec(np.zeros(2), np.array([[1.0, 0.5], [0.0, 1.0]]))
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: g.sample(jax.random.key(0), NOT_PD, 5), "positive definite"),
+        (lambda: g.logpdf(NOT_PD, np.zeros(2)), "positive definite"),
+        (lambda: g.entropy(UPPER), "lower triangular"),
+        (lambda: g.sample(jax.random.key(0), UPPER, 5), "lower triangular"),
+        (lambda: g.convert(NOT_PD, "chol_cov"), "positive definite"),
+        (lambda: g.from_mean_cov((np.zeros(3), np.eye(2)), "natural"), "mismatch"),
+        (lambda: g.from_mean_cov(g.MeanCov(np.zeros(2), np.eye(2)), "cholesky"), "Unknown parameterization"),
+        (lambda: g.kl(g.MeanCov(np.zeros(2), np.eye(2)), g.MeanCov(np.zeros(3), np.eye(3))), "mismatch"),
+        (lambda: g.logpdf(g.MeanCov(np.zeros(2), np.eye(2)), np.zeros(3)), "mismatch"),
+        (lambda: g.sample(jax.random.key(0), g.MeanCov(np.zeros(2), np.eye(2)), 0), "at least 1"),
+        (lambda: g.precision(g.MeanField(np.zeros(2), np.array([1.0, np.inf]))), "non-finite"),
+    ],
+)
+def test_operations_check_concrete_input(call, match):
+    """Called eagerly, the operations refuse invalid input instead of returning NaNs."""
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_operations_still_trace_under_jit_and_grad(rng):
+    S = random_spd(rng, 3)
+    p = g.from_mean_cov(g.MeanCov(jnp.zeros(3), jnp.asarray(S)), "chol_prec")
+    x = jnp.asarray(rng.normal(size=3))
+    np.testing.assert_allclose(jax.jit(g.logpdf)(p, x), g.logpdf(p, x), rtol=1e-12)
+    np.testing.assert_allclose(jax.jit(lambda q: g.kl(q, q))(p), 0.0, atol=1e-12)
+    grad_mu = jax.grad(lambda m: g.logpdf(g.CholPrec(m, p.T), x))(p.mu)
+    np.testing.assert_allclose(grad_mu, np.linalg.inv(S) @ np.asarray(x), rtol=1e-8)

@@ -66,3 +66,24 @@ def test_import_vilab_does_not_import_streamlit():
            "vilab.repro.entries(); print('streamlit' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_every_reproduction_module_imports():
+    assert repro.import_errors() == {}
+
+
+def test_a_broken_module_is_reported_not_fatal(monkeypatch, capsys):
+    real = repro.importlib.import_module
+
+    def fake(name, *args, **kwargs):
+        if name == "vilab.repro.chen2025":
+            raise SyntaxError("broken on purpose")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(repro.importlib, "import_module", fake)
+    monkeypatch.setattr(repro, "_DISCOVERED", False)
+    monkeypatch.setattr(repro, "_IMPORT_ERRORS", {})
+    assert "broken on purpose" in repro.import_errors()["chen2025"]
+    assert repro.entries()  # the other modules' entries are still there
+    assert cli.main(["repro", "--list"]) == 1
+    assert "chen2025.py could not be imported" in capsys.readouterr().err

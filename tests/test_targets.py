@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from vilab.targets import (banana, bayes_linreg, check_point, gaussian_2d, gaussian_target, logistic_regression,
-                           student_t_2d)
+                           rotated_gaussian_2d, student_t_2d)
 
 
 def _numeric_grad(f, x, h=1e-6):
@@ -33,6 +33,26 @@ def test_gaussian_targets_know_their_posterior():
     np.testing.assert_allclose(t.grad(t.mean), 0.0, atol=1e-12)
     np.testing.assert_allclose(-t.hess(t.mean), np.linalg.inv(t.cov), atol=1e-10)
     assert t.quadratic
+
+
+def test_rotated_gaussian_has_its_condition_number_scale_and_axes():
+    """Sigma = scale^2 R diag(1, 1/kappa) R^T, R the 45-degree rotation: precision eigenvalues
+    (1, kappa) / scale^2 along (1, 1) and (-1, 1); a member of the gaussian_target family."""
+    t = rotated_gaussian_2d(30.0)
+    assert t.name == "Gaussian (condition number 30)" and t.quadratic
+    np.testing.assert_allclose(t.mean, [1.0, 0.0])
+    P = -np.asarray(t.hess(t.mean))
+    lam, Q = np.linalg.eigh(P)
+    np.testing.assert_allclose(lam, [1.0, 30.0], rtol=1e-12)
+    np.testing.assert_allclose(np.abs(Q[:, 0]), [2**-0.5, 2**-0.5], atol=1e-12)  # flat direction: the diagonal
+    np.testing.assert_allclose(t.cov, np.linalg.inv(P), rtol=1e-12)
+    w = rotated_gaussian_2d(4.0, scale=3.0, mean=(0.0, 2.0))
+    assert w.name == "Gaussian (condition number 4, scale 3)"
+    R = np.array([[1.0, -1.0], [1.0, 1.0]]) / np.sqrt(2.0)
+    np.testing.assert_allclose(w.cov, 9.0 * R @ np.diag([1.0, 0.25]) @ R.T, atol=1e-12)
+    assert np.sqrt(np.linalg.eigvalsh(w.cov)[-1]) == pytest.approx(3.0)  # the largest sd is the scale
+    assert w.family == t.family == gaussian_2d(0.3).family  # built by gaussian_target
+    np.testing.assert_allclose(w.params["precision"], np.linalg.inv(w.cov), rtol=1e-12)
 
 
 def test_bayes_linreg_posterior_is_exact(rng):
@@ -70,6 +90,17 @@ def test_logistic_regression_accepts_pm1_labels(rng):
         (lambda: logistic_regression(np.ones((3, 2)), np.array([0.0, 1.0, 2.0])), "0/1"),
         (lambda: logistic_regression(np.ones((3, 2)), np.array([0.0, 1.0])), "one entry per row"),
         (lambda: bayes_linreg(np.ones((3, 2)), np.ones(3), noise_var=-1.0), "positive"),
+        (lambda: gaussian_2d(np.nan), "strictly between -1 and 1"),
+        (lambda: gaussian_2d(0.5, sd2=np.inf), "sd2 must be a positive finite"),
+        (lambda: banana(b=np.nan), "curvature b must be finite"),
+        (lambda: banana(sd1=-2.0), "sd1 must be a positive finite"),
+        (lambda: student_t_2d(3.0, scale=(1.0, 0.0)), "scale"),
+        (lambda: student_t_2d(3.0, loc=(0.0, 0.0, 0.0)), "two entries"),
+        (lambda: logistic_regression(np.ones((3, 2)), np.ones(3), prior_var=np.nan), "prior variance"),
+        (lambda: logistic_regression(np.ones((3, 2)), np.ones(3), prior_var="big"), "must be a number"),
+        (lambda: rotated_gaussian_2d(0.5), "at least 1"),
+        (lambda: rotated_gaussian_2d(np.inf), "condition number kappa must be a positive finite"),
+        (lambda: rotated_gaussian_2d(10.0, scale=0.0), "scale must be a positive finite"),
     ],
 )
 def test_bad_targets_raise(make, match):

@@ -21,29 +21,42 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import solve_triangular
 
+from .gaussian import check_mean_cov
 from .targets import Target
 
-__all__ = ["expected_grad_hess", "METHODS", "gauss_hermite_glm", "monte_carlo"]
+__all__ = ["expected_grad_hess", "METHODS", "gauss_hermite_glm", "hermite_nodes", "monte_carlo"]
 
 METHODS = ("exact", "gauss-hermite", "mc-first", "mc-second")
 
 
 @lru_cache(maxsize=16)
-def _hermite(n_points: int):
+def hermite_nodes(n_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """Probabilists' Gauss-Hermite nodes and weights with E_{N(0,1)}[f] ~= sum_k w_k f(x_k).
+
+    numpy constants (not jnp), so they can be created inside a jit trace.
+    """
+    n_points = int(n_points)
+    if n_points < 1:
+        raise ValueError(f"Gauss-Hermite quadrature needs at least one node; got {n_points}.")
     x, w = np.polynomial.hermite_e.hermegauss(n_points)  # weight exp(-x^2/2)
-    return jnp.asarray(x), jnp.asarray(w / np.sqrt(2.0 * np.pi))
+    return x, w / np.sqrt(2.0 * np.pi)
 
 
 def gauss_hermite_glm(target: Target, mu, Sigma, n_points: int = 32):
-    """E_q[grad log p], E_q[hess log p] for a GLM target by Gauss-Hermite quadrature."""
+    """E_q[grad log p], E_q[hess log p] for a GLM target by Gauss-Hermite quadrature.
+
+    Each eta_i = x_i^T theta is N(x_i^T mu, x_i^T Sigma x_i) under q, so
+    E[grad] = X^T E[l'(eta)] - P0 (mu - m0) and E[hess] = X^T diag(E[l''(eta)]) X - P0.
+    Traceable (usable inside jit); ``n_points`` must be a Python int.
+    """
     glm = target.glm
-    x, w = _hermite(int(n_points))
+    x, w = hermite_nodes(n_points)
     return _gh_glm(glm.X, glm.y, glm.prior_mean, glm.prior_prec, glm.loglik, mu, Sigma, x, w)
 
 
 def _gh_glm(X, y, m0, P0, loglik, mu, Sigma, x, w):
     m = X @ mu
-    s = jnp.sqrt(jnp.einsum("ij,jk,ik->i", X, Sigma, X))
+    s = jnp.sqrt(jnp.maximum(jnp.einsum("ij,jk,ik->i", X, Sigma, X), 0.0))
     eta = m[:, None] + s[:, None] * x[None, :]  # (n, K)
     d1 = jax.vmap(jax.vmap(jax.grad(loglik)))(eta, jnp.broadcast_to(y[:, None], eta.shape))
     d2 = jax.vmap(jax.vmap(jax.grad(jax.grad(loglik))))(eta, jnp.broadcast_to(y[:, None], eta.shape))
@@ -78,13 +91,13 @@ def expected_grad_hess(target: Target, mu, Sigma, method: str = "auto", key=None
     ``method="auto"`` picks "exact" for quadratic targets, "gauss-hermite" for GLM targets and
     "mc-second" otherwise. Monte Carlo methods need a PRNG ``key``.
     """
-    mu = jnp.asarray(mu, dtype=jnp.float64)
-    Sigma = jnp.asarray(Sigma, dtype=jnp.float64)
-    if mu.shape != (target.dim,) or Sigma.shape != (target.dim, target.dim):
+    if np.shape(mu) != (target.dim,) or np.shape(Sigma) != (target.dim, target.dim):
         raise ValueError(
             f"mu must have shape ({target.dim},) and Sigma ({target.dim}, {target.dim}) for {target!r}; "
-            f"got {mu.shape} and {Sigma.shape}."
+            f"got {np.shape(mu)} and {np.shape(Sigma)}."
         )
+    mu, Sigma = check_mean_cov(mu, Sigma)
+    mu, Sigma = jnp.asarray(mu), jnp.asarray(Sigma)
     if method == "auto":
         method = "exact" if target.quadratic else ("gauss-hermite" if target.glm is not None else "mc-second")
     if method == "exact":

@@ -16,9 +16,12 @@ class              fields                                          relation to (
 The natural parameter is kept in matrix form; Tan (2025) Eq. 2 writes its second block as
 -1/2 D^T vec(Sigma^-1), which is ``vilab.linalg.duplication_matrix(d).T @ vec(eta2)``.
 
-The operations (``sample``, ``logpdf``, ``entropy``, ``kl``) accept any parameterization and
-are jit-able. ``validate`` / ``check_mean_cov`` check user input eagerly (outside jit) and raise
-``ValueError`` with a readable message.
+The operations (``sample``, ``logpdf``, ``entropy``, ``kl``) and the conversions accept any
+parameterization and are jit-able. Called eagerly (on concrete arrays, not inside ``jax.jit`` /
+``jax.vmap``) they first check their input with ``validate``: a non-square, non-finite,
+non-positive-definite, non-triangular or mismatched input raises ``ValueError`` with a readable
+message instead of silently producing NaNs. Under a trace the check is skipped (nothing is
+concrete there); ``validate`` / ``check_mean_cov`` can also be called directly.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import cho_solve, solve_triangular
+
+from .linalg import symmetrize as _sym
 
 __all__ = [
     "MeanCov", "CholCov", "CholPrec", "Natural", "Expectation", "MeanField", "Gaussian", "KINDS",
@@ -91,10 +96,6 @@ KINDS = {
 }
 
 
-def _sym(X):
-    return 0.5 * (X + jnp.swapaxes(X, -1, -2))
-
-
 def _kind_of(p) -> str:
     for name, cls in KINDS.items():
         if isinstance(p, cls):
@@ -105,8 +106,22 @@ def _kind_of(p) -> str:
     )
 
 
+def _is_traced(p) -> bool:
+    """True when some leaf of ``p`` is a JAX tracer (inside jit / vmap / grad): no eager checks."""
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(p))
+
+
+def _checked(p: Gaussian) -> Gaussian:
+    """``validate(p)`` on concrete input; ``p`` unchanged under a JAX trace."""
+    return p if _is_traced(p) else validate(p)
+
+
 def to_mean_cov(p: Gaussian) -> MeanCov:
-    """(mu, Sigma) of any parameterization."""
+    """(mu, Sigma) of any parameterization (input validated when concrete)."""
+    return _to_mean_cov(_checked(p))
+
+
+def _to_mean_cov(p: Gaussian) -> MeanCov:
     kind = _kind_of(p)
     if kind == "mean_cov":
         return p
@@ -127,7 +142,16 @@ def to_mean_cov(p: Gaussian) -> MeanCov:
 
 
 def from_mean_cov(mc: MeanCov, kind: str) -> Gaussian:
-    """Express (mu, Sigma) in the parameterization ``kind`` (a key of ``KINDS``)."""
+    """Express (mu, Sigma) in the parameterization ``kind`` (a key of ``KINDS``).
+
+    ``mc`` may be a :class:`MeanCov` or a pair (mu, Sigma); it is validated when concrete.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"Unknown parameterization {kind!r}; choose one of {sorted(KINDS)}.")
+    return _from_mean_cov(_checked(MeanCov(*mc)), kind)
+
+
+def _from_mean_cov(mc: MeanCov, kind: str) -> Gaussian:
     mu, Sigma = mc
     d = Sigma.shape[-1]
     if kind == "mean_cov":
@@ -155,19 +179,24 @@ def from_mean_cov(mc: MeanCov, kind: str) -> Gaussian:
 
 def convert(p: Gaussian, kind: str) -> Gaussian:
     """Convert between parameterizations (mean-field keeps only the marginal variances)."""
-    return from_mean_cov(to_mean_cov(p), kind)
+    if kind not in KINDS:
+        raise ValueError(f"Unknown parameterization {kind!r}; choose one of {sorted(KINDS)}.")
+    return _from_mean_cov(to_mean_cov(p), kind)
 
 
 def mean(p: Gaussian) -> jax.Array:
+    """mu of any parameterization."""
     return to_mean_cov(p).mu
 
 
 def covariance(p: Gaussian) -> jax.Array:
+    """Sigma of any parameterization."""
     return to_mean_cov(p).Sigma
 
 
 def precision(p: Gaussian) -> jax.Array:
     """Sigma^-1 (directly from T or eta2 when available)."""
+    p = _checked(p)
     kind = _kind_of(p)
     if kind == "chol_prec":
         return p.T @ p.T.T
@@ -175,7 +204,7 @@ def precision(p: Gaussian) -> jax.Array:
         return -2.0 * p.eta2
     if kind == "mean_field":
         return jnp.diag(1.0 / p.sigma**2)
-    Sigma = covariance(p)
+    Sigma = _to_mean_cov(p).Sigma
     Ls = jnp.linalg.cholesky(_sym(Sigma))
     return cho_solve((Ls, True), jnp.eye(Sigma.shape[-1], dtype=Sigma.dtype))
 
@@ -187,12 +216,15 @@ def _chol_cov_factor(p: Gaussian) -> tuple[jax.Array, jax.Array]:
         return p.mu, p.C
     if kind == "mean_field":
         return p.mu, jnp.diag(p.sigma)
-    mc = to_mean_cov(p)
+    mc = _to_mean_cov(p)
     return mc.mu, jnp.linalg.cholesky(_sym(mc.Sigma))
 
 
 def sample(key: jax.Array, p: Gaussian, n: int) -> jax.Array:
     """n draws theta = mu + C z, z ~ N(0, I); shape (n, d). For CholPrec, theta = mu + T^-T z."""
+    p = _checked(p)
+    if isinstance(n, (int, np.integer)) and n < 1:
+        raise ValueError(f"The number of draws n must be at least 1; got {n}.")
     if isinstance(p, CholPrec):
         z = jax.random.normal(key, (n, p.mu.shape[-1]), dtype=p.mu.dtype)
         return p.mu + solve_triangular(p.T.T, z.T, lower=False).T
@@ -210,7 +242,10 @@ def _log_det_cov(p: Gaussian) -> jax.Array:
 
 def logpdf(p: Gaussian, x: jax.Array) -> jax.Array:
     """log N(x; mu, Sigma) for x of shape (d,) or (n, d)."""
+    p = _checked(p)
     d = p[0].shape[-1]
+    if jnp.shape(x)[-1:] != (d,) or jnp.ndim(x) > 2:
+        raise ValueError(f"Dimension mismatch: x must have shape ({d},) or (n, {d}); got {jnp.shape(x)}.")
     if isinstance(p, CholPrec):
         r = (x - p.mu) @ p.T  # rows: (x - mu)^T T
     else:
@@ -223,6 +258,7 @@ def logpdf(p: Gaussian, x: jax.Array) -> jax.Array:
 
 def entropy(p: Gaussian) -> jax.Array:
     """Differential entropy d/2 (1 + log 2 pi) + 1/2 log |Sigma|."""
+    p = _checked(p)
     d = p[0].shape[-1]
     return 0.5 * d * (1.0 + jnp.log(2.0 * jnp.pi)) + 0.5 * _log_det_cov(p)
 
@@ -233,6 +269,8 @@ def kl(p: Gaussian, q: Gaussian) -> jax.Array:
     mp, Sp = to_mean_cov(p)
     mq, Sq = to_mean_cov(q)
     d = mp.shape[-1]
+    if mq.shape[-1] != d:
+        raise ValueError(f"Dimension mismatch: KL between a {d}-dimensional and a {mq.shape[-1]}-dimensional Gaussian.")
     Lq = jnp.linalg.cholesky(_sym(Sq))
     Lp = jnp.linalg.cholesky(_sym(Sp))
     A = solve_triangular(Lq, Lp, lower=True)  # Lq^-1 Lp; tr(Sq^-1 Sp) = ||A||_F^2
@@ -256,43 +294,37 @@ def _as_float_array(x, name: str) -> np.ndarray:
     return a
 
 
-def check_mean_cov(mu, Sigma, name: str = "Sigma", matrix_kind: str = "covariance"):
-    """Validate a mean vector and a covariance (or precision) matrix; return float64 arrays."""
+def _mean_and_square(mu, M, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """mu a finite vector and M a finite square matrix of the same size (``what`` names M in messages)."""
     mu = _as_float_array(mu, "The mean mu")
-    S = _as_float_array(Sigma, f"The {matrix_kind} {name}")
+    M = _as_float_array(M, what)
     if mu.ndim != 1:
         raise ValueError(f"The mean mu must be a vector; got an array of shape {mu.shape}.")
-    if S.ndim != 2 or S.shape[0] != S.shape[1]:
-        raise ValueError(f"The {matrix_kind} {name} must be a square matrix; got shape {S.shape}.")
-    if S.shape[0] != mu.shape[0]:
-        raise ValueError(
-            f"Dimension mismatch: mu has {mu.shape[0]} entries but the {matrix_kind} {name} is "
-            f"{S.shape[0]} x {S.shape[1]}."
-        )
+    if M.ndim != 2 or M.shape[0] != M.shape[1]:
+        raise ValueError(f"{what} must be a square matrix; got shape {M.shape}.")
+    if M.shape[0] != mu.shape[0]:
+        raise ValueError(f"Dimension mismatch: mu has {mu.shape[0]} entries but {what[0].lower() + what[1:]} is "
+                         f"{M.shape[0]} x {M.shape[1]}.")
+    return mu, M
+
+
+def check_mean_cov(mu, Sigma, name: str = "Sigma", matrix_kind: str = "covariance"):
+    """Validate a mean vector and a covariance (or precision) matrix; return float64 arrays."""
+    what = f"The {matrix_kind} {name}"
+    mu, S = _mean_and_square(mu, Sigma, what)
     if not np.allclose(S, S.T, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(S).max())):
-        raise ValueError(f"The {matrix_kind} {name} must be symmetric.")
-    ev = np.linalg.eigvalsh(0.5 * (S + S.T))
-    if ev[0] <= 0:
-        raise ValueError(
-            f"The {matrix_kind} {name} must be positive definite, but its smallest eigenvalue is "
-            f"{ev[0]:.3g}."
-        )
+        raise ValueError(f"{what} must be symmetric.")
+    try:  # Cholesky is the cheap test; the smallest eigenvalue is computed for the message only
+        np.linalg.cholesky(0.5 * (S + S.T))
+    except np.linalg.LinAlgError:
+        ev = np.linalg.eigvalsh(0.5 * (S + S.T))
+        raise ValueError(f"{what} must be positive definite, but its smallest eigenvalue is {ev[0]:.3g}.") from None
     return mu, S
 
 
 def check_factor(mu, F, name: str = "C"):
     """Validate a lower-triangular factor with non-zero diagonal (an invertible Cholesky factor)."""
-    mu = _as_float_array(mu, "The mean mu")
-    F = _as_float_array(F, f"The factor {name}")
-    if mu.ndim != 1:
-        raise ValueError(f"The mean mu must be a vector; got an array of shape {mu.shape}.")
-    if F.ndim != 2 or F.shape[0] != F.shape[1]:
-        raise ValueError(f"The factor {name} must be a square matrix; got shape {F.shape}.")
-    if F.shape[0] != mu.shape[0]:
-        raise ValueError(
-            f"Dimension mismatch: mu has {mu.shape[0]} entries but the factor {name} is "
-            f"{F.shape[0]} x {F.shape[1]}."
-        )
+    mu, F = _mean_and_square(mu, F, f"The factor {name}")
     if np.any(np.triu(F, 1) != 0):
         raise ValueError(f"The factor {name} must be lower triangular (zeros above the diagonal).")
     if np.any(np.diag(F) == 0):

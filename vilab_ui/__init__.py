@@ -19,7 +19,8 @@ from vilab import plots
 
 __all__ = [
     "page", "slider", "log_slider", "select", "radio", "multiselect", "number", "toggle", "checkbox",
-    "text", "seed", "lecture", "show", "guard", "more", "report_status", "log_grid",
+    "text", "seed", "lecture", "show", "guard", "more", "report_status", "log_grid", "selected_point",
+    "click_setter", "scope",
 ]
 
 
@@ -36,20 +37,44 @@ def _url_value(key: str, parse: Callable[[str], Any], multi: bool = False):
             return [parse(v) for v in st.query_params.get_all(key) if v != ""]
         raw = st.query_params.get(key)
         return None if raw is None else parse(raw)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, ArithmeticError):  # ArithmeticError: ?n=inf or ?n=1e400 for an int
         return None
 
 
-def _prime(key: str, default, parse, valid: Callable[[Any], Any], multi: bool = False) -> None:
-    """Put the initial value in session state (from the URL if valid) before the widget is made."""
-    if key in st.session_state:
+_SIGNATURES = "_vilab_widget_signatures"
+_SCOPE = "_vilab_scope"
+
+
+def scope(name: str) -> None:
+    """Name the owner of the widgets made from now on in this run: ``page()`` sets the page's title;
+    app.py sets "" before the sidebar's global widgets (seed, lecture mode), which every page shares."""
+    st.session_state[_SCOPE] = name
+
+
+def _prime(key: str, default, parse, valid: Callable[[Any], Any], multi: bool = False, signature=()) -> None:
+    """Put the initial value in session state before the widget is made.
+
+    Session state is shared by all pages, and two pages may use the same short key for different
+    widgets ("rho", "a", "T"...). Each key's owner and shape (page, widget kind, bounds or options) is
+    recorded; a value is kept while they stay the same (or when the page set it before making the
+    widget, e.g. from a click). A key new to this page gets the URL's
+    value if valid, else the page's default; a widget of this page whose bounds or options changed
+    (another widget changed them) gets the page's default, since the URL still holds the old value.
+    """
+    sig = (st.session_state.get(_SCOPE, ""), signature)
+    seen = st.session_state.setdefault(_SIGNATURES, {})
+    old = seen.get(key)
+    seen[key] = sig
+    if key in st.session_state and (old is None or old == sig):  # None: the page itself set the value
         return
-    val = _url_value(key, parse, multi)
-    if val is not None:
-        try:
-            val = valid(val)
-        except (ValueError, TypeError):
-            val = None
+    val = None
+    if key not in st.session_state or old[0] != sig[0]:
+        val = _url_value(key, parse, multi)
+        if val is not None:
+            try:
+                val = valid(val)
+            except (ValueError, TypeError, ArithmeticError):
+                val = None
     st.session_state[key] = default if val is None else val
 
 
@@ -87,8 +112,9 @@ def _in_options(options: Sequence):
 # Widgets
 
 
-def slider(label: str, key: str, lo, hi, value, step=None, help: str | None = None, **kw):
-    """st.slider synced with ?key=. Integer when lo, hi and value are ints."""
+def _numeric(make, label: str, key: str, lo, hi, value, step, help, kw):
+    """A numeric widget (``make`` = st.slider or st.number_input) synced with ?key=, clamped to
+    [lo, hi]; integer when lo, hi and value are ints."""
     is_int = all(isinstance(v, int) and not isinstance(v, bool) for v in (lo, hi, value))
     conv = int if is_int else float
 
@@ -98,10 +124,15 @@ def slider(label: str, key: str, lo, hi, value, step=None, help: str | None = No
             raise ValueError(v)
         return min(max(v, lo), hi)
 
-    _prime(key, value, lambda s: conv(float(s)), valid)
-    out = st.slider(label, min_value=lo, max_value=hi, step=step, key=key, help=help, **kw)
+    _prime(key, value, lambda s: conv(float(s)), valid, signature=(make.__name__, lo, hi, step))
+    out = make(label, min_value=lo, max_value=hi, step=step, key=key, help=help, **kw)
     _publish(key, out, _fmt_num)
     return out
+
+
+def slider(label: str, key: str, lo, hi, value, step=None, help: str | None = None, **kw):
+    """st.slider synced with ?key=. Integer when lo, hi and value are ints."""
+    return _numeric(st.slider, label, key, lo, hi, value, step, help, kw)
 
 
 def log_grid(lo: float, hi: float, points_per_decade: int = 4) -> list[float]:
@@ -117,9 +148,13 @@ def log_slider(label: str, key: str, lo: float, hi: float, value: float, points_
                help: str | None = None, **kw) -> float:
     """A log-scale slider (st.select_slider over log-spaced values), synced with ?key=.
 
-    A value given in the URL snaps to the nearest grid point (in log distance).
+    A value given in the URL snaps to the nearest grid point (in log distance). The page's default
+    ``value`` is a grid point too (added to the grid when it is not one), so the first view shows it.
     """
     opts = log_grid(lo, hi, points_per_decade)
+    v0 = float(f"{float(value):.3g}")
+    if lo <= v0 <= hi and min(abs(math.log(o) - math.log(v0)) for o in opts) > 1e-9:
+        opts = sorted(opts + [v0])
 
     def snap(v):
         v = float(v)
@@ -128,37 +163,38 @@ def log_slider(label: str, key: str, lo: float, hi: float, value: float, points_
         return min(opts, key=lambda o: abs(math.log(o) - math.log(v)))
 
     value = snap(value)
-    _prime(key, value, float, snap)
+    _prime(key, value, float, snap, signature=("log_slider", tuple(opts)))
     out = st.select_slider(label, options=opts, key=key, format_func=lambda v: f"{v:.3g}", help=help, **kw)
     _publish(key, out, _fmt_num)
     return float(out)
 
 
-def select(label: str, key: str, options: Sequence, value=None, help: str | None = None, **kw):
-    """st.selectbox synced with ?key= (the option's str)."""
+def _choice(make, label: str, key: str, options: Sequence, value, help, kw):
+    """A one-of-several widget (``make`` = st.selectbox or st.radio) synced with ?key= (the option's str)."""
     options = list(options)
     value = options[0] if value is None else value
-    _prime(key, value, str, _in_options(options))
-    out = st.selectbox(label, options, key=key, help=help, **kw)
+    _prime(key, value, str, _in_options(options), signature=(make.__name__, tuple(map(str, options))))
+    out = make(label, options, key=key, help=help, **kw)
     _publish(key, out)
     return out
+
+
+def select(label: str, key: str, options: Sequence, value=None, help: str | None = None, **kw):
+    """st.selectbox synced with ?key= (the option's str)."""
+    return _choice(st.selectbox, label, key, options, value, help, kw)
 
 
 def radio(label: str, key: str, options: Sequence, value=None, help: str | None = None, **kw):
     """st.radio synced with ?key=."""
-    options = list(options)
-    value = options[0] if value is None else value
-    _prime(key, value, str, _in_options(options))
-    out = st.radio(label, options, key=key, help=help, **kw)
-    _publish(key, out)
-    return out
+    return _choice(st.radio, label, key, options, value, help, kw)
 
 
 def multiselect(label: str, key: str, options: Sequence, value: Sequence = (), help: str | None = None, **kw):
     """st.multiselect synced with ?key=a&key=b (repeated parameter)."""
     options = list(options)
     pick = _in_options(options)
-    _prime(key, list(value), str, lambda vs: [pick(v) for v in vs], multi=True)
+    _prime(key, list(value), str, lambda vs: [pick(v) for v in vs], multi=True,
+           signature=("multiselect", tuple(map(str, options))))
     out = st.multiselect(label, options, key=key, help=help, **kw)
     _publish(key, out, str, multi=True)
     return out
@@ -166,40 +202,30 @@ def multiselect(label: str, key: str, options: Sequence, value: Sequence = (), h
 
 def number(label: str, key: str, lo, hi, value, step=None, help: str | None = None, **kw):
     """st.number_input synced with ?key=. Integer when lo, hi and value are ints."""
-    is_int = all(isinstance(v, int) and not isinstance(v, bool) for v in (lo, hi, value))
-    conv = int if is_int else float
+    return _numeric(st.number_input, label, key, lo, hi, value, step, help, kw)
 
-    def valid(v):
-        v = conv(v)
-        if not math.isfinite(v):
-            raise ValueError(v)
-        return min(max(v, lo), hi)
 
-    _prime(key, value, lambda s: conv(float(s)), valid)
-    out = st.number_input(label, min_value=lo, max_value=hi, step=step, key=key, help=help, **kw)
-    _publish(key, out, _fmt_num)
-    return out
+def _switch(make, label: str, key: str, value: bool, help, kw) -> bool:
+    """An on/off widget (``make`` = st.toggle or st.checkbox) synced with ?key=0/1."""
+    _prime(key, bool(value), _parse_bool, bool, signature=(make.__name__,))
+    out = make(label, key=key, help=help, **kw)
+    _publish(key, out, lambda b: "1" if b else "0")
+    return bool(out)
 
 
 def toggle(label: str, key: str, value: bool = False, help: str | None = None, **kw) -> bool:
     """st.toggle synced with ?key=0/1."""
-    _prime(key, bool(value), _parse_bool, bool)
-    out = st.toggle(label, key=key, help=help, **kw)
-    _publish(key, out, lambda b: "1" if b else "0")
-    return bool(out)
+    return _switch(st.toggle, label, key, value, help, kw)
 
 
 def checkbox(label: str, key: str, value: bool = False, help: str | None = None, **kw) -> bool:
     """st.checkbox synced with ?key=0/1."""
-    _prime(key, bool(value), _parse_bool, bool)
-    out = st.checkbox(label, key=key, help=help, **kw)
-    _publish(key, out, lambda b: "1" if b else "0")
-    return bool(out)
+    return _switch(st.checkbox, label, key, value, help, kw)
 
 
 def text(label: str, key: str, value: str = "", help: str | None = None, **kw) -> str:
     """st.text_input synced with ?key=."""
-    _prime(key, value, str, str)
+    _prime(key, value, str, str, signature=("text",))
     out = st.text_input(label, key=key, help=help, **kw)
     _publish(key, out)
     return out
@@ -246,6 +272,7 @@ def _leave_pages_directory_mode() -> None:
 def page(title: str, intro: str | None = None) -> None:
     """Title and a short introduction (call first on every page)."""
     _leave_pages_directory_mode()
+    scope(title)
     st.title(title)
     if intro:
         st.markdown(intro)
@@ -256,6 +283,40 @@ def show(fig, key: str | None = None, **kw):
     if lecture():
         plots.lecture_style(fig)
     return st.plotly_chart(fig, key=key, **kw)
+
+
+def selected_point(event) -> tuple[float, float] | None:
+    """(x, y) of the first selected point of a ``st.plotly_chart(..., on_select=...)`` event, or None.
+
+    ``event`` is the chart's state (``st.session_state[key]`` or the return value of ui.show):
+    a dict-like ``{"selection": {"points": [{"x": ..., "y": ..., ...}, ...], ...}}``.
+    """
+    try:
+        points = (event or {}).get("selection", {}).get("points") or []
+    except AttributeError:
+        return None
+    for p in points:
+        try:
+            x, y = float(p["x"]), float(p["y"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        if math.isfinite(x) and math.isfinite(y):
+            return x, y
+    return None
+
+
+def click_setter(chart_key: str, x_key: str, y_key: str, lo: float, hi: float, decimals: int = 2):
+    """A callback for ``ui.show(fig, key=chart_key, on_select=...)``: a click on the chart moves the
+    widgets ``x_key`` and ``y_key`` (sliders on [lo, hi]) to the clicked point, so the URL, the
+    marker and everything computed from those widgets follow the click."""
+
+    def _on_select():
+        xy = selected_point(st.session_state.get(chart_key))
+        if xy is not None:
+            x, y = (min(max(round(v, decimals), lo), hi) for v in xy)
+            st.session_state[x_key], st.session_state[y_key] = x, y
+
+    return _on_select
 
 
 def more(label: str = "More settings"):

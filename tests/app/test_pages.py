@@ -25,24 +25,15 @@ def test_app_entry_point_runs_home():
 WIDGETS = str(ROOT / "tests" / "app" / "url_widgets_script.py")
 
 
-def test_sidebar_widgets_read_the_url():
+@pytest.mark.parametrize("seed, lecture, expected", [("42", "1", (42, True)), ("not-a-number", "maybe", (0, False))],
+                         ids=["valid", "invalid-falls-back-to-defaults"])
+def test_sidebar_widgets_read_the_url(seed, lecture, expected):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.query_params["seed"] = "42"
-    at.query_params["lecture"] = "1"
+    at.query_params["seed"] = seed
+    at.query_params["lecture"] = lecture
     at.run()
     assert not at.exception
-    assert at.number_input(key="seed").value == 42
-    assert at.toggle(key="lecture").value is True
-
-
-def test_invalid_url_values_fall_back_to_defaults():
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.query_params["seed"] = "not-a-number"
-    at.query_params["lecture"] = "maybe"
-    at.run()
-    assert not at.exception
-    assert at.number_input(key="seed").value == 0
-    assert at.toggle(key="lecture").value is False
+    assert (at.number_input(key="seed").value, at.toggle(key="lecture").value) == expected
 
 
 def test_every_widget_round_trips_through_the_url():
@@ -87,3 +78,100 @@ def test_out_of_range_url_values_are_clamped_or_snapped():
     assert at.selectbox(key="se").value == "b"  # unknown option -> default
     assert at.multiselect(key="ms").value == ["p"]  # any unknown option -> default
     assert at.toggle(key="to").value is False
+
+
+def _lecture_script():
+    import plotly.graph_objects as go
+    import streamlit as st
+
+    import vilab_ui as ui
+
+    ui.show(go.Figure(go.Scatter(x=[0, 1], y=[0, 1], mode="lines")).update_layout(height=400))
+    with ui.more("advanced"):
+        st.write("a rarely needed control")
+
+
+@pytest.mark.parametrize("lecture", [False, True])
+def test_lecture_mode_enlarges_figures_and_folds_settings(lecture):
+    import json
+
+    at = AppTest.from_function(_lecture_script, default_timeout=60)
+    at.query_params["lecture"] = "1" if lecture else "0"
+    at.run()
+    assert not at.exception
+    layout = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
+    assert layout["height"] == (540 if lecture else 400)
+    assert layout.get("font", {}).get("size") == (20 if lecture else None)
+    assert at.expander[0].proto.expanded is (not lecture)
+
+
+def _click_script():
+    import streamlit as st
+
+    import vilab_ui as ui
+
+    # what st.plotly_chart(on_select=...) stores under its key after a click on (0.40493, -1.7)
+    st.session_state.setdefault("chart", {"selection": {"points": [{"x": 0.40493, "y": -1.7, "curve_number": 2}]}})
+    if st.session_state.get("clicked") is None:
+        st.session_state["clicked"] = True
+        ui.click_setter("chart", "a", "b", -0.99, 0.99)()
+    ui.slider("a", "a", -0.99, 0.99, 0.0, 0.01)
+    ui.slider("b", "b", -0.99, 0.99, 0.0, 0.01)
+
+
+def test_a_click_on_a_chart_moves_the_widgets_and_the_url():
+    at = AppTest.from_function(_click_script, default_timeout=60).run()
+    assert not at.exception
+    assert at.slider(key="a").value == 0.4 and at.slider(key="b").value == -0.99  # rounded, clamped
+    assert at.query_params["a"] == "0.4" and at.query_params["b"] == "-0.99"
+
+
+def test_selected_point_reads_plotly_selection_events():
+    import vilab_ui as ui
+
+    assert ui.selected_point({"selection": {"points": [{"x": 1, "y": 2.5}]}}) == (1.0, 2.5)
+    assert ui.selected_point({"selection": {"points": [{"x": None, "y": 1}, {"x": 0.1, "y": 0.2}]}}) == (0.1, 0.2)
+    assert ui.selected_point({"selection": {"points": []}}) is None
+    assert ui.selected_point(None) is None and ui.selected_point({}) is None
+
+
+SHARED = str(ROOT / "tests" / "app" / "shared_keys_script.py")
+
+
+def test_pages_sharing_a_key_each_get_their_own_default():
+    """Two pages with a widget key in common ("r": sliders with other bounds; "rule": a radio and a
+    toggle): each page opens with its own default, not the other page's value or Streamlit's minimum."""
+    at = AppTest.from_file(SHARED, default_timeout=60).run()
+    assert not at.exception
+    assert (at.slider(key="r").value, at.radio(key="rule").value, at.select_slider(key="al").value) == (0.5, "fixed", 0.03)
+    at.slider(key="r").set_value(0.9).run()
+    assert at.slider(key="r").value == 0.9  # kept while the page stays
+    for page, expected in (("B", (3.0, True)), ("A", (0.5, "fixed"))):
+        at.session_state["which"] = page
+        at.query_params.clear()  # navigating to another page clears the URL's parameters
+        at.run()
+        assert not at.exception
+        got = (at.slider(key="r").value, (at.toggle if page == "B" else at.radio)(key="rule").value)
+        assert got == expected, (page, got)
+
+
+def test_a_widget_whose_bounds_change_takes_the_pages_new_default():
+    at = AppTest.from_file(SHARED, default_timeout=60).run()
+    at.slider(key="n").set_value(4).run()
+    assert at.slider(key="n").value == 4
+    at.session_state["big"] = True
+    at.run()
+    assert not at.exception and at.slider(key="n").value == 100 and at.slider(key="n").max == 100
+
+
+@pytest.mark.parametrize("param, value", [("seed", "inf"), ("n", "1e400"), ("r", "nan"), ("al", "-inf")])
+def test_overflowing_url_values_fall_back_to_defaults(param, value):
+    script = str(ROOT / "app.py") if param == "seed" else SHARED
+    at = AppTest.from_file(script, default_timeout=120)
+    at.query_params[param] = value
+    at.run()
+    assert not at.exception
+    if param == "seed":
+        assert at.number_input(key="seed").value == 0
+    else:
+        assert dict(at.query_params)[param] == {"n": "10", "r": "0.5", "al": "0.03"}[param]

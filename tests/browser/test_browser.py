@@ -144,3 +144,73 @@ def test_url_sets_sidebar_widgets(server, browser):
     wait_rendered(page)
     assert page.locator('[data-testid="stSidebar"] input[type="number"]').first.input_value() == "123"
     page.close()
+
+
+# Geometry pages (issue 4): every Plotly chart is drawn, and moving a slider redraws a chart and writes
+# the new value into the URL. (page path, slider label, its URL key, index of the chart it redraws)
+SLIDER_PAGES = [("Vector_fields", "arrows per axis", "na", 0),
+                ("Trajectories", "start scale c_0 (C_0 = c_0 I)", "c0", 0),
+                ("Positive_definiteness", "step size rho", "rho", 0),
+                ("Flows_and_guarantees", "time horizon t", "T", 0)]
+
+
+def _chart_state(page, i):
+    """What the browser drew in chart i: its traces' data, read from the Plotly graph div."""
+    return page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot').nth(i).evaluate(
+        "el => JSON.stringify((el.data || []).map(d => [d.x, d.y]))")
+
+
+@pytest.mark.parametrize("path,label,key,chart", SLIDER_PAGES, ids=[p[0] for p in SLIDER_PAGES])
+def test_geometry_page_charts_render_and_a_slider_redraws(server, browser, path, label, key, chart):
+    page = browser.new_page(viewport={"width": 1400, "height": 1200})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{server}/{path}", wait_until="domcontentloaded")
+    wait_rendered(page)
+    page.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for(timeout=120_000)
+    wait_rendered(page)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    charts = page.locator('[data-testid="stPlotlyChart"]')
+    assert charts.count() >= 1
+    for i in range(charts.count()):
+        charts.nth(i).scroll_into_view_if_needed()
+        page.wait_for_function("el => el.querySelector('.main-svg .cartesianlayer') !== null",
+                               arg=charts.nth(i).element_handle(), timeout=30_000)
+    before, url_before = _chart_state(page, chart), page.url
+    thumb = page.locator(f'[data-testid="stSlider"] input[type="range"][aria-label="{label}"]')
+    thumb.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("([k, u]) => window.location.href !== u && window.location.search.includes(k + '=')",
+                           arg=[key, url_before], timeout=60_000)
+    wait_rendered(page)
+    assert page.url != url_before and f"{key}=" in page.url
+    deadline = time.time() + 60
+    while _chart_state(page, chart) == before and time.time() < deadline:
+        time.sleep(0.5)
+    assert _chart_state(page, chart) != before, "the chart was not redrawn after the slider moved"
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert not errors, errors
+    page.close()
+
+
+def test_vector_fields_click_adds_a_start(server, browser):
+    """A click on the Euclidean field adds a starting point: the text box, the URL and the table grow."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1600})
+    page.goto(f"{server}/Vector_fields", wait_until="domcontentloaded")
+    wait_rendered(page)
+    page.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for(timeout=60_000)
+    box = page.locator('[data-testid="stTextInput"] input').first
+    before = box.input_value()
+    assert before == "0,0.1; 0.5,0.02; 2,0.01"
+    area = page.locator('[data-testid="stPlotlyChart"]').first.locator(".nsewdrag").first
+    area.scroll_into_view_if_needed()
+    b = area.bounding_box()
+    page.mouse.click(b["x"] + 0.5 * b["width"], b["y"] + 0.4 * b["height"])
+    deadline = time.time() + 60
+    while box.input_value() == before and time.time() < deadline:
+        time.sleep(0.5)
+    wait_rendered(page)
+    after = box.input_value()
+    assert after.startswith(before + "; ") and len(after.split(";")) == len(before.split(";")) + 1
+    assert "starts=" in page.url and page.url.count("%3B") == after.count(";")
+    page.close()

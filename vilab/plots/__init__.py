@@ -54,11 +54,15 @@ def density_contour(log_density_grid: np.ndarray, xs: np.ndarray, ys: np.ndarray
 
 
 def style(fig: go.Figure, title: str | None = None, height: int = 450, **layout) -> go.Figure:
-    """Common layout: white template, compact margins, legend on top."""
-    fig.update_layout(template="plotly_white", height=height, margin=dict(l=50, r=20, t=50 if title else 20, b=45),
+    """Common layout: white template, compact margins, legend on top.
+
+    A title sits at the very top of the figure and the legend in its own strip just above the plot
+    area (a one-row legend does not overlap the title)."""
+    fig.update_layout(template="plotly_white", height=height, margin=dict(l=50, r=20, t=80 if title else 20, b=45),
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0), **layout)
     if title:
-        fig.update_layout(title=dict(text=title, x=0.0, font=dict(size=15)))
+        fig.update_layout(title=dict(text=title, x=0.0, xanchor="left", y=1.0, yref="container", yanchor="top",
+                                     pad=dict(t=8), font=dict(size=15)))
     return fig
 
 
@@ -66,5 +70,7 @@ def lecture_style(fig: go.Figure) -> go.Figure:
     """Projector styling: larger fonts, taller figures, thicker lines."""
     h = fig.layout.height or 450
     fig.update_layout(font=dict(size=20), height=int(h * 1.35), title_font_size=24)
+    if fig.layout.title.text and fig.layout.margin.t is not None:
+        fig.update_layout(margin_t=int(fig.layout.margin.t * 1.4))
     fig.update_traces(selector=dict(type="scatter"), line_width=3.5)
     return fig

@@ -24,7 +24,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["Check", "Reproduction", "Result", "reproduction", "entries", "get", "run", "table_rows", "format_value"]
+__all__ = ["Check", "Reproduction", "Result", "reproduction", "entries", "get", "run", "table_rows", "format_value",
+           "import_errors"]
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,7 @@ class Result:
 
 _REGISTRY: dict[str, Reproduction] = {}
 _DISCOVERED = False
+_IMPORT_ERRORS: dict[str, str] = {}
 
 
 def reproduction(name: str, *, paper: str, what: str, slow: bool = False, settings: str = ""):
@@ -148,8 +150,17 @@ def _discover() -> None:
         return
     for mod in pkgutil.iter_modules(__path__):
         if not mod.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{mod.name}")
+            try:
+                importlib.import_module(f"{__name__}.{mod.name}")
+            except Exception as exc:  # one broken module must not hide every other paper's entries
+                _IMPORT_ERRORS[mod.name] = f"{type(exc).__name__}: {exc}"
     _DISCOVERED = True
+
+
+def import_errors() -> dict[str, str]:
+    """Modules of vilab/repro that failed to import (module name -> error); their entries are missing."""
+    _discover()
+    return dict(_IMPORT_ERRORS)
 
 
 def entries() -> list[Reproduction]:

@@ -7,6 +7,13 @@ posterior), which lets expectations be taken exactly. Generalised linear models 
 structure in ``glm`` so that E_q[grad] and E_q[hess] can be computed by one-dimensional
 Gauss-Hermite quadrature along each x_i^T theta.
 
+Parametric families. A target may say that it is the member ``params`` (a pytree of float64
+arrays) of the family ``family`` (a hashable key), and give ``family_fn(params) -> Target`` that
+rebuilds it traceably (params may be jax tracers). The basic constructors do so (Gaussians:
+mean and precision; Student-t: df, rho, scale, loc; banana: b, sd1). Members of one family
+share their compiled derivatives, and :func:`vilab.algorithms.run` compiles one loop per family
+and passes ``params`` at run time, so moving a slider of a target parameter does not recompile.
+
 Basic targets live in :mod:`vilab.targets.basic` and are re-exported here; targets of
 individual papers live in their own modules (``vilab.targets.papers``, ...).
 """
@@ -14,13 +21,14 @@ individual papers live in their own modules (``vilab.targets.papers``, ...).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple
+from functools import partial
+from typing import Any, Callable, Hashable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["Target", "GLM", "check_point"]
+__all__ = ["Target", "GLM", "check_point", "check_positive", "family_jits"]
 
 
 class GLM(NamedTuple):
@@ -50,6 +58,16 @@ class Target:
     glm : GLM structure, when the target is a generalised linear model with Gaussian prior.
     bounds : ((x0, x1), (y0, y1)) plotting window for 2-D targets.
     info : free-form metadata (data sizes, constants dropped, source).
+    family, params, family_fn : optional, all three or none. The target is the member ``params``
+        (a pytree of float64 arrays) of the parametric family ``family`` (a hashable key that fixes
+        everything not in ``params``: dimension, the form of log p, which of mean/cov/glm exist),
+        and ``family_fn(params)`` rebuilds it from traced params (jax.numpy only, no validation,
+        no numpy on params): its log density, ``mean``/``cov`` (jax arrays; NaN where a moment
+        does not exist for those params) and ``quadratic``/``glm``/``info`` entries the
+        algorithms use; name and bounds of the rebuild may be generic. Validation stays in the
+        public constructors, on concrete values. Concrete members share one set of jitted
+        derivatives per family, and :mod:`vilab.algorithms` compiles one loop per family.
+        Rebuilds carry ``family`` but are marked traced (``traced=True``).
     """
 
     name: str
@@ -61,29 +79,77 @@ class Target:
     glm: GLM | None = None
     bounds: tuple | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    family: Hashable | None = None
+    params: Any = None
+    family_fn: Callable[[Any], "Target"] | None = None
 
     def __post_init__(self):
         if int(self.dim) < 1:
             raise ValueError(f"A target needs dimension at least 1; got {self.dim}.")
-        f = self.log_density
-        self.value = jax.jit(f)
-        self.grad = jax.jit(jax.grad(f))
-        self.hess = jax.jit(jax.hessian(f))
-        self.value_batch = jax.jit(jax.vmap(f))
-        self.grad_batch = jax.jit(jax.vmap(jax.grad(f)))
-        self.hess_batch = jax.jit(jax.vmap(jax.hessian(f)))
-        if self.mean is not None:
-            self.mean = np.asarray(self.mean, dtype=np.float64)
-        if self.cov is not None:
-            self.cov = np.asarray(self.cov, dtype=np.float64)
+        if (self.family is None) != (self.family_fn is None) or (self.family is None) != (self.params is None):
+            raise ValueError("A target of a parametric family needs all of family, params and family_fn (or none).")
+        self.traced = self.family is not None and any(
+            isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves((self.params, self.mean, self.cov)))
+        if self.family is not None and not self.traced:
+            self.params = jax.tree.map(lambda a: jnp.asarray(a, dtype=jnp.float64), self.params)
+            fns = family_jits(self.family, self.family_fn)
+            for k, fn in fns.items():  # compiled once per family: a new member reuses them
+                setattr(self, k, partial(fn, self.params))
+        else:
+            f = self.log_density
+            self.value = jax.jit(f)
+            self.grad = jax.jit(jax.grad(f))
+            self.hess = jax.jit(jax.hessian(f))
+            self.value_batch = jax.jit(jax.vmap(f))
+            self.grad_batch = jax.jit(jax.vmap(jax.grad(f)))
+            self.hess_batch = jax.jit(jax.vmap(jax.hessian(f)))
+        if not self.traced:
+            if self.mean is not None:
+                self.mean = np.asarray(self.mean, dtype=np.float64)
+            if self.cov is not None:
+                self.cov = np.asarray(self.cov, dtype=np.float64)
 
     @property
-    def precision(self) -> np.ndarray | None:
-        """Posterior precision when the posterior covariance is known."""
-        return None if self.cov is None else np.linalg.inv(self.cov)
+    def precision(self):
+        """Posterior precision when the posterior covariance is known (a jax array in a traced rebuild)."""
+        if self.cov is None:
+            return None
+        return jnp.linalg.inv(self.cov) if self.traced else np.linalg.inv(self.cov)
 
     def __repr__(self) -> str:  # short: targets appear in error messages and cache keys
         return f"Target({self.name!r}, dim={self.dim})"
+
+
+_FAMILY_JITS: dict = {}
+
+
+def family_jits(family: Hashable, family_fn: Callable) -> dict:
+    """The jitted value/grad/hess (and batched versions) of a family, functions of (params, theta):
+    compiled once per family and shared by its members (``Target.value = partial(fn, params)``)."""
+    key = (family, family_fn)
+    fns = _FAMILY_JITS.get(key)
+    if fns is None:
+        def f(params, theta):
+            return family_fn(params).log_density(theta)
+
+        g, h = jax.grad(f, argnums=1), jax.hessian(f, argnums=1)
+        fns = {"value": jax.jit(f), "grad": jax.jit(g), "hess": jax.jit(h),
+               "value_batch": jax.jit(jax.vmap(f, in_axes=(None, 0))),
+               "grad_batch": jax.jit(jax.vmap(g, in_axes=(None, 0))),
+               "hess_batch": jax.jit(jax.vmap(h, in_axes=(None, 0)))}
+        _FAMILY_JITS[key] = fns
+    return fns
+
+
+def check_positive(x, what: str) -> float:
+    """``x`` as a float, or ValueError naming ``what`` when it is not a positive finite number."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} must be a number; got {x!r}.") from exc
+    if not (np.isfinite(v) and v > 0):
+        raise ValueError(f"{what} must be a positive finite number; got {x!r}.")
+    return v
 
 
 def check_point(target: Target, theta, what: str = "starting point") -> np.ndarray:
@@ -110,7 +176,9 @@ from .basic import (  # noqa: E402  (re-export the basic targets)
     gaussian_2d,
     gaussian_target,
     logistic_regression,
+    rotated_gaussian_2d,
     student_t_2d,
 )
 
-__all__ += ["banana", "bayes_linreg", "gaussian_2d", "gaussian_target", "logistic_regression", "student_t_2d"]
+__all__ += ["banana", "bayes_linreg", "gaussian_2d", "gaussian_target", "logistic_regression", "rotated_gaussian_2d",
+            "student_t_2d"]

@@ -20,7 +20,7 @@ import jax.scipy.special as jsp
 import numpy as np
 from scipy import optimize, special, stats
 
-from . import Target
+from . import Target, check_positive
 
 __all__ = [
     "Univariate",
@@ -64,18 +64,12 @@ class Univariate:
                                                             "var": self.var})
 
 
-def _positive(x, name):
-    if not (np.isfinite(x) and x > 0):
-        raise ValueError(f"The parameter {name} must be a positive finite number; got {x}.")
-    return float(x)
-
-
 def student_t_spec(nu: float) -> Univariate:
     """Student t(nu), Chen, Nott & Tan Sec. 3.1: ``grad log p = -(nu+1) theta / (nu + theta^2)``.
 
     The variance nu/(nu-2) needs nu > 2 (the paper uses nu = 3, 5, 10).
     """
-    nu = _positive(nu, "nu (degrees of freedom)")
+    nu = check_positive(nu, "The degrees of freedom nu")
     if nu <= 2:
         raise ValueError("The Student-t variance is finite only for nu > 2; choose nu above 2.")
     c = special.gammaln((nu + 1) / 2) - special.gammaln(nu / 2) - 0.5 * np.log(np.pi * nu)
@@ -103,8 +97,8 @@ def log_inverse_gamma_spec(a1: float = 3.01, b1: float = 1.0) -> Univariate:
     score ``-a1 + b1 exp(-theta)``; mode log(b1/a1); variance trigamma(a1).
     The paper's data (n = 6, a0 = b0 = 0.01) give a1 = a0 + n/2 = 3.01; b1 only shifts theta.
     """
-    a1 = _positive(a1, "a1")
-    b1 = _positive(b1, "b1")
+    a1 = check_positive(a1, "The shape a1")
+    b1 = check_positive(b1, "The scale b1")
     c = a1 * np.log(b1) - special.gammaln(a1)
 
     def jax_logpdf(th):
@@ -131,7 +125,7 @@ def skew_normal_spec(m: float = 0.0, t: float = 1.0, lam: float = 1.0) -> Univar
     Score ``-(theta - m)/t^2 + lambda phi(.)/Phi(.)`` (the ratio from log Phi, stable in the tails);
     variance ``t^2 (1 - 2 delta^2 / pi)``, delta = alpha / sqrt(1 + alpha^2); mode by Brent's method.
     """
-    t = _positive(t, "t (scale)")
+    t = check_positive(t, "The scale t")
     if not np.isfinite(m) or not np.isfinite(lam):
         raise ValueError("The skew-normal location m and skewness lambda must be finite.")
     m, lam = float(m), float(lam)
