@@ -1,0 +1,298 @@
+"""The update catalogue: one init/step pair per method and the jit-compiled driver ``run``.
+
+A method works in one *chart* (its state is ``State(mu, M)``):
+
+==============  ===========================  ==================================================
+chart           M                            methods
+==============  ===========================  ==================================================
+``mean_cov``    Sigma                        kappa, gd-mv, bwgd, fbgvi
+``mean_prec``   P = Sigma^-1                 xi, lambda, vn
+``chol_cov``    C, Sigma = C C^T             tan-1E, tan-1N, tan-1S, gd-mc, srvn
+``chol_prec``   T, Sigma^-1 = T T^T          tan-2E, tan-2N, tan-2N-cor1, tan-2S
+==============  ===========================  ==================================================
+
+All updates are written as ascent on the ELBO L with the Euclidean gradients
+``grad_mu = dL/dmu`` and either ``grad_Sigma = dL/dSigma`` or ``grad_F = dL/dF`` (F = C or T);
+Kumar et al.'s descent form follows from g = -grad_mu, H - V^-1 = -2 grad_Sigma.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.linalg import solve_triangular
+
+from .. import natgrad as ng
+from . import oracle
+
+__all__ = ["State", "Method", "METHODS", "list_methods", "get_method"]
+
+
+class State(NamedTuple):
+    """The iterate of a method: mean and the chart's matrix (Sigma, P, C or T)."""
+
+    mu: jax.Array
+    M: jax.Array
+
+
+# ---------------------------------------------------------------------------------------------
+# charts
+
+
+def sigma_of(chart, M):
+    """Covariance of the chart's matrix."""
+    d = M.shape[-1]
+    eye = jnp.eye(d, dtype=M.dtype)
+    if chart == "mean_cov":
+        return M
+    if chart == "mean_prec":
+        return ng.sym(jnp.linalg.solve(M, eye))
+    if chart == "chol_cov":
+        return M @ M.T
+    Ti = solve_triangular(M, eye, lower=True)
+    return Ti.T @ Ti
+
+
+def sqrt_of(chart, M):
+    """A square root B of the covariance (B B^T = Sigma) from the chart's own matrix: C, T^-T,
+    chol(Sigma) or chol(P)^-T. Sampling theta = mu + B z never inverts an ill-conditioned Sigma."""
+    eye = jnp.eye(M.shape[-1], dtype=M.dtype)
+    if chart == "chol_cov":
+        return M
+    if chart == "chol_prec":
+        return solve_triangular(M.T, eye, lower=False)
+    if chart == "mean_cov":
+        return jnp.linalg.cholesky(ng.sym(M))
+    return solve_triangular(jnp.linalg.cholesky(ng.sym(M)).T, eye, lower=False)
+
+
+def precision_of(chart, M):
+    """Precision Sigma^-1 of the chart's matrix."""
+    if chart == "mean_prec":
+        return M
+    if chart == "chol_prec":
+        return M @ M.T
+    if chart == "chol_cov":
+        Ci = solve_triangular(M, jnp.eye(M.shape[-1], dtype=M.dtype), lower=True)
+        return Ci.T @ Ci
+    return ng.sym(jnp.linalg.inv(M))
+
+
+def logdet_sigma_of(chart, M):
+    if chart == "chol_cov":
+        return 2.0 * jnp.sum(jnp.log(jnp.abs(jnp.diag(M))))
+    if chart == "chol_prec":
+        return -2.0 * jnp.sum(jnp.log(jnp.abs(jnp.diag(M))))
+    ld = jnp.linalg.slogdet(M)[1]
+    return ld if chart == "mean_cov" else -ld
+
+
+def valid_code(chart, mu, M, Sigma):
+    """0 if the iterate is a proper Gaussian, else the failure code (see ``REASONS``)."""
+    finite = jnp.all(jnp.isfinite(mu)) & jnp.all(jnp.isfinite(M)) & jnp.all(jnp.isfinite(Sigma))
+    big = (jnp.max(jnp.abs(mu)) > 1e12) | (jnp.max(jnp.abs(Sigma)) > 1e24)
+    if chart in ("chol_cov", "chol_prec"):
+        dg = jnp.abs(jnp.diag(M))
+        bad_pd = jnp.min(dg) <= 1e-150
+        pd_code = 5
+    else:
+        ev = jnp.linalg.eigvalsh(ng.sym(jnp.where(jnp.isfinite(M), M, 0.0)))
+        bad_pd = ev[0] <= 0.0
+        pd_code = 3 if chart == "mean_cov" else 4
+    return jnp.where(~finite, 2, jnp.where(bad_pd, pd_code, jnp.where(big, 6, 0)))
+
+
+REASONS = {
+    2: "non-finite values",
+    3: "covariance lost positive definiteness",
+    4: "precision lost positive definiteness",
+    5: "Cholesky factor became singular (a zero on its diagonal)",
+    6: "values exploded (|mean| > 1e12 or |Sigma| > 1e24)",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# updates: (mu, M, grads, rho, opts) -> (mu, M). grads = (grad_mu, grad_Sigma or grad_F, extra)
+
+
+def _plain(update):
+    """An update of vilab.natgrad taking (mu, M, grad_mu, grad_M, rho), as a method update."""
+    return lambda mu, M, gr, rho, o: update(mu, M, gr[0], gr[1], rho)
+
+
+_u_kappa = _plain(ng.update_kappa)
+_u_xi = _plain(ng.update_xi)
+_u_lambda = _plain(ng.update_lambda)
+_u_1E = _plain(ng.update_chol_cov_euclid)
+_u_1N = _plain(ng.update_chol_cov)
+_u_2E = _plain(ng.update_chol_prec_euclid)
+_u_2N = _plain(ng.update_chol_prec)
+_u_cor1 = _plain(ng.update_cor1)
+
+
+def _u_1S(mu, M, gr, rho, o):
+    n_mu, n_C = ng.natural_grad_chol_cov_blockdiag(mu, M, gr[0], gr[1], o["blocks"])
+    return mu + rho * n_mu, M + rho * n_C
+
+
+def _u_2S(mu, M, gr, rho, o):
+    """Algorithm 2S: T+ = T + rho T Hbarbar (Thm 4), then mu+ = mu + rho T+^-T v, v = T^-1 grad_mu."""
+    _, n_T = ng.natural_grad_chol_prec_arrow(mu, M, gr[0], gr[1], o["local_sizes"], o["global_size"])
+    T_new = M + rho * n_T
+    v = solve_triangular(M, gr[0], lower=True)
+    return mu + rho * solve_triangular(T_new.T, v, lower=False), T_new
+
+
+def _u_gd_mv(mu, M, gr, rho, o):
+    """Kumar et al. (2025) Eq. 4: V+ = V - rho/2 (H - V^-1) = V + rho grad_Sigma, m+ = m - rho g.
+    (Also the Euclidean kappa update of Tan (2025) Table 2.)"""
+    return mu + rho * gr[0], ng.sym(M + rho * gr[1])
+
+
+def _u_bwgd(mu, M, gr, rho, o):
+    """Kumar et al. (2025) Sec. 6 / Lambert et al. (2022) Alg. 1: m+ = m - a g,
+    M = I - a (H - V^-1) = I + 2 a grad_Sigma, V+ = M V M."""
+    Mx = jnp.eye(M.shape[-1], dtype=M.dtype) + 2.0 * rho * gr[1]
+    return mu + rho * gr[0], ng.sym(Mx @ M @ Mx)
+
+
+def _u_fbgvi(mu, M, gr, rho, o):
+    """Forward-backward Gaussian VI (Diao et al. 2023, Alg. 1; Kumar digest Sec. 2.6):
+    m+ = m - h g; V_half = (I - h H) V (I - h H); V+ = 1/2 (V_half + 2hI + [V_half (V_half + 4hI)]^1/2),
+    the exact JKO step of the entropy. Here H = -E[hess log p] = V^-1 - 2 grad_Sigma."""
+    d = M.shape[-1]
+    eye = jnp.eye(d, dtype=M.dtype)
+    H = jnp.linalg.solve(M, eye) - 2.0 * gr[1]
+    Mx = eye - rho * H
+    Vh = ng.sym(Mx @ M @ Mx)
+    lam, Q = jnp.linalg.eigh(Vh)
+    lam = jnp.maximum(lam, 0.0)  # V_half = M V M is PSD by construction (round-off aside)
+    new = 0.5 * (lam + 2.0 * rho + jnp.sqrt(lam * (lam + 4.0 * rho)))
+    return mu + rho * gr[0], ng.sym((Q * new) @ Q.T)
+
+
+@dataclass(frozen=True)
+class Method:
+    """One update rule: its chart, update, gradient source and provenance.
+
+    ``grad`` is "sigma" (the update consumes (grad_mu, grad_Sigma)) or "factor" (it consumes
+    (grad_mu, grad_F), F the chart's triangular factor; stochastic modes then use Tan's Thm 2
+    estimators G1/F1 or G2/F2).
+    """
+
+    name: str
+    chart: str
+    grad: str
+    update: Callable
+    paper: str
+    description: str
+    modes: tuple = oracle.MODES
+    structure: tuple = ()
+
+    def init(self, mu, M) -> State:
+        """The method's initial state (mean and chart matrix)."""
+        return State(jnp.asarray(mu, jnp.float64), jnp.asarray(M, jnp.float64))
+
+    def step(self, state: State, grads, rho, **options) -> State:
+        """One update with step size rho and precomputed gradients (see :func:`gradients`)."""
+        mu, M = self.update(state.mu, state.M, grads, rho, options)
+        return State(mu, M)
+
+
+_M = [
+    Method("kappa", "mean_cov", "sigma", _u_kappa, "Tan (2025) Table 1",
+           "natural gradient in kappa = (mu, vech Sigma): Sigma += 2 rho Sigma G Sigma"),
+    Method("xi", "mean_prec", "sigma", _u_xi, "Tan (2025) Table 1",
+           "natural gradient in xi = (mu, vech Sigma^-1): P -= 2 rho G, mean with the old Sigma"),
+    Method("lambda", "mean_prec", "sigma", _u_lambda, "Tan (2025) Table 1",
+           "natural parameter: P -= 2 rho G first, mean with the new Sigma"),
+    Method("tan-1E", "chol_cov", "factor", _u_1E, "Tan (2025) Alg. 1E (Table 3)",
+           "Euclidean gradient in (mu, C)"),
+    Method("tan-1N", "chol_cov", "factor", _u_1N, "Tan (2025) Thm 1(i), Alg. 1N (Table 3)",
+           "natural gradient in (mu, C): C += rho C tril_half(C^T G)"),
+    Method("tan-2E", "chol_prec", "factor", _u_2E, "Tan (2025) Alg. 2E (Table 4)",
+           "Euclidean gradient in (mu, T)"),
+    Method("tan-2N", "chol_prec", "factor", _u_2N, "Tan (2025) Thm 1(ii)",
+           "natural gradient in (mu, T), mean with the old Sigma"),
+    Method("tan-2N-cor1", "chol_prec", "factor", _u_cor1, "Tan (2025) Corollary 1, Alg. 2N (Table 4)",
+           "natural gradient in (mu, T), mean moved with the updated T"),
+    Method("tan-1S", "chol_cov", "factor", _u_1S, "Tan (2025) Sec. 7.1, Alg. 1S (Table 6)",
+           "block-diagonal C (option blocks=(sizes...))", structure=("blocks",)),
+    Method("tan-2S", "chol_prec", "factor", _u_2S, "Tan (2025) Thm 4, Alg. 2S (Table 6)",
+           "arrow-shaped T of hierarchical models (options local_sizes=(...), global_size=g)",
+           structure=("local_sizes", "global_size")),
+    Method("gd-mv", "mean_cov", "sigma", _u_gd_mv, "Kumar et al. (2025) Eq. 4",
+           "Euclidean gradient descent in (m, V)"),
+    Method("gd-mc", "chol_cov", "sigma", _u_1E, "Kumar et al. (2025) Sec. 2.1 (Domke's chart)",
+           "Euclidean gradient descent in (m, C)"),
+    Method("vn", "mean_prec", "sigma", _u_lambda, "Kumar et al. (2025) Eq. 7",
+           "variational Newton: S+ = (1 - rho) S + rho H, m+ = m - rho S+^-1 g"),
+    Method("srvn", "chol_cov", "sigma", _u_1N, "Kumar et al. (2025) Eq. 17, Alg. 1",
+           "square-root VN: C+ = C - rho C tril_half(C^T H C - I), m+ = m - rho C C^T g"),
+    Method("bwgd", "mean_cov", "sigma", _u_bwgd, "Kumar et al. (2025) Sec. 6; Lambert et al. (2022)",
+           "Bures-Wasserstein gradient descent: V+ = M V M, M = I - a (H - V^-1)"),
+    Method("fbgvi", "mean_cov", "sigma", _u_fbgvi, "Diao et al. (2023) Alg. 1 (Kumar digest Sec. 2.6)",
+           "forward-backward Gaussian VI (JKO step of the entropy)"),
+]
+METHODS: dict[str, Method] = {m.name: m for m in _M}
+
+
+def list_methods() -> list[dict]:
+    """Every method with its chart, supported gradient modes, step rules and source."""
+    return [
+        {"name": m.name, "chart": m.chart, "modes": m.modes,
+         "step_rules": ("constant", "backtracking"), "needs": m.structure,
+         "paper": m.paper, "description": m.description}
+        for m in _M
+    ]
+
+
+def get_method(name: str) -> Method:
+    if name not in METHODS:
+        raise ValueError(f"Unknown method {name!r}. Known methods: {', '.join(METHODS)}.")
+    return METHODS[name]
+
+
+# ---------------------------------------------------------------------------------------------
+# gradients in the method's chart
+
+
+def gradients(method: Method, target, state: State, mode: str, key, n_samples: int, n_points: int,
+              opts: dict):
+    """Ascent gradients the method's update consumes, at ``state``: (grad_mu, grad_Sigma) for
+    "sigma" methods, (grad_mu, tril grad_F) for "factor" methods (exact or Tan Thm 2 estimates)."""
+    chart, mu, M = method.chart, state.mu, state.M
+    Sigma = sigma_of(chart, M)
+    d = mu.shape[-1]
+    if mode == "exact":
+        g_mu, G_S = oracle.exact_elbo_grads(target, mu, Sigma, n_points)
+        if chart in ("mean_cov", "mean_prec"):
+            return g_mu, G_S
+        G = ng.grad_chol_cov(M, G_S) if chart == "chol_cov" else ng.grad_chol_prec(M, G_S)
+        return g_mu, _mask(method, G, opts)
+    order = 1 if mode == "first" else 2
+    z = jax.random.normal(key, (n_samples, d), dtype=mu.dtype)
+    if method.grad == "factor":
+        if chart == "chol_cov":
+            g_mu, G = oracle.chol_cov_grads_stochastic(target, mu, M, z, order)
+        else:
+            g_mu, G = oracle.chol_prec_grads_stochastic(target, mu, M, z, order)
+        return g_mu, _mask(method, G, opts)
+    # "sigma" methods: draws from the chart's own factor
+    theta = mu + z @ sqrt_of(chart, M).T
+    g_mu, G_S = oracle.sigma_grads_stochastic(target, mu, Sigma, precision_of(chart, M), theta, order)
+    if chart == "chol_cov":
+        return g_mu, ng.grad_chol_cov(M, G_S)
+    return g_mu, G_S
+
+
+def _mask(method, G, opts):
+    if method.name == "tan-1S":
+        return G * jnp.asarray(ng.block_mask(opts["blocks"]), dtype=G.dtype)
+    if method.name == "tan-2S":
+        return G * jnp.asarray(ng.arrow_mask(opts["local_sizes"], opts["global_size"]), dtype=G.dtype)
+    return G

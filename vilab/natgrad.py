@@ -1,0 +1,551 @@
+"""Natural and Euclidean gradients of the ELBO for Gaussian q = N(mu, Sigma), in every chart.
+
+Sources: Tan (2025) "Analytic natural gradient updates for Cholesky factor in Gaussian
+variational approximation" (Table 1, Lemma 1, Theorems 1, 2 and 4, Corollary 1, Algorithms
+1S/2S), Tan's short version "Explicit natural gradient updates ..." (Algs 1c/2c) and Kumar,
+Moellenhoff, Khan & Lucchi (2025) (Eqs. 7, 17). Conventions (Tan Sec. 2):
+
+* ``grad_mu`` = dL/dmu; ``grad_Sigma`` = the symmetric matrix dL/dSigma (entries treated as
+  free); ``grad_C`` / ``grad_T`` = d x d matrices of partial derivatives with respect to the
+  entries of the lower-triangular factor (only the lower triangle is used: the paper's G-bar).
+* All gradients are *ascent* directions of the ELBO L (Tan's convention). Kumar et al. minimise
+  the negative ELBO; their g, H relate by ``grad_mu = -g``, ``grad_Sigma = -(H - Sigma^-1)/2``.
+* ``tril_half`` is the paper's double bar (lower triangle, diagonal halved).
+
+Public API (all jit-able, float64, pure functions of jnp arrays)
+----------------------------------------------------------------
+Table 1 of Tan (2025) (matrix form of the natural gradients):
+    natural_grad_mean_cov(mu, Sigma, grad_mu, grad_Sigma) -> (nat_mu, nat_Sigma)      kappa
+    natural_grad_mean_prec(mu, Sigma, grad_mu, grad_Sigma) -> (nat_mu, nat_Prec)      xi
+    natural_grad_natural(mu, Sigma, grad_mu, grad_Sigma) -> (nat_eta1, nat_eta2)      lambda
+    update_kappa / update_xi / update_lambda(mu, M, grad_mu, grad_Sigma, rho)          one step
+Cholesky factors (Tan Thm 1, Lemma 1(iii), Corollary 1):
+    natural_grad_chol_cov(mu, C, grad_mu, grad_C) -> (Sigma grad_mu, C tril_half(C^T grad_C))
+    natural_grad_chol_prec(mu, T, grad_mu, grad_T) -> (Sigma grad_mu, T tril_half(T^T grad_T))
+    natural_grad_cor1(mu, T, grad_mu, grad_T) -> natural gradient in (T^T mu, vech T)
+    update_chol_cov / update_chol_prec / update_cor1(mu, F, grad_mu, grad_F, rho)
+Sparse factors (Tan Sec. 7):
+    block_mask(sizes), arrow_mask(local_sizes, global_size)              0/1 patterns
+    natural_grad_chol_cov_blockdiag(mu, C, grad_mu, grad_C, sizes)       Alg. 1S
+    natural_grad_chol_prec_arrow(mu, T, grad_mu, grad_T, local_sizes, global_size)  Thm 4, Alg. 2S
+Euclidean gradients (Tan Sec. 2, Supp. S2; Kumar App. A):
+    elbo_grads_from_expectations(Sigma, E_grad_logp, E_hess_logp) -> (grad_mu, grad_Sigma)
+    gaussian_target_grads(m, P, mu, Sigma) -> exact (grad_mu, grad_Sigma) for target N(m, P^-1)
+    grad_chol_cov(C, grad_Sigma) = tril(2 grad_Sigma C);  grad_chol_prec(T, grad_Sigma)
+Unbiased single-sample estimators (Tan Thm 2):
+    grad_h(grad_logp, theta, mu, P), hess_h(hess_logp, P)
+    estimator_G1(grad_h, z), estimator_F1(hess_h, C), estimator_G2(theta, mu, T, grad_h),
+    estimator_F2(T, hess_h)
+Brute force (tests, teaching):
+    fisher_matrix(kind, mu, factor, **structure)  dense Fisher by autodiff of log q
+    flatten_params / unflatten_params / free_indices: the coordinates it uses
+    fisher_block_I(Lam), fisher_block_I_inv(Lam): Lemma 1's Kronecker forms
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.linalg import solve_triangular
+
+from .linalg import (
+    commutation_matrix,
+    duplication_matrix,
+    elimination_matrix,
+    tril_half,
+    vech_length,
+)
+
+__all__ = [
+    "natural_grad_mean_cov", "natural_grad_mean_prec", "natural_grad_natural",
+    "update_kappa", "update_xi", "update_lambda",
+    "natural_grad_chol_cov", "natural_grad_chol_prec", "natural_grad_cor1",
+    "update_chol_cov", "update_chol_prec", "update_cor1",
+    "update_chol_cov_euclid", "update_chol_prec_euclid",
+    "block_mask", "arrow_mask", "natural_grad_chol_cov_blockdiag", "natural_grad_chol_prec_arrow",
+    "elbo_grads_from_expectations", "gaussian_target_grads", "grad_chol_cov", "grad_chol_prec",
+    "grad_h", "hess_h", "estimator_G1", "estimator_F1", "estimator_G2", "estimator_F2",
+    "fisher_matrix", "FISHER_KINDS", "flatten_params", "unflatten_params", "free_indices",
+    "fisher_block_I", "fisher_block_I_inv", "gaussian_cubature5", "sym",
+]
+
+
+def sym(X):
+    """(X + X^T)/2."""
+    return 0.5 * (X + jnp.swapaxes(X, -1, -2))
+
+
+def _eye_like(X):
+    return jnp.eye(X.shape[-1], dtype=X.dtype)
+
+
+def _inv_spd(M):
+    """Inverse of a symmetric positive definite matrix via Cholesky (NaN if not PD)."""
+    Lc = jnp.linalg.cholesky(sym(M))
+    Li = solve_triangular(Lc, _eye_like(M), lower=True)
+    return Li.T @ Li
+
+
+def _prec_solve(T, b):
+    """Sigma b = T^-T T^-1 b for Sigma^-1 = T T^T (two triangular solves)."""
+    return solve_triangular(T.T, solve_triangular(T, b, lower=True), lower=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Table 1 of Tan (2025): kappa = (mu, vech Sigma), xi = (mu, vech Sigma^-1), natural lambda
+
+
+def natural_grad_mean_cov(mu, Sigma, grad_mu, grad_Sigma):
+    """Natural gradient for kappa = (mu, vech Sigma), Tan (2025) Table 1 row 1 / Supp. S1.
+
+    F_kappa^-1 grad = [Sigma grad_mu ; 2 vech(Sigma grad_Sigma Sigma)]; returned in matrix form
+    ``(Sigma grad_mu, 2 Sigma grad_Sigma Sigma)``.
+    """
+    return Sigma @ grad_mu, 2.0 * Sigma @ grad_Sigma @ Sigma
+
+
+def natural_grad_mean_prec(mu, Sigma, grad_mu, grad_Sigma):
+    """Natural gradient for xi = (mu, vech Sigma^-1), Tan (2025) Table 1 row 2 / Supp. S1.
+
+    NG_xi = [Sigma grad_mu ; -2 vech(grad_Sigma)]; returned as ``(Sigma grad_mu, -2 grad_Sigma)``,
+    the second entry being the direction of the precision matrix.
+    """
+    return Sigma @ grad_mu, -2.0 * grad_Sigma
+
+
+def natural_grad_natural(mu, Sigma, grad_mu, grad_Sigma):
+    """Natural gradient for the natural parameter lambda, Tan (2025) Sec. 4 / Khan & Lin (2017).
+
+    With lambda = [Sigma^-1 mu ; -1/2 D^T vec(Sigma^-1)],
+    NG_lambda = grad_m L = [grad_mu - 2 grad_Sigma mu ; D^T vec(grad_Sigma)].
+    Returned in the matrix form of :class:`vilab.gaussian.Natural` (eta2 = -Sigma^-1/2): the
+    direction of eta1 is ``grad_mu - 2 grad_Sigma mu`` and the direction of eta2 is ``grad_Sigma``
+    (D^T vec of it is the vech-coordinate form).
+    """
+    return grad_mu - 2.0 * grad_Sigma @ mu, grad_Sigma
+
+
+def update_kappa(mu, Sigma, grad_mu, grad_Sigma, rho):
+    """Tan (2025) Table 1, kappa: Sigma+ = Sigma + 2 rho Sigma G Sigma, mu+ = mu + rho Sigma g.
+
+    Sigma+ need not be positive definite (the point of Tan Sec. 4.1)."""
+    n_mu, n_S = natural_grad_mean_cov(mu, Sigma, grad_mu, grad_Sigma)
+    return mu + rho * n_mu, sym(Sigma + rho * n_S)
+
+
+def update_xi(mu, P, grad_mu, grad_Sigma, rho):
+    """Tan (2025) Table 1, xi: P+ = P - 2 rho G, mu+ = mu + rho Sigma g (the OLD Sigma = P^-1).
+
+    State (mu, P) with P = Sigma^-1; P+ may be indefinite (Tan Sec. 7 / PD discussion)."""
+    Sigma = _inv_spd(P)
+    return mu + rho * Sigma @ grad_mu, sym(P - 2.0 * rho * grad_Sigma)
+
+
+def update_lambda(mu, P, grad_mu, grad_Sigma, rho):
+    """Tan (2025) Table 1, natural parameter: P+ = P - 2 rho G FIRST, then mu+ = mu + rho Sigma+ g.
+
+    Equivalent to Kumar et al. (2025) Eq. 7 (VN) with gamma = 1: S+ = (1 - rho) S + rho H.
+    With exact expectations, rho = 1 and a Gaussian target this is exact in one step."""
+    P_new = sym(P - 2.0 * rho * grad_Sigma)
+    return mu + rho * jnp.linalg.solve(P_new, grad_mu), P_new
+
+
+# ---------------------------------------------------------------------------------------------
+# Cholesky factors: Tan (2025) Lemma 1(iii), Theorem 1, Corollary 1
+
+
+def natural_grad_chol_cov(mu, C, grad_mu, grad_C):
+    """Tan (2025) Thm 1(i): lambda = (mu, vech C), Sigma = C C^T.
+
+    F^-1 [grad_mu ; vech(G)] = [Sigma grad_mu ; vech(C Hbarbar)], H = C^T Gbar (Lemma 1(iii)).
+    Returns ``(C C^T grad_mu, C tril_half(C^T tril(grad_C)))``; no matrix inverse is needed.
+    """
+    return C @ (C.T @ grad_mu), C @ tril_half(C.T @ jnp.tril(grad_C))
+
+
+def natural_grad_chol_prec(mu, T, grad_mu, grad_T):
+    """Tan (2025) Thm 1(ii): lambda = (mu, vech T), Sigma^-1 = T T^T.
+
+    F^-1 [grad_mu ; vech(G)] = [Sigma grad_mu ; vech(T Hbarbar)], H = T^T Gbar.
+    Returns ``(T^-T T^-1 grad_mu, T tril_half(T^T tril(grad_T)))``.
+    """
+    return _prec_solve(T, grad_mu), T @ tril_half(T.T @ jnp.tril(grad_T))
+
+
+def natural_grad_cor1(mu, T, grad_mu, grad_T):
+    """Natural gradient in xi = (T^T mu, vech T), Tan (2025) Corollary 1 / Supp. S3.3.
+
+    NG_xi = [T^-1 grad_mu + Hbarbar^T T^T mu ; vech(T Hbarbar)], H = T^T Gbar. Returns the pair
+    ``(direction of nu = T^T mu, direction of T)``.
+    """
+    Hbb = tril_half(T.T @ jnp.tril(grad_T))
+    nu_dir = solve_triangular(T, grad_mu, lower=True) + Hbb.T @ (T.T @ mu)
+    return nu_dir, T @ Hbb
+
+
+def update_chol_cov(mu, C, grad_mu, grad_C, rho):
+    """Algorithm 1N step (Tan (2025) Table 3 / Kumar et al. Eq. 17 when grad_C = tril(2 G C)):
+    mu+ = mu + rho C C^T g,  C+ = C + rho C tril_half(C^T Gbar) = C (I + rho Hbarbar)."""
+    n_mu, n_C = natural_grad_chol_cov(mu, C, grad_mu, grad_C)
+    return mu + rho * n_mu, C + rho * n_C
+
+
+def update_chol_prec(mu, T, grad_mu, grad_T, rho):
+    """Theorem 1(ii) step (Tan (2025) Sec. 5): mu+ = mu + rho Sigma g (old Sigma), T+ = T + rho T Hbarbar."""
+    n_mu, n_T = natural_grad_chol_prec(mu, T, grad_mu, grad_T)
+    return mu + rho * n_mu, T + rho * n_T
+
+
+def update_cor1(mu, T, grad_mu, grad_T, rho):
+    """Tan (2025) Corollary 1 (= Algorithm 2N, Table 4): T+ = T + rho T Hbarbar, then
+    mu+ = mu + rho T+^-T T^-1 grad_mu (the mean moves with the UPDATED T)."""
+    _, n_T = natural_grad_chol_prec(mu, T, grad_mu, grad_T)
+    T_new = T + rho * n_T
+    v = solve_triangular(T, grad_mu, lower=True)
+    return mu + rho * solve_triangular(T_new.T, v, lower=False), T_new
+
+
+def update_chol_cov_euclid(mu, C, grad_mu, grad_C, rho):
+    """Algorithm 1E (Tan (2025) Table 3): mu+ = mu + rho g, C+ = C + rho Gbar."""
+    return mu + rho * grad_mu, C + rho * jnp.tril(grad_C)
+
+
+def update_chol_prec_euclid(mu, T, grad_mu, grad_T, rho):
+    """Algorithm 2E (Tan (2025) Table 4): mu+ = mu + rho g, T+ = T + rho Gbar."""
+    return mu + rho * grad_mu, T + rho * jnp.tril(grad_T)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sparse factors: Tan (2025) Sec. 7 (block-diagonal C, Alg. 1S; arrow T, Thm 4 / Alg. 2S)
+
+
+def _check_sizes(sizes, what):
+    sizes = tuple(int(s) for s in sizes)
+    if not sizes or any(s < 1 for s in sizes):
+        raise ValueError(f"The {what} must be a non-empty list of positive integers; got {sizes}.")
+    return sizes
+
+
+def block_mask(sizes) -> np.ndarray:
+    """0/1 pattern of a block-diagonal lower-triangular C with diagonal blocks of ``sizes``."""
+    sizes = _check_sizes(sizes, "block sizes")
+    d = sum(sizes)
+    M = np.zeros((d, d))
+    o = 0
+    for s in sizes:
+        M[o:o + s, o:o + s] = np.tril(np.ones((s, s)))
+        o += s
+    return M
+
+
+def arrow_mask(local_sizes, global_size: int) -> np.ndarray:
+    """0/1 pattern of the arrow Cholesky factor T of Tan (2025) Eq. 4 (locals first, globals last):
+    lower-triangular diagonal blocks T_1..T_n, T_g, and dense last block row T_g1..T_gn."""
+    local_sizes = _check_sizes(local_sizes, "local block sizes")
+    g = _check_sizes((global_size,), "global block size")[0]
+    M = block_mask(local_sizes + (g,))
+    dl = sum(local_sizes)
+    M[dl:, :dl] = 1.0
+    return M
+
+
+def natural_grad_chol_cov_blockdiag(mu, C, grad_mu, grad_C, sizes):
+    """Tan (2025) Sec. 7.1 / Algorithm 1S: C = blockdiag(C_1..C_K), Sigma = C C^T.
+
+    F = blockdiag(Sigma^-1, I(C_1), ..., I(C_K)), so NG = [Sigma grad_mu ; vech(C_i Hbarbar_i)],
+    H_i = C_i^T Gbar_i, computed block by block (entries outside the blocks are ignored).
+    Returns ``(Sigma grad_mu, d x d matrix with blocks C_i tril_half(C_i^T G_i))``.
+    """
+    sizes = _check_sizes(sizes, "block sizes")
+    out = jnp.zeros_like(C)
+    o = 0
+    for s in sizes:
+        Ci = C[o:o + s, o:o + s]
+        Gi = jnp.tril(grad_C[o:o + s, o:o + s])
+        out = out.at[o:o + s, o:o + s].set(Ci @ tril_half(Ci.T @ Gi))
+        o += s
+    Cm = C * jnp.asarray(block_mask(sizes), dtype=C.dtype)
+    return Cm @ (Cm.T @ grad_mu), out
+
+
+def natural_grad_chol_prec_arrow(mu, T, grad_mu, grad_T, local_sizes, global_size):
+    """Tan (2025) Theorem 4 / Algorithm 2S: arrow-shaped Cholesky factor of the precision.
+
+    Input: the Euclidean gradient with respect to the free entries of T (a d x d matrix; entries
+    outside the pattern are ignored): A_i (block T_i), G_gi (block T_gi), G_g (block T_g).
+    Theorem 4: G_i = A_i + T_i^-T T_gi^T G_gi; G has T's pattern with blocks G_i, G_gi, G_g;
+    H = T_d^T Gbar with T_d = blockdiag(T_1, ..., T_n, T_g); natural gradient of T = T Hbarbar
+    restricted to the pattern. This is NOT the dense Thm 1(ii) gradient masked to the pattern
+    (Tan Sec. 7 intro): the Fisher is not block diagonal between free and structural-zero entries.
+    Returns ``(Sigma grad_mu, d x d matrix with T's pattern)``.
+    """
+    local_sizes = _check_sizes(local_sizes, "local block sizes")
+    M = jnp.asarray(arrow_mask(local_sizes, global_size), dtype=T.dtype)
+    Tm = T * M
+    E = grad_T * M
+    dl = sum(local_sizes)
+    Tg = Tm[dl:, dl:]
+    G = E
+    Td = jnp.zeros_like(Tm).at[dl:, dl:].set(Tg)
+    o = 0
+    for s in local_sizes:
+        Ti = Tm[o:o + s, o:o + s]
+        Tgi = Tm[dl:, o:o + s]
+        Ggi = E[dl:, o:o + s]
+        Gi = E[o:o + s, o:o + s] + solve_triangular(Ti.T, Tgi.T @ Ggi, lower=False)
+        G = G.at[o:o + s, o:o + s].set(jnp.tril(Gi))
+        Td = Td.at[o:o + s, o:o + s].set(Ti)
+        o += s
+    Hbb = tril_half(Td.T @ G) * M
+    return _prec_solve(Tm, grad_mu), Tm @ Hbb
+
+
+# ---------------------------------------------------------------------------------------------
+# Euclidean gradients (Tan (2025) Sec. 2 / S2; Kumar et al. (2025) App. A)
+
+
+def elbo_grads_from_expectations(Sigma, E_grad_logp, E_hess_logp):
+    """(grad_mu L, grad_Sigma L) from E_q[grad log p], E_q[hess log p] (Bonnet / Price):
+    grad_mu L = E[grad log p],  grad_Sigma L = 1/2 (E[hess log p] + Sigma^-1)  (Tan Sec. 5.1;
+    Kumar Eqs. 33-34 with g = -E[grad log p], H = -E[hess log p])."""
+    return E_grad_logp, 0.5 * (sym(E_hess_logp) + _inv_spd(Sigma))
+
+
+def gaussian_target_grads(m, P, mu, Sigma):
+    """Exact ELBO gradients for the target N(m, P^-1): grad_mu = -P (mu - m),
+    grad_Sigma = 1/2 (Sigma^-1 - P) (Tan digest E6)."""
+    return -P @ (mu - m), 0.5 * (_inv_spd(Sigma) - P)
+
+
+def grad_chol_cov(C, grad_Sigma):
+    """dL/dC over the lower triangle: tril(2 grad_Sigma C) (Tan (2025) Sec. 2 identity,
+    grad_vech(C) L = 2 vech(grad_Sigma L C)); for N(m, P^-1) targets tril(-P C + C^-T)."""
+    return jnp.tril(2.0 * sym(grad_Sigma) @ C)
+
+
+def grad_chol_prec(T, grad_Sigma):
+    """dL/dT over the lower triangle: tril(-2 Sigma grad_Sigma T^-T) (Tan (2025) Sec. 2,
+    grad_vech(T) L = -2 vech(Sigma grad_Sigma T^-T))."""
+    TinvT = solve_triangular(T.T, _eye_like(T), lower=False)  # T^-T
+    Sigma = TinvT @ TinvT.T
+    return jnp.tril(-2.0 * Sigma @ sym(grad_Sigma) @ TinvT)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tan (2025) Theorem 2: unbiased single-sample estimators of grad_C L and grad_T L
+
+
+def grad_h(grad_logp, theta, mu, P):
+    """grad_theta h(theta) = grad log p(y, theta) + Sigma^-1 (theta - mu), with h = log p - log q
+    and the lambda in log q held fixed (Tan (2025) Sec. 1 note)."""
+    return grad_logp + P @ (theta - mu)
+
+
+def hess_h(hess_logp, P):
+    """hess_theta h(theta) = hess log p(y, theta) + Sigma^-1."""
+    return hess_logp + P
+
+
+def estimator_G1(grad_h_theta, z):
+    """Tan (2025) Thm 2, first order for C: G1 = grad_theta h(theta) z^T, theta = mu + C z.
+    E[tril(G1)] = grad_C L (only the lower triangle is used)."""
+    return jnp.outer(grad_h_theta, z)
+
+
+def estimator_F1(hess_h_theta, C):
+    """Tan (2025) Thm 2, second order for C: F1 = hess_theta h(theta) C."""
+    return hess_h_theta @ C
+
+
+def estimator_G2(theta, mu, T, grad_h_theta):
+    """Tan (2025) Thm 2, first order for T: G2 = -(theta - mu) v^T, v = T^-1 grad_theta h(theta)."""
+    v = solve_triangular(T, grad_h_theta, lower=True)
+    return -jnp.outer(theta - mu, v)
+
+
+def estimator_F2(T, hess_h_theta):
+    """Tan (2025) Thm 2, second order for T: F2 = -Sigma hess_theta h(theta) T^-T."""
+    TinvT = solve_triangular(T.T, _eye_like(T), lower=False)
+    return -(TinvT @ TinvT.T) @ hess_h_theta @ TinvT
+
+
+# ---------------------------------------------------------------------------------------------
+# Brute force: dense Fisher matrices by autodiff of log q (used by the tests)
+
+FISHER_KINDS = ("chol_cov", "chol_prec", "mean_cov", "mean_prec", "natural", "cor1",
+                "blockdiag_chol_cov", "arrow_chol_prec")
+
+
+def _pattern(kind, d, structure):
+    if kind == "blockdiag_chol_cov":
+        M = block_mask(structure["blocks"])
+    elif kind == "arrow_chol_prec":
+        M = arrow_mask(structure["local_sizes"], structure["global_size"])
+    else:
+        M = np.tril(np.ones((d, d)))
+    if M.shape != (d, d):
+        raise ValueError(f"The sparsity structure describes a {M.shape[0]}-dimensional factor, but d = {d}.")
+    return M
+
+
+def free_indices(kind: str, d: int, **structure) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) of the free matrix entries in the order ``fisher_matrix`` uses: column-major
+    over the lower-triangular pattern (for a dense pattern this is vech order)."""
+    M = _pattern(kind, d, structure)
+    cols, rows = np.nonzero(M.T)  # column-major order
+    return rows, cols
+
+
+def flatten_params(kind: str, mu, factor, **structure):
+    """The coordinate vector of ``fisher_matrix``: (first block, free entries of the second).
+
+    kind: "chol_cov" (mu, vech C) | "chol_prec" (mu, vech T) | "mean_cov" (mu, vech Sigma) |
+    "mean_prec" (mu, vech P), P = Sigma^-1 | "natural" (P mu, -1/2 D^T vec P) | "cor1" (T^T mu, vech T)
+    | "blockdiag_chol_cov" (mu, free C), structure blocks=... | "arrow_chol_prec" (mu, free T),
+    structure local_sizes=..., global_size=... . ``factor`` is C, T, Sigma or P (for "natural": P).
+    """
+    d = mu.shape[-1]
+    rows, cols = free_indices(kind, d, **structure)
+    if kind == "natural":
+        P = factor
+        second = -0.5 * (duplication_matrix(d).T @ jnp.reshape(P.T, (-1,)))
+        return jnp.concatenate([P @ mu, second])
+    first = factor.T @ mu if kind == "cor1" else mu
+    return jnp.concatenate([first, factor[rows, cols]])
+
+
+def _precision_from_natural(second, d: int):
+    """P from the second natural-parameter block -1/2 D^T vec P (diagonal -P_ii/2, off-diagonal -P_ij)."""
+    vr, vc = free_indices("chol_cov", d)
+    W = jnp.zeros((d, d), dtype=second.dtype).at[vr, vc].set(second)
+    off = W - jnp.diag(jnp.diag(W))
+    return -(2.0 * jnp.diag(jnp.diag(W)) + off + off.T)
+
+
+def unflatten_params(kind: str, lam, d: int, **structure):
+    """Inverse of :func:`flatten_params`: returns (mu, Sigma^-1, log det Sigma^-1)."""
+    rows, cols = free_indices(kind, d, **structure)
+    first, rest = lam[:d], lam[d:]
+    if kind == "natural":
+        P = _precision_from_natural(rest, d)
+        mu = jnp.linalg.solve(P, first)
+        return mu, P, jnp.linalg.slogdet(P)[1]
+    F = jnp.zeros((d, d), dtype=lam.dtype).at[rows, cols].set(rest)
+    if kind in ("chol_cov", "blockdiag_chol_cov"):
+        Sigma = F @ F.T
+        P = jnp.linalg.inv(Sigma)
+        return first, P, -2.0 * jnp.sum(jnp.log(jnp.abs(jnp.diag(F))))
+    if kind in ("chol_prec", "arrow_chol_prec", "cor1"):
+        P = F @ F.T
+        mu = solve_triangular(F.T, first, lower=False) if kind == "cor1" else first
+        return mu, P, 2.0 * jnp.sum(jnp.log(jnp.abs(jnp.diag(F))))
+    if kind == "mean_cov":
+        Sigma = F + F.T - jnp.diag(jnp.diag(F))
+        P = jnp.linalg.inv(Sigma)
+        return first, P, -jnp.linalg.slogdet(Sigma)[1]
+    if kind == "mean_prec":
+        P = F + F.T - jnp.diag(jnp.diag(F))
+        return first, P, jnp.linalg.slogdet(P)[1]
+    raise ValueError(f"Unknown Fisher kind {kind!r}; choose one of {FISHER_KINDS}.")
+
+
+def _log_q(kind, lam, theta, d, structure):
+    """log q_lambda(theta) (without the -d/2 log 2 pi constant) in the coordinates of
+    :func:`flatten_params`, written with triangular solves so that autodiff compiles quickly."""
+    rows, cols = free_indices(kind, d, **structure)
+    first, rest = lam[:d], lam[d:]
+    if kind == "natural":
+        Lp = jnp.linalg.cholesky(_precision_from_natural(rest, d))
+        mu = solve_triangular(Lp.T, solve_triangular(Lp, first, lower=True), lower=False)
+        r = Lp.T @ (theta - mu)
+        return jnp.sum(jnp.log(jnp.diag(Lp))) - 0.5 * r @ r
+    F = jnp.zeros((d, d), dtype=lam.dtype).at[rows, cols].set(rest)
+    if kind in ("chol_cov", "blockdiag_chol_cov"):
+        z = solve_triangular(F, theta - first, lower=True)
+        return -jnp.sum(jnp.log(jnp.abs(jnp.diag(F)))) - 0.5 * z @ z
+    if kind in ("chol_prec", "arrow_chol_prec", "cor1"):
+        mu = solve_triangular(F.T, first, lower=False) if kind == "cor1" else first
+        r = F.T @ (theta - mu)
+        return jnp.sum(jnp.log(jnp.abs(jnp.diag(F)))) - 0.5 * r @ r
+    S = F + F.T - jnp.diag(jnp.diag(F))
+    Ls = jnp.linalg.cholesky(S)
+    if kind == "mean_cov":
+        z = solve_triangular(Ls, theta - first, lower=True)
+        return -jnp.sum(jnp.log(jnp.diag(Ls))) - 0.5 * z @ z
+    r = Ls.T @ (theta - first)  # mean_prec
+    return jnp.sum(jnp.log(jnp.diag(Ls))) - 0.5 * r @ r
+
+
+def _freeze(v):
+    return tuple(v) if isinstance(v, (list, tuple)) else v
+
+
+@lru_cache(maxsize=64)
+def _score_fn(kind, d, frozen_structure):
+    """jit(vmap(grad_lambda log q)) for one (kind, d, structure): compiled once, reused."""
+    structure = dict(frozen_structure)
+    return jax.jit(jax.vmap(jax.grad(lambda lam, th: _log_q(kind, lam, th, d, structure)), in_axes=(None, 0)))
+
+
+def fisher_matrix(kind: str, mu, factor, **structure) -> np.ndarray:
+    """Dense Fisher information of q in the coordinates of :func:`flatten_params`, by autodiff.
+
+    F = E_q[s s^T], s = grad_lambda log q_lambda(theta) computed by jax autodiff of log q, with
+    an exact expectation: s is a quadratic polynomial in theta, so s s^T has degree 4, and the
+    fully symmetric degree-5 Gaussian cubature of :func:`gaussian_cubature5` (2 d^2 + 1 points)
+    integrates it exactly. Independent of every analytic formula in this module.
+    kind: see :func:`flatten_params` (``factor`` is C, T, Sigma, or P = Sigma^-1; for the
+    sparse kinds pass ``blocks=`` or ``local_sizes=, global_size=``).
+    """
+    if kind not in FISHER_KINDS:
+        raise ValueError(f"Unknown Fisher kind {kind!r}; choose one of {FISHER_KINDS}.")
+    mu = jnp.asarray(mu, dtype=jnp.float64)
+    factor = jnp.asarray(factor, dtype=jnp.float64)
+    d = mu.shape[0]
+    lam0 = flatten_params(kind, mu, factor, **structure)
+    m0, P0, _ = unflatten_params(kind, lam0, d, **structure)
+    Lc = np.linalg.cholesky(np.linalg.inv(np.asarray(P0)))
+    grid, w = gaussian_cubature5(d)
+    pts = np.asarray(m0) + grid @ Lc.T
+    frozen = tuple(sorted((k, _freeze(v)) for k, v in structure.items()))
+    S = np.asarray(_score_fn(kind, d, frozen)(lam0, jnp.asarray(pts)))
+    F = (S * w[:, None]).T @ S
+    return 0.5 * (F + F.T)
+
+
+def gaussian_cubature5(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes (n, d) and weights (n,) of Stroud's fully symmetric degree-5 rule for E over N(0, I_d)
+    (Stroud 1967; Genz & Keister 1996): the centre with weight 2/(d+2); +-sqrt(d+2) e_i with weight
+    (4-d)/(2(d+2)^2); sqrt((d+2)/2)(+-e_i +-e_j), i < j, with weight 1/(d+2)^2. Exact for every
+    polynomial of degree <= 5 with 2 d^2 + 1 points (a tensor product rule would need 3^d)."""
+    eye = np.eye(d)
+    r, s = np.sqrt(d + 2.0), np.sqrt((d + 2.0) / 2.0)
+    axes = np.concatenate([r * eye, -r * eye])
+    i, j = np.triu_indices(d, 1)
+    pairs = [s * (a * eye[i] + b * eye[j]) for a in (1.0, -1.0) for b in (1.0, -1.0)]
+    nodes = np.concatenate([np.zeros((1, d)), axes, *pairs])
+    weights = np.concatenate([[2.0 / (d + 2.0)], np.full(2 * d, (4.0 - d) / (2.0 * (d + 2.0) ** 2)),
+                              np.full(4 * len(i), 1.0 / (d + 2.0) ** 2)])
+    return nodes, weights
+
+
+def fisher_block_I(Lam) -> np.ndarray:
+    """Tan (2025) Lemma 1: I(Lam) = L {(Lam^-1 (x) Lam^-T) K + I (x) Lam^-T Lam^-1} L^T (dense)."""
+    Lam = np.asarray(Lam, dtype=np.float64)
+    d = Lam.shape[0]
+    Li = np.linalg.inv(Lam)
+    Lm, K = elimination_matrix(d), commutation_matrix(d)
+    return Lm @ (np.kron(Li, Li.T) @ K + np.kron(np.eye(d), Li.T @ Li)) @ Lm.T
+
+
+def fisher_block_I_inv(Lam) -> np.ndarray:
+    """Tan (2025) Lemma 1(ii): I(Lam)^-1 = 1/2 L (I (x) Lam) L^T (2I - L K L^T) L (I (x) Lam^T) L^T."""
+    Lam = np.asarray(Lam, dtype=np.float64)
+    d = Lam.shape[0]
+    Lm, K = elimination_matrix(d), commutation_matrix(d)
+    m = vech_length(d)
+    LNLinv = 2.0 * np.eye(m) - Lm @ K @ Lm.T
+    return 0.5 * Lm @ np.kron(np.eye(d), Lam) @ Lm.T @ LNLinv @ Lm @ np.kron(np.eye(d), Lam.T) @ Lm.T
