@@ -1,0 +1,213 @@
+"""AppTest of the geometry pages: default views, extreme widget values, Table 2 on the vector-field page."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+PAGES = Path(__file__).resolve().parents[2] / "pages"
+
+
+def _app(name, **params):
+    at = AppTest.from_file(str(PAGES / name), default_timeout=600)
+    for k, v in params.items():
+        at.query_params[k] = str(v)
+    return at.run()
+
+
+def _errors(at):
+    return [e.value for e in at.error] + [str(e.value) for e in at.exception]
+
+
+# ------------------------------------------------------------------------------------ vector fields
+
+def test_vector_fields_default_table_is_tan_table2():
+    at = _app("10_Vector_fields.py")
+    assert not at.exception and not _errors(at)
+    table = at.dataframe[0].value
+    expected = {  # Tan (2025) Table 2: iterations (smallest rho)
+        "(0, 0.1)": ["141 (1e-05)", "15 (1e-02)", "11 (1e-02)", "6 (1e+00)"],
+        "(0.5, 0.02)": ["107 (1e-06)", "12 (1e-01)", "8 (1e-01)", "5 (1e+00)"],
+        "(2, 0.01)": ["115 (1e-06)", "9 (1e-02)", "8 (1e-01)", "5 (1e+00)"],
+    }
+    cols = ["Euclidean (kappa)", "Natural (kappa)", "Natural (xi)", "Natural (lambda)"]
+    got = {i: [table.loc[i, c] for c in cols] for i in expected}
+    assert got == expected
+
+
+def test_vector_fields_cholesky_rules_table():
+    """The Cholesky rules (C = sigma, T = 1/sigma, Corollary 1) with Table 2's settings (Tan digest Sec. 6, E1)."""
+    at = AppTest.from_file(str(PAGES / "10_Vector_fields.py"), default_timeout=600)
+    at.query_params["rules"] = ["Cholesky C = sigma (Thm 1(i))", "Cholesky T = 1/sigma (Thm 1(ii))", "T with Corollary 1"]
+    at.run()
+    assert not at.exception and not _errors(at)
+    table = at.dataframe[0].value
+    assert table.loc["(0, 0.1)"].tolist() == ["9 (1e-02)", "12 (1e-02)", "8 (1e-01)"]
+    assert table.loc["(0.5, 0.02)"].tolist() == ["10 (1e-01)", "8 (1e-01)", "6 (1e-01)"]
+    assert table.loc["(2, 0.01)"].tolist() == ["5 (1e-01)", "7 (1e-01)", "6 (1e+00)"]
+
+
+CHARTS = ["(mu, sigma^2)", "(mu, sigma)", "(mu, log sigma)", "natural (mu/sigma^2, -1/(2 sigma^2))"]
+
+
+@pytest.mark.parametrize("params", [
+    dict(chart=CHARTS[2], norm=0, rules="Cholesky C = sigma (Thm 1(i))"),
+    dict(chart=CHARTS[3], tgt="Gaussian N(m, 1/a)", a=0.04),  # tiny a
+    dict(chart=CHARTS[1], tgt="Gaussian N(m, 1/a)", a=400.0, rule="fixed", rho=1e-6),  # huge a, smallest step
+    dict(chart=CHARTS[3], rule="fixed", rho=1.0, starts="2,0.01; 0,5; -3,1e-5", na=30),  # largest step
+    dict(chart=CHARTS[0], tgt="Gaussian N(m, 1/a)", a=400.0, rule="fixed", rho=1.0, na=8),
+])
+def test_vector_fields_extremes(params):
+    at = AppTest.from_file(str(PAGES / "10_Vector_fields.py"), default_timeout=600)
+    for k, v in params.items():
+        at.query_params[k] = str(v) if k != "rules" else [v]
+    at.run()
+    assert not at.exception and not _errors(at)
+    assert len(at.get("plotly_chart")) == 2
+    default = "a;b" if params.get("tgt", "").startswith("Gaussian") else "a;b;c"
+    assert len(at.dataframe[0].value) == len(params.get("starts", default).split(";"))
+
+
+def test_vector_fields_changing_a_and_the_chart_redraws():
+    at = _app("10_Vector_fields.py", tgt="Gaussian N(m, 1/a)")
+    before = at.dataframe[0].value.copy()
+    for a in (0.04, 400.0):
+        at.select_slider(key="a").set_value(a).run()
+        assert not at.exception and not _errors(at)
+    assert at.query_params["a"] in ("400", ["400"]) and not at.dataframe[0].value.equals(before)
+    for chart in CHARTS:
+        at.selectbox(key="chart").set_value(chart).run()
+        assert not at.exception and not _errors(at)
+
+
+def test_vector_fields_number_inputs_add_a_start_and_reset_restores_the_paper_starts():
+    at = _app("10_Vector_fields.py")
+    at.number_input(key="nmu").set_value(1.5)
+    at.number_input(key="ns2").set_value(0.03)
+    at.button(key="add_start").click().run()
+    assert not at.exception
+    assert at.text_input(key="starts").value == "0,0.1; 0.5,0.02; 2,0.01; 1.5,0.03"
+    assert at.query_params["starts"] in ("0,0.1; 0.5,0.02; 2,0.01; 1.5,0.03", ["0,0.1; 0.5,0.02; 2,0.01; 1.5,0.03"])
+    assert list(at.dataframe[0].value.index) == ["(0, 0.1)", "(0.5, 0.02)", "(2, 0.01)", "(1.5, 0.03)"]
+    at.button(key="reset_starts").click().run()
+    assert at.text_input(key="starts").value == "0,0.1; 0.5,0.02; 2,0.01" and len(at.dataframe[0].value) == 3
+
+
+def test_vector_fields_a_ninth_start_is_refused_and_extra_typed_starts_are_reported():
+    """At most 8 starts are drawn: 'add this start' with 8 in the box says so and adds nothing; a typed
+    ninth start is reported as not drawn."""
+    eight = "; ".join(f"{0.25 * k:g},0.05" for k in range(8))
+    at = _app("10_Vector_fields.py", starts=eight, rules="Natural (lambda)")
+    assert not at.exception and not _errors(at)
+    assert len(at.dataframe[0].value) == 8 and not at.info
+    at.button(key="add_start").click().run()
+    assert not at.exception and not _errors(at)
+    assert any("At most 8 starting points" in i.value for i in at.info)
+    assert at.text_input(key="starts").value == eight
+    at.text_input(key="starts").input(eight + "; 2,0.01").run()
+    assert not at.exception and not _errors(at)
+    assert any("Only the first 8 of the 9 starting points are drawn" in i.value for i in at.info)
+    assert len(at.dataframe[0].value) == 8
+
+
+def test_vector_fields_bad_start_is_a_message():
+    at = _app("10_Vector_fields.py", starts="1,-3")
+    assert not at.exception
+    assert any("positive variance" in w.value for w in at.warning)
+
+
+# ------------------------------------------------------------------------------------- trajectories
+
+def test_trajectories_default_view():
+    """Kumar digest T2 from C_0 = 0.2 I: VN converges in 1 step, SR-VN (rho = 1) in 7 (KL < 1e-8)."""
+    at = _app("20_Trajectories.py")
+    assert not at.exception and not _errors(at)
+    df = at.dataframe[0].value
+    its = dict(zip(df["method"], df["iterations"]))
+    assert its["vn"] == 1 and its["srvn"] == 7
+    assert len(at.get("plotly_chart")) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("params", [
+    {"tgt": "correlated Gaussian", "kappa": 1000.0, "s_vn": 1e-4, "s_gd-mc": 1.78, "view": "animation"},
+    {"tgt": "Bayesian linear regression (T2)", "m": ["gd-mv", "tan-2E", "fbgvi"], "s_gd-mv": 1.78, "s_tan-2E": 1e-4,
+     "s_fbgvi": 1.78, "c0": 0.05, "k": 1},
+    {"tgt": "Student-t", "trho": 0.95, "df": 1.0, "m": ["vn", "tan-2N-cor1"], "n": 100, "ns": 1},
+    {"tgt": "Student-t", "trho": -0.95, "df": 100.0, "m": ["srvn"], "g_srvn": "second", "ns": 1000, "n": 100},
+    {"tgt": "logistic regression (T3)", "m": ["srvn", "fbgvi"], "c0": 5.0, "view": "step-size sweep", "n": 100},
+])
+def test_trajectories_extremes(params):
+    at = AppTest.from_file(str(PAGES / "20_Trajectories.py"), default_timeout=600)
+    for k, v in params.items():
+        at.query_params[k] = v if isinstance(v, list) else str(v)
+    at.run()
+    assert not at.exception and not _errors(at)
+    assert at.get("plotly_chart")
+
+
+def test_trajectories_target_sliders_redraw_without_recompiling():
+    """Moving the condition number or the Student-t sliders builds a new member of the target's family:
+    the figure changes and no loop of vilab.algorithms is traced again (the parameters are run-time data)."""
+    from vilab.algorithms import driver
+
+    at = _app("20_Trajectories.py", tgt="correlated Gaussian")
+    assert not at.exception and not _errors(at)
+    specs = [at.get("plotly_chart")[0].proto.spec]
+    n_traces = driver.trace_count()
+    for kappa in (1000.0, 1.0):
+        at.select_slider(key="kappa").set_value(kappa).run()
+        assert not at.exception and not _errors(at)
+        assert any(f"(condition number {kappa:g})" in m.value for m in at.markdown)
+        specs.append(at.get("plotly_chart")[0].proto.spec)
+    assert len(set(specs)) == 3
+    assert driver.trace_count() == n_traces
+
+    at.selectbox(key="tgt").set_value("Student-t").run()
+    assert not at.exception and not _errors(at)
+    specs = [at.get("plotly_chart")[0].proto.spec]
+    n_traces = driver.trace_count()
+    at.slider(key="trho").set_value(-0.95).run()
+    assert not at.exception and not _errors(at)
+    specs.append(at.get("plotly_chart")[0].proto.spec)
+    for df in (100.0, 1.0):
+        at.select_slider(key="df").set_value(df).run()
+        assert not at.exception and not _errors(at)
+        specs.append(at.get("plotly_chart")[0].proto.spec)
+    assert len(set(specs)) == 4
+    assert driver.trace_count() == n_traces
+
+
+@pytest.mark.slow
+def test_trajectories_sweep_on_t2_has_the_stability_lines():
+    at = _app("20_Trajectories.py", view="step-size sweep", n=300)
+    assert not at.exception and not _errors(at)
+    assert len(at.get("plotly_chart")) == 1
+    spec = at.get("plotly_chart")[0].proto.spec
+    for label in ("vn limit", "srvn limit", "gd-mc, bwgd limit"):  # Kumar digest Sec. 8.1 reference lines
+        assert label in spec
+
+
+# -------------------------------------------------------------------------------- positive definite
+
+def test_pd_default_view_reports_indefinite_precision():
+    at = _app("25_Positive_definiteness.py")
+    assert not at.exception and not _errors(at)
+    text = " ".join(m.value for m in at.markdown)
+    assert "INDEFINITE" in text and "0.2941" in text
+
+
+@pytest.mark.parametrize("params", [dict(rho=0.01, th1=-10.0, th2=10.0, s2=0.1), dict(rho=1.5, s2=100.0),
+                                    dict(rho=0.59, th1=3.0, th2=0.0, s2=10.0)])
+def test_pd_extremes(params):
+    at = _app("25_Positive_definiteness.py", **params)
+    assert not at.exception and not _errors(at)
+
+
+@pytest.mark.slow
+def test_pd_monte_carlo_mode():
+    at = _app("25_Positive_definiteness.py", mode="Monte Carlo", runs=20, steps=5)
+    assert not at.exception and not _errors(at)
+    at = _app("25_Positive_definiteness.py", mode="Monte Carlo", tgt="two-component mixture", delta=6.0, mrho=1.0,
+              runs=10, steps=3)
+    assert not at.exception and not _errors(at)

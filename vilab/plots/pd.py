@@ -1,0 +1,138 @@
+"""Figures of the positive-definiteness page (Tan 2025 Sec. 7 digest example; Khan & Nielsen 2018).
+
+A 2 x 2 symmetric matrix M defines the level set {x : (x - c)^T M (x - c) = r}: an ellipse when
+M is positive definite, a hyperbola when M is indefinite (one positive, one negative eigenvalue),
+two parallel lines when M is singular with one positive eigenvalue, and nothing at all when M is
+negative semi-definite. A precision "update" that lost positive definiteness is no longer a
+Gaussian: its ellipse turns into a hyperbola.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+import plotly.graph_objects as go
+
+from . import color, style
+
+__all__ = ["quadric_level_set", "level_set_figure", "eigenvalue_figure", "pd_loss_figure"]
+
+
+def quadric_level_set(M, center=(0.0, 0.0), r: float = 1.0, extent: float = 5.0, n: int = 200,
+                      rtol: float = 1e-10) -> tuple[np.ndarray, np.ndarray, str]:
+    """Points (x, y) of {x : (x - center)^T M (x - center) = r} for a symmetric 2 x 2 M, and its kind.
+
+    kind is "ellipse", "hyperbola", "lines" (singular M with one positive eigenvalue) or "empty"
+    (M negative semi-definite: no point). Hyperbola branches and lines are clipped to a box of
+    half-width ``extent`` around the centre and separated by NaN.
+    """
+    M = np.asarray(M, float)
+    if M.shape != (2, 2) or not np.all(np.isfinite(M)):
+        raise ValueError(f"The level set needs a finite 2 x 2 matrix; got shape {M.shape}.")
+    if r <= 0:
+        raise ValueError(f"The level r must be positive; got {r}.")
+    M = 0.5 * (M + M.T)
+    w, Q = np.linalg.eigh(M)  # ascending
+    c = np.asarray(center, float)
+    tiny = rtol * max(np.abs(w).max(), 1e-300)
+    if w[1] <= tiny:
+        return np.array([]), np.array([]), "empty"
+    if w[0] > tiny:
+        t = np.linspace(0, 2 * np.pi, n)
+        u = np.vstack([np.sqrt(r / w[0]) * np.cos(t), np.sqrt(r / w[1]) * np.sin(t)])
+        kind = "ellipse"
+        pts = Q @ u
+        return pts[0] + c[0], pts[1] + c[1], kind
+    a = np.sqrt(r / w[1])  # distance of the branches along eigenvector 2
+    if w[0] >= -tiny:  # singular: two parallel lines u2 = +-a
+        s = np.linspace(-extent, extent, 2)
+        u1 = np.concatenate([s, [np.nan], s])
+        u2 = np.concatenate([np.full(2, a), [np.nan], np.full(2, -a)])
+        kind = "lines"
+    else:
+        b = np.sqrt(r / -w[0])
+        smax = np.arcsinh(max(extent, 1e-12) * np.sqrt(2.0) / b)
+        s = np.linspace(-smax, smax, n // 2)
+        u1 = np.concatenate([b * np.sinh(s), [np.nan], b * np.sinh(s)])
+        u2 = np.concatenate([a * np.cosh(s), [np.nan], -a * np.cosh(s)])
+        kind = "hyperbola"
+    pts = Q @ np.vstack([u1, u2])
+    return pts[0] + c[0], pts[1] + c[1], kind
+
+
+def level_set_figure(matrices: Mapping[str, np.ndarray], center=(0.0, 0.0), r: float = 1.0, extent: float = 8.0,
+                     points: Mapping[str, tuple] | None = None, title: str | None = None, height: int = 480) -> go.Figure:
+    """Level sets x^T M x = r of several 2 x 2 "precision" matrices, each labelled by its kind.
+
+    ``points`` (name -> (x, y)) marks e.g. the sampled theta. Axes are equal and span +-extent.
+    """
+    fig = go.Figure()
+    for i, (name, M) in enumerate(matrices.items()):
+        x, y, kind = quadric_level_set(M, center, r, extent=2 * extent)
+        c = color(name, i)
+        label = f"{name}: {kind}" + (" (not positive definite)" if kind != "ellipse" else "")
+        fig.add_trace(go.Scatter(x=x if x.size else [None], y=y if y.size else [None], mode="lines", name=label,
+                                 line=dict(color=c, width=3, dash=None if kind == "ellipse" else "dash"),
+                                 fill="toself" if kind == "ellipse" else None, opacity=0.9))
+    for name, (px, py) in (points or {}).items():
+        fig.add_trace(go.Scatter(x=[px], y=[py], mode="markers+text", name=name, text=[name], textposition="top right",
+                                 marker=dict(symbol="x", size=12, color="black")))
+    c = np.asarray(center, float)
+    fig.update_xaxes(range=[c[0] - extent, c[0] + extent], title="theta_1", zeroline=True)
+    fig.update_yaxes(range=[c[1] - extent, c[1] + extent], title="theta_2", scaleanchor="x", scaleratio=1, zeroline=True)
+    return style(fig, title=title, height=height)
+
+
+def eigenvalue_figure(rhos, eigenvalues: Mapping[str, np.ndarray], current: float | None = None,
+                      markers: Mapping[str, float] | None = None, title: str | None = None,
+                      ylabel: str = "eigenvalue", height: int = 400) -> go.Figure:
+    """Eigenvalues (n, k) of each update's precision matrix against the step size rho.
+
+    The zero line separates PD from indefinite. ``markers`` (label -> rho) draws dotted vertical
+    lines, labelled in the legend (e.g. where the precision update turns indefinite); ``current``
+    a dashed line at the slider's value.
+    """
+    rhos = np.asarray(rhos, float)
+    fig = go.Figure()
+    for i, (name, ev) in enumerate(eigenvalues.items()):
+        ev = np.asarray(ev, float)
+        if ev.ndim != 2 or ev.shape[0] != rhos.shape[0]:
+            raise ValueError(f"{name!r}: eigenvalues must have shape (len(rhos), k); got {ev.shape}.")
+        c = color(name, i)
+        for j in range(ev.shape[1]):
+            fig.add_trace(go.Scatter(x=rhos, y=ev[:, j], mode="lines", name=name if j == 0 else f"{name} ({j + 1})",
+                                     legendgroup=name, showlegend=j == 0,
+                                     line=dict(color=c, width=2.5, dash="solid" if j == 0 else "dot")))
+    fig.add_hline(y=0.0, line=dict(color="black", width=1))
+    # vertical reference lines as traces spanning the plotted values, so their labels sit in the legend
+    vals = np.concatenate([np.asarray(ev, float).ravel() for ev in eigenvalues.values()] + [np.zeros(1)])
+    vals = vals[np.isfinite(vals)]
+    lo, hi = float(vals.min()), float(vals.max())
+    for i, (label, x) in enumerate((markers or {}).items()):
+        fig.add_trace(go.Scatter(x=[x, x], y=[lo, hi], mode="lines", name=label, hoverinfo="name",
+                                 line=dict(color=["#7f7f7f", "#bcbd22", "#17becf", "#9467bd"][i % 4], dash="dot",
+                                           width=2)))
+    if current is not None:
+        fig.add_trace(go.Scatter(x=[current, current], y=[lo, hi], mode="lines", name=f"rho = {current:g}",
+                                 hoverinfo="name", line=dict(color="black", dash="dash", width=1.5)))
+    fig.update_xaxes(title="step size rho")
+    fig.update_yaxes(title=ylabel)
+    return style(fig, title=title, height=height)
+
+
+def pd_loss_figure(fractions: Mapping[str, float], n_runs: int, title: str | None = None, height: int = 380) -> go.Figure:
+    """Fraction of Monte Carlo runs that lost positive definiteness, per update rule, with
+    binomial 95% intervals (normal approximation, clipped to [0, 1])."""
+    if n_runs < 1:
+        raise ValueError("The number of Monte Carlo runs must be positive.")
+    names = list(fractions)
+    p = np.array([float(fractions[n]) for n in names])
+    if np.any((p < 0) | (p > 1)):
+        raise ValueError("Fractions must lie between 0 and 1.")
+    half = 1.96 * np.sqrt(p * (1 - p) / n_runs)
+    fig = go.Figure(go.Bar(x=names, y=p, marker_color=[color(n, i) for i, n in enumerate(names)],
+                           error_y=dict(type="data", array=np.minimum(half, 1 - p), arrayminus=np.minimum(half, p)),
+                           text=[f"{v:.1%}" for v in p], textposition="outside"))
+    fig.update_yaxes(range=[0, 1.1], title="fraction of runs that lost PD", tickformat=".0%")
+    return style(fig, title=title, height=height)
