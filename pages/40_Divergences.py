@@ -21,24 +21,24 @@ st.latex(r"S_M(q\|p)=\mathbb E_q\big\|\nabla\log q(\theta)-\nabla\log p(\theta\m
          r"\quad M=I:\ \text{Fisher},\quad M=\Sigma:\ \text{score-based}")
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_data(show_spinner=False, max_entries=256)
 def _two_d(rho, sd1, sd2):
     P = dv.precision_2d(rho, sd1, sd2)
     return {k: dv.meanfield_variances(P, k) for k in ("kl", "fisher", "score", "forward_kl")}
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_data(show_spinner=False, max_entries=64)
 def _curves(sd1, sd2):
     rhos = np.linspace(-0.99, 0.99, 199)
     return rhos, dv.variance_curves_2d(rhos, sd1, sd2)
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_data(show_spinner=False, max_entries=64)
 def _grid(c):
     return dv.fig1_grid(c)
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_data(show_spinner=False, max_entries=256)
 def _three_d(a, b, c):
     P = dv.precision_3d(a, b, c)
     opt = dv.meanfield_optimum(P, "score")
@@ -47,7 +47,7 @@ def _three_d(a, b, c):
             "SDb fixed point": dv.batch_meanfield_fixed_point(P, "sdb")}, opt.collapsed
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_data(show_spinner=False, max_entries=128)
 def _univariate(kind, params):
     spec = univariate_target(kind, **dict(params))
     opt = dv.univariate_optima(spec)
@@ -62,27 +62,26 @@ def _fig5_target():
     return gaussian_target(np.array([2.0]), cov=np.array([[1.5]]), name="N(2, 1.5)")
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_data(show_spinner=False, max_entries=64)
 def _fig5(n_iter, batch, seed, mu0):
     tr = dv.run_sgd(_fig5_target(), "sdb", n_iter=n_iter, batch_size=batch, history=True, window=n_iter,
                     seed=seed, mu0=[mu0])
     return tr.mean[:, 0], tr.cov[:, 0, 0], tr.extra["samples"][:, :, 0], tr.status
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner=False, max_entries=16)
 def _gauss_target(cov_key):
     cov = np.array(cov_key)
     return gaussian_target(np.zeros(cov.shape[0]), cov=cov)
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_data(show_spinner=False, max_entries=32)
 def _mf_runs(cov_key, n_iter, batch, seed):
     tg = _gauss_target(cov_key)
     out = {}
     for m in ("fdb", "sdb"):
         tr = dv.run_sgd(tg, m, n_iter=n_iter, batch_size=batch, mask="diagonal", window=500, seed=seed)
-        k = max(1, tr.cov.shape[0] // 2)
-        out[m] = (np.diagonal(tr.cov[k:], axis1=1, axis2=2).mean(0), tr.status)
+        out[m] = (dv.tail_average_variances(tr, 0.5), tr.status)
     return out
 
 
@@ -153,15 +152,12 @@ with tab3d:
             b = ui.slider("b (selected point)", "b", -0.99, 0.99, 0.8, 0.01)
         with ui.guard("Fig. 1"):
             g = _grid(c)
-            ev = ui.show(dplots.fig1_heatmap(g, marked=(a, b),
-                                             title=f"c = {c:g}: # coordinates with score-based <= Fisher variance"),
-                         key="fig1", on_select="rerun", selection_mode="points")
-            pts = getattr(getattr(ev, "selection", None), "points", None) if ev is not None else None
-            if pts:
-                a, b = float(pts[0]["x"]), float(pts[0]["y"])
-                st.caption(f"clicked (a, b) = ({a:.2f}, {b:.2f})")
+            ui.show(dplots.fig1_heatmap(g, marked=(a, b),
+                                        title=f"c = {c:g}: # coordinates with score-based <= Fisher variance"),
+                    key="fig1", on_select=ui.click_setter("fig1", "a", "b", -0.99, 0.99), selection_mode="points")
             st.markdown("Red: all three, blue: two, green: one coordinate. Blank: not positive definite. "
-                        "Orange: diagonally dominant (there score <= Fisher). x: score-based collapse.")
+                        "Orange: diagonally dominant (there score <= Fisher). x: score-based collapse. "
+                        "**Click a point** (or move the a, b sliders) to see its variances below.")
         with ui.guard("selected point"):
             vals, col = _three_d(a, b, c)
             st.dataframe(pd.DataFrame(vals, index=["i=1", "i=2", "i=3"]).T.style.format("{:.6f}"))
@@ -208,13 +204,13 @@ with tabb:
 
     @st.fragment
     def _panel_fig5():
-        c1, c2, c3 = st.columns(3)
-        with c1:
-            n_it = ui.slider("iterations", "it", 6, 300, 60, 6)
-        with c2:
-            B = ui.slider("batch size B", "B", 2, 50, 5, 1)
-        with c3:
-            mu0 = ui.slider("starting mean", "m0", -6.0, 6.0, -2.0, 0.5)
+        B = ui.slider("batch size B", "B", 2, 50, 5, 1)
+        with ui.more("SDb run settings"):
+            c1, c2 = st.columns(2)
+            with c1:
+                n_it = ui.slider("iterations", "it", 6, 300, 60, 6)
+            with c2:
+                mu0 = ui.slider("starting mean", "m0", -6.0, 6.0, -2.0, 0.5)
         with ui.guard("SDb progression"):
             means, var, samples, status = _fig5(n_it, B, ui.seed(), mu0)
             shown = np.unique(np.linspace(1, n_it, 6).astype(int))

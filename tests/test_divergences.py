@@ -33,6 +33,7 @@ from vilab.divergences import (
     score_nqp,
     score_nqp_batch,
     sparse_pattern,
+    tail_average_variances,
     univariate_objective,
     univariate_optima,
     weighted_fisher,
@@ -202,6 +203,11 @@ def test_batch_fixed_points():
         lambda: skew_normal_spec(0, -1, 1),
         lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "adam"),
         lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "sdb", batch_size=1),
+        lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "sdb", learning_rate=-1.0),
+        lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "kl", rho=1.5),
+        lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "kl", step="lbfgs"),
+        lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "kl", T0=[[1.0, 0.5], [0.0, 1.0]]),
+        lambda: run_bam(gaussian_target(np.zeros(2), cov=np.eye(2)), Sigma0=-np.eye(2)),
     ],
 )
 def test_bad_input_raises_value_error(call):
@@ -384,6 +390,37 @@ def test_meanfield_runs_reach_the_divergence_optima():
         assert np.allclose(tr.cov[-1], np.diag(np.diag(tr.cov[-1])))
 
 
+def test_tail_average_variances_averages_the_second_half():
+    """Rows evenly spaced in iterations: the last ceil(f n) rows' diagonals are averaged (at least one)."""
+    from vilab.trace import Trace
+
+    covs = np.stack([np.diag([k, 10.0 * k]) + 0.5 for k in range(7)])  # off-diagonals are ignored
+    tr = Trace(mean=np.zeros((7, 2)), cov=covs, objective=np.zeros(7), step_sizes=np.ones(6), status="max_steps",
+               method="test", objective_name="none")
+    np.testing.assert_allclose(tail_average_variances(tr), [np.mean([3, 4, 5, 6]) + 0.5, 45.0 + 0.5])
+    np.testing.assert_allclose(tail_average_variances(tr, 1.0), [3.5, 30.5])
+    np.testing.assert_allclose(tail_average_variances(tr, 1e-9), [6.5, 60.5])
+    one = Trace(mean=np.zeros((1, 2)), cov=covs[:1], objective=np.zeros(1), step_sizes=np.ones(0), status="x",
+                method="test", objective_name="none")
+    np.testing.assert_allclose(tail_average_variances(one), [0.5, 0.5])
+    for f in (0.0, 1.5, np.nan):
+        with pytest.raises(ValueError):
+            tail_average_variances(tr, f)
+
+
+def test_tail_averaged_meanfield_runs_sit_on_the_batch_fixed_points():
+    """The Divergences page's check (6000 Adadelta steps, B = 5, mean field): the averaged variances of
+    FDb and SDb match their fixed points (Chen, Nott & Tan Sec. 5: FDb -> KL, SDb -> Sigma_ii (L S L)_ii = 1)
+    to within the remaining Monte Carlo error (a few per cent)."""
+    P = precision_2d(0.9)
+    tg = gaussian_target(np.zeros(2), precision=P)
+    for m in ("fdb", "sdb"):
+        tr = run_sgd(tg, m, n_iter=6000, batch_size=5, mask="diagonal", window=500, seed=0)
+        v = tail_average_variances(tr)
+        fixed = batch_meanfield_fixed_point(P, m)
+        np.testing.assert_allclose(v, fixed, rtol=0.06)
+
+
 def test_bam_large_batch_converges_in_a_handful_of_iterations():
     tg = gaussian_target(np.array([1.0, -1.0]), precision=precision_2d(0.9))
     tr = run_bam(tg, n_iter=6, batch_size=500, seed=0, window=6)
@@ -406,3 +443,64 @@ def test_non_gaussian_target_uses_elbo_objective():
     assert tr.objective_name.startswith("negative ELBO")
     assert tr.status in ("converged", "max_steps")
     assert abs(tr.mean[-1, 0]) < 0.2
+
+
+@pytest.mark.parametrize("method", ["kl", "sdb"])
+def test_sparse_factor_keeps_its_pattern_and_fits_a_markov_target(method):
+    """Sec. 4: a banded (ell = 1) factor of the precision holds an ell = 1 Markov target exactly
+    (Rothman et al.: its Cholesky factor has the same band), so the sparse run reaches the target."""
+    d = 5
+    Lam = 2.0 * np.eye(d) - 0.8 * (np.eye(d, k=1) + np.eye(d, k=-1))
+    tg = gaussian_target(np.linspace(-1, 1, d), precision=Lam)
+    pattern = sparse_pattern(n_local=d, block=1, ell=1, n_global=0)
+    tr = run_sgd(tg, method, n_iter=12_000, batch_size=10, mask=pattern, seed=4, window=2000)
+    T = tr.extra["T"][-1]
+    assert np.all(T[~pattern] == 0)  # entries outside the band never move
+    assert np.allclose(tr.mean[-1], tg.mean, atol=0.05)
+    assert np.allclose(tr.cov[-1], tg.cov, atol=0.05 * np.abs(tg.cov).max())
+
+
+@pytest.mark.parametrize("step", ["rmsprop", "optax-adam"])
+def test_optax_step_rules_also_converge(step):
+    import optax
+
+    tg = gaussian_target(np.array([1.0, -1.0]), precision=precision_2d(0.6))
+    rule = optax.adam(0.01) if step == "optax-adam" else "rmsprop"
+    tr = run_sgd(tg, "sdb", n_iter=6000, batch_size=10, step=rule, learning_rate=0.01, seed=0, window=1000)
+    assert tr.status == "max_steps" and tr.objective[-1] < 0.01 < tr.objective[0]
+
+
+def test_monte_carlo_divergence_takes_a_target_and_inputs_are_checked():
+    tg = gaussian_target(np.array([0.5, -0.5]), precision=precision_2d(0.7))
+    mu, Sig = np.array([0.2, 0.1]), np.array([[0.6, 0.1], [0.1, 0.4]])
+    exact = float(divergence("fisher", mu, Sig, tg.mean, tg.precision))
+    est, se = monte_carlo_divergence(jax.random.PRNGKey(0), tg, mu, Sig, "fisher", n=100_000)
+    assert abs(est - exact) < 5 * se
+    neg_elbo, se = monte_carlo_divergence(jax.random.PRNGKey(1), tg, mu, Sig, "kl", n=100_000)
+    log_Z = 0.5 * np.linalg.slogdet(2 * np.pi * tg.cov)[1]  # the target's log density is unnormalised
+    assert abs(neg_elbo + log_Z - float(divergence("kl", mu, Sig, tg.mean, tg.precision))) < 5 * se
+    with pytest.raises(ValueError, match="positive definite"):
+        divergence("score", mu, np.array([[1.0, 2.0], [2.0, 1.0]]), tg.mean, tg.precision)
+    with pytest.raises(ValueError, match="mismatch"):
+        divergence("kl", np.zeros(3), np.eye(3), tg.mean, tg.precision)
+    with pytest.raises(ValueError, match="positive definite"):
+        monte_carlo_divergence(jax.random.PRNGKey(0), tg, mu, -Sig, "fisher")
+    with pytest.raises(ValueError, match="lower triangular"):
+        gradient_variance_mu(tg.precision, np.array([[1.0, 0.3], [0.0, 1.0]]))
+
+
+def test_fig1_heatmap_has_a_clickable_layer_with_the_grid_values():
+    from vilab.plots.divergences import fig1_heatmap
+
+    g = fig1_grid(0.3, n=41)
+    fig = fig1_heatmap(g, marked=(0.8, 0.8), click_stride=2)
+    layer = next(t for t in fig.data if t.name == "grid points")
+    ia = np.searchsorted(g["a"], np.asarray(layer.x))
+    ib = np.searchsorted(g["b"], np.asarray(layer.y))
+    assert np.all(g["pd"][ib, ia]) and len(ia) == int(g["pd"][::2, ::2].sum())  # every PD point, none outside
+    cd = np.asarray(layer.customdata)
+    assert np.array_equal(cd[:, 0], g["count"][ib, ia])
+    assert np.allclose(cd[:, 1:4], g["score"][ib, ia]) and np.allclose(cd[:, 4:7], g["fisher"][ib, ia])
+    assert fig.data[0].type == "heatmap" and np.isnan(np.asarray(fig.data[0].z, float)[~g["pd"]]).all()
+    names = [t.name for t in fig.data]
+    assert "score-based collapse" in names and "diagonally dominant" in names and "selected (a, b)" in names

@@ -54,13 +54,39 @@ def test_collapse_point_is_reported():
     assert any("collapse" in i.value for i in at.info)
 
 
-def test_univariate_targets_and_batch_panel():
-    at = _run(tgt="student_t", nu=2.5)
+@pytest.mark.parametrize("params", [dict(tgt="student_t", nu=2.5), dict(tgt="skew_normal", t=0.5, lam=-5),
+                                    dict(tgt="log_inverse_gamma", a1=0.6)], ids=lambda p: p["tgt"])
+def test_univariate_targets_at_extreme_parameters(params):
+    at = _run(**params)
     assert not at.exception and not _texts(at)
-    at = _run(tgt="skew_normal", t=0.5, lam=-5)
+    table = next(d.value for d in at.dataframe if "accuracy 1 - IAE/2 (%)" in d.value.index)
+    assert list(table.columns) == ["KL(q||p)", "Fisher", "score-based"]
+    assert ((table.loc["accuracy 1 - IAE/2 (%)"] > 0) & (table.loc["accuracy 1 - IAE/2 (%)"] <= 100)).all()
+
+
+@pytest.mark.parametrize("params", [dict(it=300, B=50, m0=6), dict(it=6, B=2, m0=-6)])
+def test_batch_panel_extremes_and_runs(params):
+    at = _run(**params)
     assert not at.exception and not _texts(at)
-    at = _run(tgt="log_inverse_gamma", a1=0.6, it=300, B=50, m0=6)
-    assert not at.exception and not _texts(at)
-    at = _run(it=6, B=2, m0=-6)
     at.checkbox(key="run").check().run()
     assert not at.exception and not _texts(at)
+
+
+def test_fig1_points_are_clickable():
+    """Plotly cannot select heatmap cells: the figure carries a selectable grid-point layer and the
+    chart is registered with a point-selection callback (a click moves the a, b sliders)."""
+    import base64
+    import json
+
+    at = _run(c=0.6)
+    assert not at.exception
+    charts = [c for c in at.get("plotly_chart") if "grid points" in c.proto.spec]
+    assert len(charts) == 1
+    proto = charts[0].proto
+    assert list(proto.selection_mode)  # selection is activated (points)
+    spec = json.loads(proto.spec)
+    layer = next(t for t in spec["data"] if t.get("name") == "grid points")
+    x = layer["x"]
+    n = len(base64.b64decode(x["bdata"])) // 8 if isinstance(x, dict) else len(x)  # plotly's binary arrays
+    assert layer["marker"]["opacity"] == 0 and n > 500
+    assert "click a point" in " ".join(m.value for m in at.markdown).lower()

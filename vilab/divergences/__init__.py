@@ -7,6 +7,7 @@ inference".  Submodules:
                      the non-negative quadratic program of the score-based divergence, Fig. 1 grid;
 * :mod:`.univariate` optimal Gaussians for non-Gaussian univariate targets (Sec. 3, Tables 1-3);
 * :mod:`.stochastic` KLD, FDr, SDr, FDb, SDb (Tables 4-5) and batch-and-match, returning Traces;
+                     tail_average_variances(trace) averages a run's variances after a burn-in;
 * :mod:`.gradvar`    gradient-variance formulas of Sec. 5.4 and their Monte Carlo counterpart.
 
 The public entry point of the mean-field comparison is
@@ -45,6 +46,7 @@ from .stochastic import (
     run_bam,
     run_sgd,
     sparse_pattern,
+    tail_average_variances,
 )
 from .univariate import (
     UnivariateOptimum,
@@ -62,7 +64,7 @@ __all__ = [
     "monte_carlo_divergence", "precision_2d", "precision_3d", "score_divergence", "score_nqp",
     "score_nqp_batch", "variance_curves_2d", "weighted_fisher", "gradient_variance_diagonal", "gradient_variance_mc",
     "gradient_variance_mu", "METHOD_LABELS", "SGD_METHODS", "bam_update", "batch_objectives",
-    "batch_statistics", "make_mask", "run_bam", "run_sgd", "sparse_pattern", "UnivariateOptimum",
+    "batch_statistics", "make_mask", "run_bam", "run_sgd", "sparse_pattern", "tail_average_variances", "UnivariateOptimum",
     "accuracy", "iae", "log_inverse_gamma_optima", "univariate_objective", "univariate_optima",
     "univariate_optimum",
 ]

@@ -21,6 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import nnls
 
+from ..gaussian import check_mean_cov
+
 __all__ = [
     "DIVERGENCES",
     "check_precision",
@@ -57,25 +59,14 @@ DIVERGENCES = {
 # input checks
 
 
-def check_precision(precision, name: str = "precision") -> np.ndarray:
-    """Return ``precision`` as a float64 symmetric positive-definite matrix, else ValueError."""
+def check_precision(precision, name: str = "Lambda") -> np.ndarray:
+    """Return ``precision`` as a float64 symmetric positive-definite matrix, else ValueError
+    (the checks of :func:`vilab.gaussian.check_mean_cov`: square, finite, symmetric, PD)."""
     L = np.asarray(precision, dtype=float)
     if L.ndim == 0:
         L = L.reshape(1, 1)
-    if L.ndim != 2 or L.shape[0] != L.shape[1]:
-        raise ValueError(f"The {name} must be a square matrix; got an array of shape {L.shape}.")
-    if not np.all(np.isfinite(L)):
-        raise ValueError(f"The {name} matrix contains non-finite values (NaN or infinity).")
-    if not np.allclose(L, L.T, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(L).max())):
-        raise ValueError(f"The {name} matrix must be symmetric.")
-    L = 0.5 * (L + L.T)
-    ev = np.linalg.eigvalsh(L)
-    if ev[0] <= 0:
-        raise ValueError(
-            f"The {name} matrix is not positive definite (smallest eigenvalue {ev[0]:.3g}); "
-            "choose correlations that describe a valid Gaussian."
-        )
-    return L
+    _, L = check_mean_cov(np.zeros(L.shape[0] if L.ndim else 1), L, name=name, matrix_kind="precision")
+    return 0.5 * (L + L.T)
 
 
 def _weight_matrix(weight, d: int) -> np.ndarray:
@@ -155,9 +146,24 @@ def score_divergence(mu, Sigma, nu, Lambda):
     return weighted_fisher(mu, Sigma, nu, Lambda, Sigma)
 
 
+def _is_traced(*arrays) -> bool:
+    return any(isinstance(a, jax.core.Tracer) for a in arrays)
+
+
 def divergence(name: str, mu, Sigma, nu, Lambda, weight=None):
-    """Closed-form divergence ``name`` (a key of :data:`DIVERGENCES`) between q = N(mu, Sigma) and p = N(nu, Lambda^{-1})."""
+    """Closed-form divergence ``name`` (a key of :data:`DIVERGENCES`) between q = N(mu, Sigma) and p = N(nu, Lambda^{-1}).
+
+    Concrete input is checked first (ValueError for a non-PD Sigma or Lambda, mismatched sizes);
+    under jit / grad the check is skipped.
+    """
     name = _check_name(name)
+    if not _is_traced(mu, Sigma, nu, Lambda):
+        mu, Sigma = check_mean_cov(mu, Sigma)
+        nu, _ = check_mean_cov(nu, np.eye(np.shape(nu)[0]))
+        Lambda = check_precision(Lambda)
+        if not (len(mu) == len(nu) == Lambda.shape[0]):
+            raise ValueError(f"Dimension mismatch: q has dimension {len(mu)}, the target mean {len(nu)} and "
+                             f"the precision is {Lambda.shape[0]} x {Lambda.shape[0]}.")
     if name == "kl":
         return kl_qp(mu, Sigma, nu, Lambda)
     if name == "forward_kl":
@@ -175,13 +181,18 @@ def monte_carlo_divergence(key, score, mu, Sigma, name: str = "fisher", weight=N
 
     Chen, Nott & Tan Sec. 1.2: ``S_M(q||p) = E_q || grad log q(theta) - grad log p(theta) ||_M^2``,
     estimated from ``n`` draws theta ~ q; ``score(theta) -> grad log p(theta)`` for one theta
-    (it is vmapped).  Names: "fisher" (M = I), "score" (M = Sigma), "weighted_fisher" (M =
-    ``weight``), and "kl": ``E_q[log q - log p]`` which needs ``log_density``; for an
-    unnormalised log density it equals KL(q||p) - log Z (the negative ELBO).
+    (it is vmapped), or a :class:`vilab.targets.Target` (its autodiff score and log density).
+    Names: "fisher" (M = I), "score" (M = Sigma), "weighted_fisher" (M = ``weight``), and "kl":
+    ``E_q[log q - log p]`` which needs ``log_density``; for an unnormalised log density it
+    equals KL(q||p) - log Z (the negative ELBO).
 
     Returns ``(estimate, standard_error)``.
     """
     name = _check_name(name)
+    if hasattr(score, "log_density"):  # a Target
+        log_density = score.log_density if log_density is None else log_density
+        score = jax.grad(score.log_density)
+    mu, Sigma = check_mean_cov(mu, Sigma)
     if name == "forward_kl":
         raise ValueError("KL(p||q) needs draws from the target; Monte Carlo here draws from q. Use the closed form.")
     if n < 2:
@@ -261,7 +272,8 @@ def meanfield_optimum(precision, divergence: str, weight=None) -> MeanFieldOptim
     d = L.shape[0]
     dg = np.diag(L)
     collapsed = np.zeros(d, dtype=bool)
-    _, logdet = np.linalg.slogdet(L)
+    if name in ("kl", "forward_kl"):
+        logdet = 2.0 * np.sum(np.log(np.diag(np.linalg.cholesky(L))))
     if name == "kl":
         var = 1.0 / dg
         obj = 0.5 * np.sum(np.log(dg)) - 0.5 * logdet

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..gaussian import check_factor
 from .gaussian import check_precision
 from .stochastic import grad_fdr, grad_kl, grad_sdr
 
@@ -32,7 +33,7 @@ def gradient_variance_mu(precision, T) -> dict[str, np.ndarray]:
     Var(g_mu^S) = 4 Lambda Sigma Var(g_mu^KL) Sigma Lambda.  (Independent of mu - nu.)
     """
     L = check_precision(precision)
-    T = np.asarray(T, float)
+    _, T = check_factor(np.zeros(L.shape[0]), T, "T")
     A = T - L @ np.linalg.inv(T).T
     V = A @ A.T
     Ti = np.linalg.inv(T)
@@ -66,11 +67,14 @@ def gradient_variance_mc(key, precision, nu, mu, T, n: int = 100_000) -> dict[st
     Uses the algorithms' own gradient code (Table 4).  Returns {"mu": {method: (d, d) covariance},
     "T_diag": {method: (d,) variances of the T_ii gradients}} (gradients w.r.t. T, not log T_ii).
     """
-    L = jnp.asarray(check_precision(precision))
-    nu = jnp.asarray(nu, dtype=jnp.float64)
-    mu = jnp.asarray(mu, dtype=jnp.float64)
-    T = jnp.asarray(T, dtype=jnp.float64)
-    d = mu.shape[0]
+    L = check_precision(precision)
+    d = L.shape[0]
+    mu, T = check_factor(mu, T, "T")
+    nu, _ = check_factor(nu, np.eye(d), "I")
+    if mu.shape[0] != d or nu.shape[0] != d:
+        raise ValueError(f"Dimension mismatch: the precision is {d} x {d} but mu has {mu.shape[0]} and nu "
+                         f"{nu.shape[0]} entries.")
+    L, nu, mu, T = (jnp.asarray(a) for a in (L, nu, mu, T))
 
     def score(th):
         return -L @ (th - nu)

@@ -51,36 +51,47 @@ def variance_curves(rhos, curves: dict, title: str | None = None, ylabel: str = 
     return style(fig, title=title)
 
 
-def fig1_heatmap(grid: dict, marked=None, title: str | None = None) -> go.Figure:
+def fig1_heatmap(grid: dict, marked=None, title: str | None = None, click_stride: int = 2) -> go.Figure:
     """Fig. 1 panel: # coordinates with Sigma^S_ii <= Sigma^F_ii over (a, b); blank where not PD.
 
     The diagonally dominant region is outlined in orange, collapse points are marked with x,
-    ``marked`` = (a, b) adds a star.
+    ``marked`` = (a, b) adds a star.  Plotly cannot select heatmap cells, so an invisible
+    scatter layer (every ``click_stride``-th PD grid point, named "grid points") carries the
+    hover text and makes a click selectable: ``st.plotly_chart(..., on_select=...)`` then
+    reports the clicked (a, b).
     """
     a, b = grid["a"], grid["b"]
     cs = [[0.0, "#2ca02c"], [0.333, "#2ca02c"], [0.334, "#1f77b4"], [0.666, "#1f77b4"], [0.667, "#d62728"],
           [1.0, "#d62728"]]
     fig = go.Figure(go.Heatmap(
-        x=a, y=b, z=grid["count"], zmin=0.5, zmax=3.5, colorscale=cs, opacity=0.75,
-        colorbar=dict(title="# i with<br>S <= F", tickvals=[1, 2, 3]),
-        customdata=np.stack([grid["score"][..., k] for k in range(3)] + [grid["fisher"][..., k] for k in range(3)],
-                            -1),
-        hovertemplate="a=%{x:.2f}, b=%{y:.2f}<br>count %{z}<br>score %{customdata[0]:.3f}, "
-                      "%{customdata[1]:.3f}, %{customdata[2]:.3f}<br>Fisher %{customdata[3]:.3f}, "
-                      "%{customdata[4]:.3f}, %{customdata[5]:.3f}<extra></extra>"))
+        x=a, y=b, z=grid["count"], zmin=0.5, zmax=3.5, colorscale=cs, opacity=0.75, hoverinfo="skip",
+        colorbar=dict(title="# i with<br>S <= F", tickvals=[1, 2, 3])))
     fig.add_trace(go.Contour(x=a, y=b, z=grid["dd"].astype(float), showscale=False, hoverinfo="skip",
                              contours=dict(start=0.5, end=0.5, size=1, coloring="none"),
                              line=dict(color="orange", width=3), name="diagonally dominant", showlegend=True))
+    k = max(1, int(click_stride))
+    B, A = np.nonzero(grid["pd"][::k, ::k])
+    B, A = B * k, A * k
+    custom = np.column_stack([grid["count"][B, A], grid["score"][B, A], grid["fisher"][B, A]])
+    fig.add_trace(go.Scatter(
+        x=a[A], y=b[B], mode="markers", name="grid points", showlegend=False, customdata=custom,
+        marker=dict(size=7, color="black", opacity=0.0),
+        selected=dict(marker=dict(opacity=0.0)), unselected=dict(marker=dict(opacity=0.0)),
+        hovertemplate="a=%{x:.2f}, b=%{y:.2f}<br>count %{customdata[0]:.0f}<br>score %{customdata[1]:.3f}, "
+                      "%{customdata[2]:.3f}, %{customdata[3]:.3f}<br>Fisher %{customdata[4]:.3f}, "
+                      "%{customdata[5]:.3f}, %{customdata[6]:.3f}<br>click to select<extra></extra>"))
     B, A = np.nonzero(grid["collapse"])
     if len(A):
         fig.add_trace(go.Scatter(x=a[A], y=b[B], mode="markers", name="score-based collapse",
-                                 marker=dict(symbol="x", size=4, color="black"), hoverinfo="skip"))
+                                 marker=dict(symbol="x", size=4, color="black"), hoverinfo="skip",
+                                 unselected=dict(marker=dict(opacity=1.0))))
     if marked is not None:
         fig.add_trace(go.Scatter(x=[marked[0]], y=[marked[1]], mode="markers", name="selected (a, b)",
-                                 marker=dict(symbol="star", size=16, color="gold", line=dict(color="black", width=1))))
+                                 marker=dict(symbol="star", size=16, color="gold", line=dict(color="black", width=1)),
+                                 unselected=dict(marker=dict(opacity=1.0)), hoverinfo="skip"))
     fig.update_xaxes(title="a", range=[-1, 1])
     fig.update_yaxes(title="b", range=[-1, 1], scaleanchor="x")
-    return style(fig, title=title, height=520)
+    return style(fig, title=title, height=520, hovermode="closest")
 
 
 def univariate_densities(x, target_pdf, gaussians: dict, title: str | None = None) -> go.Figure:
