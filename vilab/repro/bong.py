@@ -1,0 +1,179 @@
+"""Reproductions for Jones, Chang & Murphy, "Bayesian Online Natural Gradient (BONG)".
+
+bong-kalman            digest Sec. 5 A numbers; bong-fc = Kalman filter = batch posterior on
+                       random linear-Gaussian streams (1e-10)
+bong-conjugate         Prop. 4.1: natural gradient = (y, 1) for Bernoulli/logistic-Beta and
+                       Poisson/log-Gamma (and normal-normal), digest Sec. 5 B-D
+bong-blr-equivalence   blr(I=1, alpha=1) = bong and bbb(I=1) = bog, step by step on a stream
+bong-digits-ordering   digits stream, 3 seeds, t = T: lin-hess beats mc-ef, dlr-10 beats diag
+                       (the paper's Figs 1-2 orderings, on the scaled-down digits analogue)
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import Check, reproduction
+
+PAPER = "Jones, Chang & Murphy (BONG)"
+
+
+@reproduction(
+    "bong-kalman",
+    paper=PAPER,
+    what="bong-lin-hess-fc on linear-Gaussian data equals the Kalman filter and the batch posterior (Sec. 5 A)",
+    settings="R = 0.5, prior N(0, I2), (x, y) = ([1, 2], 1.0), ([-1, 0.5], -0.3); 5 random streams P = 3, T = 40",
+)
+def _kalman():
+    from ..online.linear_gaussian import bong_linear_path, example_5a, make_stream
+    from ..online.reference import batch_posterior, kalman_filter
+
+    X, y, R, m0, S0 = example_5a()
+    mu, S = bong_linear_path(X, y, R, m0, S0, "fc")
+    checks = [
+        Check("mu_1", (2 / 11, 4 / 11), tuple(mu[1]), tol=1e-12),
+        Check("Sigma_1 (11 x)", (9.0, -4.0, 3.0), (11 * S[1, 0, 0], 11 * S[1, 0, 1], 11 * S[1, 1, 1]), tol=1e-11),
+        Check("mu_2 (385 x)", (136.0, 107.0), tuple(385 * mu[2]), tol=1e-10),
+        Check("Sigma_2 (77 x)", (19.0, -6.0, 10.0), (77 * S[2, 0, 0], 77 * S[2, 0, 1], 77 * S[2, 1, 1]), tol=1e-11),
+    ]
+    worst_kf, worst_batch = 0.0, 0.0
+    for seed in range(5):
+        Xs, ys, _ = make_stream(seed, 40, dim=3, noise_var=0.3, prior_var=2.0)
+        m0s, S0s = np.zeros(3), 2.0 * np.eye(3)
+        mu, S = bong_linear_path(Xs, ys, 0.3, m0s, S0s, "fc")
+        mk, Sk = kalman_filter(m0s, S0s, Xs, ys, 0.3)
+        mb, Sb = batch_posterior(m0s, S0s, Xs, ys, 0.3)
+        worst_kf = max(worst_kf, float(np.max(np.abs(mu - mk))), float(np.max(np.abs(S - Sk))))
+        worst_batch = max(worst_batch, float(np.max(np.abs(mu[-1] - mb))), float(np.max(np.abs(S[-1] - Sb))))
+    checks += [
+        Check("max |bong - KF| over 5 streams", 0.0, worst_kf, tol=1e-10),
+        Check("max |bong - batch| at t = T", 0.0, worst_batch, tol=1e-10),
+    ]
+    return checks
+
+
+@reproduction(
+    "bong-conjugate",
+    paper=PAPER,
+    what="Prop. 4.1: BONG's natural gradient is (y, 1), i.e. exact Bayes, in conjugate families (Sec. 5 B-D)",
+    settings="logistic-Beta psi = (2, 5), y in {0, 1}; log-Gamma psi = (3, 2), y = 4; normal psi = (0, 1), y = 1.2, -0.4, 2.0",
+)
+def _conjugate():
+    from ..online import conjugate as cj
+
+    F, g1, n1 = cj.natural_gradient("bernoulli", (2.0, 5.0), 1.0)
+    _, g0, n0 = cj.natural_gradient("bernoulli", (2.0, 5.0), 0.0)
+    _, _, npois = cj.natural_gradient("poisson", (3.0, 2.0), 4.0)
+    psi = np.array([0.0, 1.0])
+    means = []
+    for yv in (1.2, -0.4, 2.0):
+        psi = np.asarray(cj.bong_step("normal", psi, yv))
+        means.append(psi[0] / psi[1])
+    return [
+        Check("Bernoulli F = hess Phi (2, 5)", (1.039868, -0.394934, 0.173611), (float(F[0, 0]), float(F[0, 1]), float(F[1, 1])), tol=1e-6),
+        Check("Bernoulli grad_psi E[log p], y = 1", (0.644934, -0.221323), tuple(map(float, g1)), tol=1e-6),
+        Check("Bernoulli natural gradient, y = 1", (1.0, 1.0), tuple(map(float, n1)), tol=1e-10),
+        Check("Bernoulli natural gradient, y = 0", (0.0, 1.0), tuple(map(float, n0)), tol=1e-10),
+        Check("Poisson natural gradient, y = 4", (4.0, 1.0), tuple(map(float, npois)), tol=1e-10),
+        Check("normal-normal (chi, nu) after 3 steps", (2.8, 4.0), tuple(map(float, psi)), tol=1e-12),
+        Check("normal-normal posterior means", (0.6, 0.266667, 0.7), tuple(means), tol=1e-6),
+    ]
+
+
+def _equivalence_stream():
+    from ..nets import make_mlp
+
+    net = make_mlp([4, 3, 3])
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6, 4))
+    y = rng.integers(0, 3, size=6)
+    return net, X, y
+
+
+def _path_gap(a, b):
+    """max |a - b| over a path of beliefs; DLR compares mu, ups and W W^T (W's columns are
+    defined up to sign/rotation by the rank-R projection)."""
+    if hasattr(a, "W"):
+        pairs = [(a.mu, b.mu), (a.ups, b.ups), (jnp.einsum("tpr,tqr->tpq", a.W, a.W), jnp.einsum("tpr,tqr->tpq", b.W, b.W))]
+    else:
+        pairs = list(zip(a, b))
+    return max(float(jnp.max(jnp.abs(u - v))) for u, v in pairs)
+
+
+@reproduction(
+    "bong-blr-equivalence",
+    paper=PAPER,
+    what="blr with I = 1, alpha = 1 equals bong; bbb with I = 1 equals bog (KL gradient vanishes at psi_{t,0})",
+    settings="MLP 4-3-3 (P = 27), softmax, 6 steps, sigma0^2 = 0.5; lin-hess on all 5 families, mc-ef (M = 5, same draws) on diag and dlr-2; bog/bbb alpha = 0.05",
+)
+def _equivalence():
+    from ..online.families import init_belief
+    from ..online.grid import make_method
+    from ..online.likelihoods import categorical
+    from ..online.linear_gaussian import filter_path
+
+    net, X, y = _equivalence_stream()
+    lik = categorical(3)
+
+    def f(x, th):
+        return net.apply(th, x)
+
+    mu0 = net.init(jax.random.PRNGKey(1))
+    key = jax.random.PRNGKey(7)
+    worst_bl, worst_bb = 0.0, 0.0
+    for approx, fam in (("lin-hess", "fc"), ("lin-hess", "fc_mom"), ("lin-hess", "diag"), ("lin-hess", "diag_mom"),
+                        ("lin-hess", "dlr-2"), ("mc-ef", "diag"), ("mc-ef", "dlr-2")):
+        family = "dlr" if fam.startswith("dlr") else fam
+        prior = init_belief(family, mu0, 0.5, 2, key=jax.random.PRNGKey(3), w0_scale=0.1 if family == "dlr" else 0.0)
+        a = filter_path(make_method(f"bong-{approx}-{fam}", n_samples=5), f, lik, X, y, prior, key, jit=False)
+        b = filter_path(make_method(f"blr-{approx}-{fam}", alpha=1.0, n_iter=1, n_samples=5), f, lik, X, y, prior, key, jit=False)
+        c = filter_path(make_method(f"bog-{approx}-{fam}", alpha=0.05, n_samples=5), f, lik, X, y, prior, key, jit=False)
+        d = filter_path(make_method(f"bbb-{approx}-{fam}", alpha=0.05, n_iter=1, n_samples=5), f, lik, X, y, prior, key, jit=False)
+        worst_bl = max(worst_bl, _path_gap(a, b))
+        worst_bb = max(worst_bb, _path_gap(c, d))
+    return [
+        Check("max |blr(I=1, a=1) - bong| over 7 methods x 6 steps", 0.0, worst_bl, tol=1e-10),
+        Check("max |bbb(I=1) - bog| over 7 methods x 6 steps", 0.0, worst_bb, tol=1e-10),
+    ]
+
+
+DIGITS_T = 1000
+DIGITS_SEEDS = (0, 1, 2)
+
+
+def digits_ordering_runs(T: int = DIGITS_T, seeds=DIGITS_SEEDS):
+    """Final test plug-in NLL of the three methods of the ordering check, per seed."""
+    from ..online.digits import TUNED_SIGMA0_2, run_digits
+
+    configs = {
+        "bong-lin-hess-dlr-10": TUNED_SIGMA0_2["lin-hess-dlr"],
+        "bong-mc-ef-dlr-10": TUNED_SIGMA0_2["mc-ef-dlr"],
+        "bong-lin-hess-diag": TUNED_SIGMA0_2["lin-hess-diag"],
+    }
+    out = {}
+    for name, s2 in configs.items():
+        vals = []
+        for seed in seeds:
+            r = run_digits(name, sigma0_2=s2, T=T, seed=seed, checkpoints=(0, T), predictives=("plugin",), n_samples=10)
+            vals.append(r.metrics["nlpd_plugin"][-1] if not r.diverged else np.inf)
+        out[name] = np.array(vals)
+    return out
+
+
+@reproduction(
+    "bong-digits-ordering",
+    paper=PAPER,
+    what="digits analogue of Figs 1-2: bong-lin-hess beats bong-mc-ef, dlr-10 beats diag (mean of 3 seeds at t = T)",
+    slow=True,
+    settings=f"digits MLP 64-32-10 (P = 2,410), T = {DIGITS_T}, seeds 0-2, test plug-in NLL; sigma0^2: lin-hess 0.1, mc-ef 0.03 (M = 10)",
+)
+def _digits():
+    res = digits_ordering_runs()
+    lin, mc, diag = (float(np.mean(res[k])) for k in ("bong-lin-hess-dlr-10", "bong-mc-ef-dlr-10", "bong-lin-hess-diag"))
+    return [
+        Check("NLL(lin-hess-dlr-10) < NLL(mc-ef-dlr-10)", True, lin < mc, note=f"{lin:.3f} vs {mc:.3f}"),
+        Check("NLL(lin-hess-dlr-10) < NLL(lin-hess-diag)", True, lin < diag, note=f"{lin:.3f} vs {diag:.3f}"),
+        Check("mean test NLL bong-lin-hess-dlr-10", "finite", "finite" if np.isfinite(lin) else "not finite", note=f"{lin:.3f}"),
+    ]
