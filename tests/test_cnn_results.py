@@ -1,0 +1,62 @@
+"""vilab.cnn.results and scripts/cnn_full_scale.py: the script's files are what the page reads."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.cnn_records import failing_ordering_record, smoke_records
+from vilab.cnn import results
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_reader_rejects_incomplete_or_broken_files(tmp_path):
+    assert results.full_scale(tmp_path) == {} and results.ordering(tmp_path) is None
+    (tmp_path / "tan2025-table9-mnist.json").write_text(json.dumps({"experiment": "x", "results": []}))
+    with pytest.raises(ValueError, match="lacks script, date, device, settings"):
+        results.full_scale(tmp_path)
+    (tmp_path / "tan2025-table9-mnist.json").write_text("{not json")
+    with pytest.raises(ValueError, match="cannot be read as JSON"):
+        results.full_scale(tmp_path)
+
+
+def test_assets_folder_can_be_redirected(monkeypatch, tmp_path):
+    assert results.assets_dir() == ROOT / "assets" / "cnn"
+    monkeypatch.setenv("VILAB_CNN_ASSETS", str(tmp_path))
+    assert results.assets_dir() == tmp_path
+    failing_ordering_record(tmp_path)
+    rows = results.ordering_rows(results.ordering())
+    assert [r["holds"] for r in rows] == [False, True] and rows[0]["computed"] == -12.5
+
+
+def test_recorded_digits_ordering_if_present():
+    rec = results.ordering(ROOT / "assets" / "cnn")
+    if rec is None:
+        pytest.skip("assets/cnn/digits-ordering.json has not been recorded")
+    rows = results.ordering_rows(rec)
+    assert len(rows) == 2 and all(isinstance(r["holds"], bool) and np.isfinite(r["computed"]) for r in rows)
+    assert "--only digits" in rec["script"] and rec["settings"]["vi"]["seeds"] == [0, 1, 2]
+
+
+@pytest.mark.slow
+def test_script_smoke_run_writes_what_the_page_reads(tmp_path):
+    smoke_records(tmp_path)
+    rec = results.full_scale(tmp_path)
+    assert set(rec) == {"tan", "bong"}
+    tan, bong = rec["tan"], rec["bong"]
+    for r in (tan, bong):
+        assert r["device_info"]["platform"] == "cpu" and "--allow-cpu" in r["script"] and r["date"].startswith("20")
+    rows = results.tan_rows(tan)
+    assert len(rows) == 1 and rows[0]["ELBO (Tan Table 9)"] == -50535 and rows[0]["paper seconds"] == 603
+    assert np.isfinite(rows[0]["ELBO (ours)"]) and rows[0]["status"] == "max_epochs"
+    curves = results.tan_curves(tan)
+    assert curves[0]["optimizer"] == "adam" and curves[0]["elbo_epoch"].shape == (1,)
+    assert tan["settings"]["model"] == "lenet5-digits" and tan["settings"]["data"] == "digits"
+    brows = {r["method"]: r for r in results.bong_rows(bong)}
+    assert set(brows) == {"bong-lin-hess-dlr-10", "bog-lin-hess-dlr-10", "bong-lin-hess-diag"}
+    assert all(r["seeds"] == 2 and np.isfinite(r["nlpd_plugin"]) and r["ms/step"] > 0 for r in brows.values())
+    figs = results.bong_figures(bong)
+    assert [len(g) for _, g in figs] == [2, 2]  # Fig. 1: the dlr-10 methods; Fig. 2: the bong methods
+    assert figs[0][1][0]["checkpoints"][-1] == 10 and figs[0][1][0]["metrics"]["nlpd_plugin"].shape == (11,)

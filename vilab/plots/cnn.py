@@ -1,0 +1,129 @@
+"""Figures of the CNN lab: ELBO and test metrics per epoch, online NLPD against examples seen,
+runtime bars, and a gallery of test digits with their predictive probabilities.
+
+Pure data in, ``go.Figure`` out. Runs are passed as plain dicts/arrays so the page can cache them.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from . import color, style
+
+__all__ = ["elbo_curves", "metric_curves", "online_curves", "speed_bars", "digit_gallery", "probability_bars"]
+
+
+def _key(label: str) -> str:
+    return label.split(" ")[0].lower().replace("adam-natural", "nadam")
+
+
+def elbo_curves(runs: Sequence[dict], title: str = "Average ELBO per epoch (Tan Fig. 8 style)") -> go.Figure:
+    """One line per run: epoch -> average of the per-iteration ELBO estimates in that epoch.
+
+    runs: dicts with 'label', 'elbo_epoch' (array), optional 'final_elbo' (shown in the hover).
+    """
+    fig = go.Figure()
+    for i, r in enumerate(runs):
+        y = np.asarray(r["elbo_epoch"], float)
+        if y.size == 0:
+            continue
+        fig.add_trace(go.Scatter(x=np.arange(1, y.size + 1), y=y, mode="lines+markers", name=r["label"],
+                                 line=dict(color=color(_key(r.get("optimizer", r["label"])), i))))
+    fig.update_xaxes(title="epoch")
+    fig.update_yaxes(title="average ELBO estimate")
+    return style(fig, title)
+
+
+def metric_curves(runs: Sequence[dict], key: str = "test_nlpd", title: str | None = None,
+                  ylabel: str = "test NLPD (MC predictive)") -> go.Figure:
+    """One line per run of a per-epoch test metric (entry 0 = the start)."""
+    fig = go.Figure()
+    for i, r in enumerate(runs):
+        y = np.asarray(r[key], float)
+        fig.add_trace(go.Scatter(x=np.arange(y.size), y=y, mode="lines+markers", name=r["label"],
+                                 line=dict(color=color(_key(r.get("optimizer", r["label"])), i))))
+    fig.update_xaxes(title="epoch")
+    fig.update_yaxes(title=ylabel)
+    return style(fig, title)
+
+
+_ONLINE_METRICS = [("nlpd_plugin", "plug-in NLPD"), ("nlpd_mc", "MC NLPD"), ("nlpd_lin", "linearized NLPD"),
+                   ("err_plugin", "plug-in error"), ("err_mc", "MC error"), ("err_lin", "linearized error")]
+
+
+def online_curves(runs: Sequence[dict],
+                  metrics: Sequence[str] = ("nlpd_plugin", "err_plugin", "nlpd_mc", "err_mc", "nlpd_lin", "err_lin"),
+                  title: str = "Online training: test metrics against examples seen (Jones, Chang & Murphy Figs 1-2 style)") -> go.Figure:
+    """Panels of test metrics against t for online runs.
+
+    runs: dicts with 'label', 'checkpoints' (array) and 'metrics' ({name: array}); a metric a run
+    lacks (e.g. only the plug-in one was evaluated) leaves its panel empty for that run.
+    """
+    names = dict(_ONLINE_METRICS)
+    metrics = [m for m in metrics if m in names]
+    cols = 2 if len(metrics) > 1 else 1
+    rows = -(-len(metrics) // cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[names[m] for m in metrics], vertical_spacing=0.14)
+    for i, r in enumerate(runs):
+        for j, m in enumerate(metrics):
+            y = np.asarray(r["metrics"].get(m, []), float)
+            fig.add_trace(go.Scatter(x=np.asarray(r["checkpoints"]), y=y, mode="lines+markers", name=r["label"],
+                                     legendgroup=r["label"], showlegend=(j == 0), line=dict(color=color("", i))),
+                          row=j // cols + 1, col=j % cols + 1)
+    for j in range(len(metrics)):
+        fig.update_xaxes(title_text="examples seen t", row=j // cols + 1, col=j % cols + 1)
+    return style(fig, title, height=330 * rows)
+
+
+def speed_bars(labels: Sequence[str], examples_per_second: Sequence[float], title: str = "Training speed") -> go.Figure:
+    """Horizontal bars of examples per second (compilation excluded)."""
+    v = np.asarray(examples_per_second, float)
+    fig = go.Figure(go.Bar(x=v, y=list(labels), orientation="h", text=[f"{x:,.0f}/s" for x in v],
+                           textposition="auto", marker_color=[color("", i) for i in range(len(v))]))
+    fig.update_xaxes(title="examples per second")
+    return style(fig, title, height=120 + 40 * len(v))
+
+
+def digit_gallery(images, probs, labels, n_cols: int = 6, title: str = "Test images: predictive probabilities",
+                  entropies=None) -> go.Figure:
+    """A grid of grey images, each titled with the predicted class, its probability, the true label
+    and (when given) the predictive entropy in nats. images: (N, H, W[, 1]); probs: (N, K)."""
+    imgs = np.asarray(images, float)
+    if imgs.ndim == 4:
+        imgs = imgs[..., 0] if imgs.shape[-1] == 1 else imgs.mean(-1)
+    probs = np.asarray(probs, float)
+    labels = np.asarray(labels)
+    N = imgs.shape[0]
+    n_cols = max(1, min(int(n_cols), N))
+    n_rows = -(-N // n_cols)
+    titles = []
+    for i in range(N):
+        k = int(np.argmax(probs[i]))
+        t = f"{k} ({probs[i, k]:.2f}) | true {int(labels[i])}"
+        if entropies is not None:
+            t += f"<br>H = {float(entropies[i]):.2f}"
+        titles.append(t)
+    fig = make_subplots(rows=n_rows, cols=n_cols, subplot_titles=titles, horizontal_spacing=0.02,
+                        vertical_spacing=0.12 if n_rows > 1 else 0.05)
+    for i in range(N):
+        wrong = int(np.argmax(probs[i])) != int(labels[i])
+        fig.add_trace(go.Heatmap(z=imgs[i][::-1], colorscale="Reds" if wrong else "Greys", showscale=False,
+                                 hovertemplate=f"image {i}<extra></extra>"), row=i // n_cols + 1, col=i % n_cols + 1)
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False, scaleanchor="x")
+    fig.update_annotations(font_size=11)
+    return style(fig, title, height=40 + 165 * n_rows)
+
+
+def probability_bars(probs, label=None, title: str = "Predictive probabilities") -> go.Figure:
+    """Bar chart of one image's predictive probabilities over the classes (true class highlighted)."""
+    p = np.asarray(probs, float).reshape(-1)
+    cols = ["#d62728" if (label is not None and k == int(label)) else "#1f77b4" for k in range(p.size)]
+    fig = go.Figure(go.Bar(x=[str(k) for k in range(p.size)], y=p, marker_color=cols))
+    fig.update_xaxes(title="class")
+    fig.update_yaxes(title="probability", range=[0, 1])
+    return style(fig, title, height=280)
