@@ -1,0 +1,90 @@
+"""AppTest of pages/80_Hierarchical_models.py: default view, the state-space model, extreme widget values,
+a failing method, the batch size's default per model."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "80_Hierarchical_models.py")
+
+
+def _texts(at):
+    return " ".join(x.value for x in list(at.caption) + list(at.markdown) + list(at.warning) + list(at.error))
+
+
+@pytest.mark.slow
+def test_default_view():
+    at = AppTest.from_file(PAGE, default_timeout=600).run()
+    assert not at.exception and not at.error
+    assert len(at.dataframe) == 1
+    table = at.dataframe[0].value
+    assert list(table["method"]) == ["SNNGM", "KLD", "SDb"]
+    assert len(at.get("plotly_chart")) == 3  # ELBO, marginals, sparsity
+    assert "h = sqrt(d)" in _texts(at) and "R-hat" in _texts(at)
+
+
+@pytest.mark.slow
+def test_state_space_and_extremes():
+    at = AppTest.from_file(PAGE, default_timeout=600).run()
+    at.slider(key="iters").set_value(2000)
+    at.multiselect(key="m_epi1").set_value(["VOGN", "BaM", "FDr"]).run()
+    assert not at.exception and not at.error
+    at.selectbox(key="data").set_value("Stochastic volatility, GBP (n = 945)").run()
+    assert not at.exception and not at.error
+    assert "Not offered for this model" in _texts(at) and "VOGN" in _texts(at)
+    assert at.slider(key="B_sv_gbp").value == 10  # the papers' B for stochastic volatility (5 for the GLMMs)
+    at.multiselect(key="m_sv_gbp").set_value(["SNNGM", "SDb"])
+    at.slider(key="B_sv_gbp").set_value(2).run()
+    at.select_slider(key="a0").set_value(0.1).run()
+    at.slider(key="budget").set_value(5).run()
+    assert not at.exception and not at.error
+    assert list(at.dataframe[0].value["method"]) == ["SNNGM", "SDb"]
+    at.multiselect(key="v_sv_gbp").set_value([]).run()
+    at.multiselect(key="m_sv_gbp").set_value([]).run()
+    assert not at.exception and not at.error
+    assert any("at least one method" in x.value for x in at.info)
+
+
+def test_batch_size_default_follows_the_model():
+    """B defaults to the papers' value of each model (5 for the GLMMs, 10 for stochastic volatility),
+    also when the model is switched back and forth (no methods chosen: nothing is fitted)."""
+    at = AppTest.from_file(PAGE, default_timeout=600)
+    at.query_params.update({"m_epi1": "", "m_sv_gbp": ""})
+    at.run()
+    assert not at.exception and not at.error
+    assert at.slider(key="B_epi1").value == 5
+    at.slider(key="B_epi1").set_value(7).run()
+    at.selectbox(key="data").set_value("Stochastic volatility, GBP (n = 945)").run()
+    assert not at.exception and not at.error
+    assert at.slider(key="B_sv_gbp").value == 10
+    assert at.multiselect(key="v_sv_gbp").value and len(at.get("plotly_chart")) == 2  # marginals, sparsity
+    at.selectbox(key="data").set_value(at.selectbox(key="data").options[0]).run()
+    assert at.slider(key="B_epi1").value == 7 and at.query_params["B_epi1"] == "7"
+
+
+def test_a_failing_method_warns_and_the_others_are_drawn(monkeypatch):
+    """One guard per method: KLD failing shows its own warning; SNNGM's ELBO curve, marginals, table row,
+    the Variables choice and the sparsity figure are all still drawn."""
+    import streamlit as st
+
+    import vilab.hierarchical.fit as hfit
+
+    real = hfit.fit
+
+    def fit(model, method, **kw):
+        if method == "kld":
+            raise ValueError("KLD fails on purpose in this test.")
+        return real(model, method, **kw)
+
+    monkeypatch.setattr(hfit, "fit", fit)  # the page imports fit from this module on every run
+    st.cache_data.clear()  # no cached KLD result from another test
+    at = AppTest.from_file(PAGE, default_timeout=600)
+    at.query_params.update({"iters": "2000", "m_epi1": ["SNNGM", "KLD"]})
+    at.run()
+    assert not at.exception and not at.error
+    assert "KLD: KLD fails on purpose in this test." in [w.value for w in at.warning]
+    assert not any("SNNGM" in w.value for w in at.warning)
+    assert list(at.dataframe[0].value["method"]) == ["SNNGM"]
+    assert len(at.get("plotly_chart")) == 3  # ELBO, marginals, sparsity
+    assert at.multiselect(key="v_epi1").value
