@@ -4,6 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
+import vilab
 import vilab_ui as ui
 
 st.set_page_config(page_title="vilab: natural-gradient VI lab", layout="wide")
@@ -38,4 +39,6 @@ if ui.lecture():
         unsafe_allow_html=True,
     )
 
+# a server explored for hours compiles many XLA programs: free them before the kernel's limit
+vilab.clear_caches_if_crowded()
 nav.run()

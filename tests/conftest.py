@@ -34,3 +34,15 @@ def random_lower(rng, d):
     C = np.tril(rng.normal(size=(d, d)) * 0.5)
     C[np.diag_indices(d)] = np.exp(rng.normal(size=d) * 0.3)
     return C
+
+
+@pytest.fixture(autouse=True)
+def _release_compiled_programs():
+    """Free the compiled XLA programs once a test leaves the worker crowded. A pytest worker runs many
+    modules in one process; without this, the programs' memory mappings pile up to the kernel's limit
+    (vm.max_map_count, 65530 by default) and XLA crashes while compiling."""
+    yield
+    if vilab.clear_caches_if_crowded(fraction=0.3):
+        import gc
+
+        gc.collect()

@@ -7,9 +7,52 @@ wants float32 (the neural-network demos) asks for it explicitly.
 Nothing in this package imports streamlit: the UI lives in ``pages/`` and ``vilab_ui``.
 """
 
+import sys
+
 import jax
 
 jax.config.update("jax_enable_x64", True)
 
 __version__ = "0.1.0"
-__all__ = ["__version__"]
+__all__ = ["__version__", "clear_caches"]
+
+
+def clear_caches() -> None:
+    """Drop every compiled program this process holds: JAX's jit caches and vilab's own caches of
+    ahead-of-time compiled loops (vilab.optim runners, vilab.hierarchical programs).
+
+    Each compiled XLA program keeps a few memory mappings alive; a long-lived process that compiles
+    thousands of programs (a test session, a server explored for hours) can reach the kernel's limit
+    on mappings (vm.max_map_count) and crash inside the compiler. Calling this releases them; the
+    next call of any vilab function simply compiles again.
+    """
+    optim = sys.modules.get("vilab.optim")
+    if optim is not None:
+        optim._RUNNER_CACHE.clear()
+    fit = sys.modules.get("vilab.hierarchical.fit")
+    if fit is not None:
+        fit._program.cache_clear()
+    jax.clear_caches()
+
+
+def _count_memory_maps() -> tuple[int, int] | None:
+    """(memory mappings of this process, the kernel's vm.max_map_count), or None off Linux."""
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            used = sum(1 for _ in f)
+        with open("/proc/sys/vm/max_map_count") as f:
+            limit = int(f.read())
+    except (OSError, ValueError):
+        return None
+    return used, limit
+
+
+def clear_caches_if_crowded(fraction: float = 0.5) -> bool:
+    """:func:`clear_caches` when this process holds more than ``fraction`` of the memory mappings the
+    kernel allows (Linux; elsewhere nothing happens). Long-lived processes such as the Streamlit server
+    call it once per rerun. Returns whether the caches were cleared."""
+    counts = _count_memory_maps()
+    if counts is None or counts[0] <= fraction * counts[1]:
+        return False
+    clear_caches()
+    return True
