@@ -465,7 +465,8 @@ def vi_train(
 @partial(jax.jit, static_argnums=0)
 def _mean_softmax(net: CNN, thetas, X):
     """(1/S) sum_s softmax(f(x, theta_s)) for each row x of X; thetas (S, P)."""
-    return jnp.mean(jax.vmap(lambda th: jax.nn.softmax(net.apply_batch(th, X)))(thetas), axis=0)
+    # a draw at a time: vmapping over weight draws makes XLA:CPU run grouped convolutions, far slower
+    return jnp.mean(jax.lax.map(lambda th: jax.nn.softmax(net.apply_batch(th, X)), thetas), axis=0)
 
 
 def predictive(net: CNN, mu, sigma, X, n_samples: int = 20, seed: int = 0) -> np.ndarray:

@@ -204,13 +204,15 @@ def curvature(method: Method, f, lik, x, y, belief, key) -> Curv:
     def logp(th):
         return lik.loglik(f(x, th), y)
 
-    grads = jax.vmap(jax.grad(logp))(thetas)  # (M, P)
+    # one draw at a time: vmapping over parameter draws batches the network's weights, which XLA:CPU
+    # runs as grouped convolutions, 20x slower for a CNN at M = 100 (benchmarks/bench_online.py)
+    grads = jax.lax.map(jax.grad(logp), thetas)  # (M, P)
     g = jnp.mean(grads, axis=0)
     if method.approx == "mc-ef":
         return Curv(g, B=grads.T / jnp.sqrt(M))
     # mc-hess
     if method.family in ("fc", "fc_mom"):
-        H = jax.vmap(jax.hessian(logp))(thetas)
+        H = jax.lax.map(jax.hessian(logp), thetas)
         return Curv(g, Gd=sym(jnp.mean(H, axis=0)))
     N = method.n_probes
     z = jax.random.rademacher(k_h, (M, N, mu.shape[0]), dtype=mu.dtype)
@@ -218,7 +220,7 @@ def curvature(method: Method, f, lik, x, y, belief, key) -> Curv:
     def hvp(th, v):
         return jax.jvp(jax.grad(logp), (th,), (v,))[1]
 
-    Hz = jax.vmap(lambda th, zs: jax.vmap(lambda v: hvp(th, v))(zs))(thetas, z)
+    Hz = jax.lax.map(lambda a: jax.vmap(lambda v: hvp(a[0], v))(a[1]), (thetas, z))
     return Curv(g, Gdiag=jnp.mean(z * Hz, axis=(0, 1)))
 
 

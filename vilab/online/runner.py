@@ -108,11 +108,13 @@ def make_evaluator(f, lik, X_test, Y_test, n_mc: int = 50, key=None, which=("plu
         if "mc" in which or "lin" in which:
             thetas = sample(key, b, S)
         if "mc" in which:
-            fs = jax.vmap(lambda th: jax.vmap(lambda x: f(x, th))(Xte))(thetas)
+            fs = jax.lax.map(lambda th: jax.vmap(lambda x: f(x, th))(Xte), thetas)  # a draw at a time (see grid.curvature)
             out["nlpd_mc"], out["err_mc"] = scores(fs, Yenc)
         if "lin" in which:
             dz = thetas - mu
-            jv = jax.vmap(lambda z: jax.vmap(lambda x: jax.jvp(lambda th: f(x, th), (mu,), (z,))[1])(Xte))(dz)
+            # linearise once at mu, then push the draws through one at a time (see grid.curvature)
+            _, f_lin = jax.linearize(lambda th: jax.vmap(lambda x: f(x, th))(Xte), mu)
+            jv = jax.lax.map(f_lin, dz)
             out["nlpd_lin"], out["err_lin"] = scores(f0[None] + jv, Yenc)
         return out
 
