@@ -68,7 +68,7 @@ class NumpyStep:
 
     def grads(self, smooth=False):
         """Euclidean (g_mu, G) of L (or of E_q log p when smooth), and VOGN's (g, H)."""
-        m, d, s0 = self.m, self.d, self.m.prior_var
+        d, s0 = self.d, self.m.prior_var
         X, y, sc = self._batch()
         mu, C = self.mu, self.F
         if self.exact:  # Poisson loglinear, tractable (Tan Supp. S2)

@@ -27,7 +27,6 @@ from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import jax.random as jr
 import numpy as np
 import optax
 

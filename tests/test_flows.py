@@ -124,7 +124,7 @@ def test_vector_fields_of_the_toy():
 def test_euclidean_kappa_ieee_reproduces_table2_and_agrees_with_the_xla_run():
     """vilab.fields.euclidean_kappa_ieee: Tan (2025) Table 2's Euclidean column exactly; the same iterates
     as vilab.algorithms' gd-mv up to rounding for the first steps; bad input is a ValueError."""
-    from vilab.algorithms import run, run_sweep
+    from vilab.algorithms import run
     from vilab.fields import euclidean_kappa_ieee
     from vilab.targets.papers import horseshoe_crab_toy
 

@@ -9,7 +9,7 @@ from vilab import geometry as g
 from vilab import natgrad as ng
 from vilab.targets import gaussian_target, rotated_gaussian_2d, student_t_2d
 
-from .conftest import random_lower, random_spd
+from .conftest import random_spd
 
 
 @pytest.fixture(scope="module")

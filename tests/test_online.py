@@ -13,9 +13,8 @@ from scipy import integrate, special
 import vilab  # noqa: F401  (x64)
 from vilab.nets import digits_cnn, digits_mlp, make_cnn, make_linear, make_mlp
 from vilab.online import conjugate as cj
-from vilab.online.families import (DLR, FC, Diag, dense_cov, dlr_noise_map, dlr_project, dlr_solve, init_belief,
+from vilab.online.families import (DLR, FC, Diag, dlr_noise_map, dlr_project, dlr_solve, init_belief,
                                    marginal_variances)
-from vilab.online.digits import run_digits
 from vilab.online.digits import run_digits
 from vilab.online.grid import Curv, _inv, curvature, grid_names, inner_step, is_cubic, make_method
 from vilab.online.likelihoods import categorical, gaussian

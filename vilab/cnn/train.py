@@ -281,7 +281,7 @@ def _make_full_elbo(net: CNN, optimizer: str, n: int, prior_var: float):
 
     @jax.jit
     def h_full(lam, Xc, yc, wc, z):
-        mu, f = lam[:P], lam[P:]
+        mu = lam[:P]
         sig = _sigma(lam, P, optimizer)
         theta = mu + sig * z
         ll = jax.lax.map(lambda a: jnp.sum(jnp.take_along_axis(jax.nn.log_softmax(net.apply_batch(theta, a[0])),

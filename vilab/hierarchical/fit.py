@@ -116,9 +116,6 @@ class HierFit:
     def n_iter(self) -> int:
         return int(self.iterations[-1]) if len(self.iterations) else 0
 
-    def T_dense(self) -> np.ndarray:
-        return fam.to_dense(self.factor, self.structure)
-
     def sd(self) -> np.ndarray:
         """Marginal standard deviations of q."""
         return fam.marginal_sd(self.factor, self.structure)

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .families import FC, init_belief
+from .families import FC
 from .grid import make_method, update
 from .likelihoods import encode_all, gaussian
 from .reference import batch_posterior, kalman_filter

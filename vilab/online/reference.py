@@ -129,15 +129,6 @@ def reference_step(alg: str, family: str, it, prior, g, G, alpha: float, rank: i
     return DLR(mu + a * dm, ups + a * du, W + a * dW)
 
 
-def _dense_belief(b):
-    """(mu, Sigma) of a belief as dense numpy arrays."""
-    if isinstance(b, FC):
-        return np.asarray(b.mu), np.asarray(b.Sigma)
-    if isinstance(b, Diag):
-        return np.asarray(b.mu), np.diag(np.asarray(b.s2))
-    return np.asarray(b.mu), np.linalg.inv(np.diag(np.asarray(b.ups)) + np.asarray(b.W) @ np.asarray(b.W).T)
-
-
 def _sym_sqrt(A):
     w, V = np.linalg.eigh(0.5 * (A + A.T))
     return (V * np.sqrt(np.maximum(w, 0.0))) @ V.T

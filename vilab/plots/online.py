@@ -13,7 +13,7 @@ _METHOD_COLORS = {"bong-fc (= CM-EKF)": "#1f77b4", "Kalman filter": "#111111", "
                   "bong-lin-hess-fc_mom": "#d62728"}
 
 
-def posterior_ellipses(beliefs: dict, X_seen=None, theta_true=None, title: str | None = None) -> go.Figure:
+def posterior_ellipses(beliefs: dict, theta_true=None, title: str | None = None) -> go.Figure:
     """2-sigma ellipses of 2-D Gaussians {label: (mean, cov)}; an indefinite cov is listed, not drawn."""
     fig = go.Figure()
     dashes = {"Kalman filter": "dash", "batch posterior": "dot"}

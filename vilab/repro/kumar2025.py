@@ -39,8 +39,6 @@ def _fig1():
               what="Fig. 1(b) / App. B: ||V_VN - V_SR||_F / rho^2 constant for small rho",
               settings="T2, one step from m0 = (-2, 2.5), C0 = 0.2 I, exact g and H")
 def _order2():
-    import jax.numpy as jnp
-
     from ..algorithms import initial_state, sigma_of, step
     from ..gaussian import CholCov
     from ..targets.papers import kumar_t2

@@ -5,7 +5,6 @@ Entries: ``tan2025-fig3``, ``tan2025-fig4``, ``tan2025-loglinear-d50``.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
