@@ -392,7 +392,7 @@ def test_meanfield_runs_reach_the_divergence_optima():
 
 def test_tail_average_variances_averages_the_second_half():
     """Rows evenly spaced in iterations: the last ceil(f n) rows' diagonals are averaged (at least one)."""
-    from vilab.trace import Trace
+    from vilab.core.trace import Trace
 
     covs = np.stack([np.diag([k, 10.0 * k]) + 0.5 for k in range(7)])  # off-diagonals are ignored
     tr = Trace(mean=np.zeros((7, 2)), cov=covs, objective=np.zeros(7), step_sizes=np.ones(6), status="max_steps",

@@ -10,7 +10,7 @@ from vilab.plots import fields as pf
 from vilab.plots import flows as pfl
 from vilab.plots import pd as ppd
 from vilab.plots import trajectories as ptr
-from vilab.trace import Trace
+from vilab.core.trace import Trace
 
 
 def _trace(n=30, status="converged", d=2, seed=0):

@@ -26,6 +26,9 @@ def clear_caches() -> None:
     on mappings (vm.max_map_count) and crash inside the compiler. Calling this releases them; the
     next call of any vilab function simply compiles again.
     """
+    from .core import cache
+
+    cache.clear()
     optim = sys.modules.get("vilab.optim")
     if optim is not None:
         optim._RUNNER_CACHE.clear()

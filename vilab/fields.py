@@ -45,7 +45,7 @@ import numpy as np
 
 from .algorithms import oracle
 from .targets import Target
-from .trace import Trace, diverged_status
+from .core.trace import Trace, diverged_status
 
 __all__ = ["elbo_grads_1d", "elbo_grid_1d", "gradient_field_1d", "GEOMETRIES", "CHARTS", "to_chart",
            "from_chart", "chart_fields", "chart_labels", "chart_window", "chart_grid", "RULES_1D", "run_1d",

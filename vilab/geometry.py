@@ -533,7 +533,7 @@ def thinned_run(name: str, target: Target, init, step_size: float, n_steps: int,
                 closed_form_vn: bool = True):
     """``n_steps`` (at least) steps of method ``name`` with exact gradients on a Gaussian target,
     recorded every k = ceil(n_steps / n_record) steps: one compiled loop whatever the step size
-    (Kumar et al. Fig. 1b needs 6e5 steps at rho = 1e-5). Returns a :class:`vilab.trace.Trace` of the
+    (Kumar et al. Fig. 1b needs 6e5 steps at rho = 1e-5). Returns a :class:`vilab.core.Trace` of the
     recorded iterates (objective KL(q || p), ``extra["k"]`` the iteration number of each row,
     ``extra["t"]`` = rho k); a run that leaves the Gaussian family stops there with status
     "diverged: <reason>" (vilab.algorithms' reasons), else status "max_steps".
@@ -546,7 +546,7 @@ def thinned_run(name: str, target: Target, init, step_size: float, n_steps: int,
     from .algorithms import initial_state
     from .algorithms.core import REASONS
     from .flows import flow
-    from .trace import Trace, diverged_status
+    from .core.trace import Trace, diverged_status
 
     if not (target.quadratic and target.cov is not None):
         raise ValueError("Long recorded runs are available on Gaussian targets (their KL is known in closed form).")

@@ -31,7 +31,7 @@ driver name        transformation          fed with
 
 :func:`run` drives any (parameterization, gradient estimator, optimizer) combination on a
 :class:`vilab.targets.regression.GLMModel` with minibatches and returns a
-:class:`vilab.trace.Trace`. :func:`comparison_specs` and :func:`table8` lay out a set of runs
+:class:`vilab.core.Trace`. :func:`comparison_specs` and :func:`table8` lay out a set of runs
 like Tan's Table 8 (rows: optimizer with 1 = first- / 2 = second-order gradients; columns:
 diagonal / full covariance; cells: final ELBO and time).
 """
@@ -49,7 +49,7 @@ import optax
 
 from vilab.linalg import unvech, vech
 from vilab.natgrad import natural_grad_chol_cov, natural_grad_chol_prec, natural_grad_mean_cov
-from vilab.trace import Trace, diverged_status
+from vilab.core.trace import Trace, diverged_status
 
 __all__ = [
     "Layout",

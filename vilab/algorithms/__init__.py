@@ -5,7 +5,7 @@ functions :func:`initial_state` / :func:`step`) driven by one compiled loop::
 
     from vilab.algorithms import run, run_sweep, list_methods
     tr = run("tan-2N-cor1", target, MeanCov(mu0, Sigma0), n_steps=1000, step_size=1.0,
-             schedule="backtracking", rel_tol=1e-7)          # -> vilab.trace.Trace
+             schedule="backtracking", rel_tol=1e-7)          # -> vilab.core.Trace
     trs = run_sweep("srvn", target, init, 500, step_sizes=[0.1, 0.5, 1.0], kl_tol=1e-8)
 
 Methods (``list_methods()`` returns them with chart, gradient modes and source):

@@ -24,7 +24,7 @@ import numpy as np
 from .. import natgrad as ng
 from ..gaussian import KINDS, CholCov, CholPrec, MeanCov, check_factor, check_mean_cov, from_mean_cov, to_mean_cov
 from ..targets import Target, check_point, check_positive
-from ..trace import Trace, diverged_status
+from ..core.trace import Trace, diverged_status
 from . import oracle
 from .core import (REASONS, Method, State, get_method, gradients, logdet_sigma_of, sigma_of, sqrt_of,
                    valid_code)
@@ -357,7 +357,7 @@ def _prepare(name, target, init, n_steps, options):
 
 def run(name: str, target: Target, init, n_steps: int, step_size: float, key=None, **options) -> Trace:
     """Run method ``name`` (see :func:`list_methods`) on ``target`` from ``init`` for at most
-    ``n_steps`` steps and return a :class:`vilab.trace.Trace`.
+    ``n_steps`` steps and return a :class:`vilab.core.Trace`.
 
     step_size : rho (constant rule) or the first rung rho0 of the backtracking ladder.
     key : jax PRNG key for stochastic gradients (default PRNGKey(0)).

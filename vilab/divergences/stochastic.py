@@ -19,7 +19,7 @@ Step sizes: Adadelta (Zeiler 2012), the paper's choice, through ``optax.adadelta
 learning rate 1 (optax's update is exactly Zeiler's: E[g^2], then
 sqrt(E[dx^2] + eps) / sqrt(E[g^2] + eps) * g, then E[dx^2]); the paper leaves decay and eps
 unspecified, the defaults 0.95 and 1e-6 are Zeiler's / Tan & Nott's.  Any optax rule can be
-passed instead.  Every run returns a :class:`vilab.trace.Trace`.
+passed instead.  Every run returns a :class:`vilab.core.Trace`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..trace import Trace, diverged_status, first_failure
+from ..core.trace import Trace, diverged_status, first_failure
 
 __all__ = [
     "SGD_METHODS",

@@ -48,7 +48,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..trace import diverged_status
+from ..core.trace import diverged_status
 from . import families as fam
 from .families import BlockFactor, Structure
 

@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..trace import diverged_status
+from ..core.trace import diverged_status
 from .families import DLR, FC, marginal_variances, sample
 from .grid import Method, update
 from .likelihoods import encode_all

@@ -1,6 +1,6 @@
 """Figures of the 2-D trajectories page (Kumar et al. 2025 Fig. 1; Tan 2025 Tables 3-4).
 
-Pure data in, ``go.Figure`` out. Runs are :class:`vilab.trace.Trace` objects (or anything with
+Pure data in, ``go.Figure`` out. Runs are :class:`vilab.core.Trace` objects (or anything with
 ``mean`` (n+1, 2), ``cov`` (n+1, 2, 2), ``objective`` (n+1,), ``status``); a diverged run is drawn
 up to its failure and labelled with the reason.
 """

@@ -1,0 +1,18 @@
+"""vilab.core: the protocol every iterative method follows and the one runner that drives it.
+
+    Algorithm(init, step, observe)      the blackjax shape (vilab.core.algorithm)
+    run / run_many / resume             the one driver loop (vilab.core.runner)
+    Trace                               the one result type (vilab.core.trace)
+    ProgramCache / memoize / clear      the one bounded cache of compiled programs (vilab.core.cache)
+    as_key                              int seed -> PRNG key, at the edges (vilab.core.keys)
+"""
+
+from .algorithm import CODES, CONVERGED, NONFINITE, Algorithm, finite_tree, set_hyper, status_of
+from .cache import ProgramCache, memoize
+from .keys import as_key, is_key
+from .runner import bucket, resume, run, run_many, slope_rule, stack
+from .trace import STATUSES, Trace, diverged_status, first_failure
+
+__all__ = ["Algorithm", "CODES", "CONVERGED", "NONFINITE", "set_hyper", "status_of", "finite_tree",
+           "ProgramCache", "memoize", "as_key", "is_key", "run", "run_many", "resume", "slope_rule", "stack",
+           "bucket", "Trace", "STATUSES", "diverged_status", "first_failure"]

@@ -1,0 +1,118 @@
+"""The algorithm protocol every iterative method of vilab follows (the blackjax shape).
+
+An :class:`Algorithm` is a pair of pure functions plus what the runner records::
+
+    state = algorithm.init(key, start)                  # start: a Gaussian, a pair (mu, Sigma), ...
+    state, info = algorithm.step(key, state, batch)     # one update; batch is None for full-data methods
+    row = algorithm.observe(state)                      # what a Trace row holds
+
+* ``State`` is any pytree (a NamedTuple in practice). Run-time settings that a lecturer may change
+  mid-run (the step size rho, SNNGM's alpha, ...) live in the state, in a dict field ``hyper``, in
+  the manner of ``optax.inject_hyperparams``: :func:`set_hyper` returns the state with new values,
+  and the runner continues from it without recompiling.
+* ``Info`` is a dict (or NamedTuple) of small per-step values. Two entries have a fixed meaning:
+  ``"code"`` (int; 0 = fine, see :data:`CODES` for the rest) and ``"step_size"`` (the step size the
+  step used). The runner records every entry at every step (``Trace.info``).
+* ``observe(state)`` returns a dict with ``"mean"`` (d,), either ``"cov"`` (d, d) or ``"var"`` (d,),
+  ``"objective"`` (a scalar, NaN where unknown) and any extra entries (``"elbo"``, ``"kl"``, ...),
+  recorded every ``record_every`` steps (``Trace.mean``, ``Trace.cov``, ``Trace.extra[...]``).
+  Anything expensive that ``step`` already computed (the ELBO for a backtracking test) belongs in the
+  state, so that ``observe`` only reads it.
+
+Codes a step reports (``info["code"]``): 0 continue; 1 converged (the algorithm's own test); 2-6 the
+shared failures of :data:`CODES`; an algorithm adds its own in ``Algorithm.codes`` (10 and up), each
+with the status it means and a note. A diverging step is rejected by the runner: the trace keeps the
+iterates before it and says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import jax
+import jax.numpy as jnp
+
+__all__ = ["Algorithm", "CODES", "CONVERGED", "NONFINITE", "set_hyper", "status_of", "is_failure_code"]
+
+CONVERGED = 1
+NONFINITE = 2
+
+#: code -> (status, note): the shared vocabulary of step outcomes.
+CODES: dict[int, tuple[str, str]] = {
+    1: ("converged", ""),
+    2: ("diverged: non-finite values", ""),
+    3: ("diverged: covariance lost positive definiteness", ""),
+    4: ("diverged: precision lost positive definiteness", ""),
+    5: ("diverged: Cholesky factor became singular (a zero on its diagonal)", ""),
+    6: ("diverged: values exploded (|mean| > 1e12 or |Sigma| > 1e24)", ""),
+}
+
+
+@dataclass(frozen=True, eq=False)
+class Algorithm:
+    """One iterative method: ``init(key, start) -> State``, ``step(key, state, batch) -> (State, Info)``,
+    ``observe(state) -> dict`` (see the module docstring).
+
+    name, objective_name : labels the Trace carries.
+    codes : the algorithm's own step codes (10 and up) -> (status, note), beside :data:`CODES`.
+    settings : the constructor's settings, copied into every Trace (``Trace.settings``).
+
+    Algorithms compare and hash by identity: the runner keys its compiled loops on the object, so a
+    constructor that should reuse compiled programs across calls is memoized
+    (:func:`vilab.core.cache.memoize`).
+    """
+
+    init: Callable[..., Any]
+    step: Callable[..., tuple[Any, Any]]
+    observe: Callable[[Any], dict]
+    name: str = ""
+    objective_name: str = "negative ELBO"
+    codes: Mapping[int, tuple[str, str]] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def all_codes(self) -> dict[int, tuple[str, str]]:
+        return {**CODES, **dict(self.codes)}
+
+
+def status_of(code: int, codes: Mapping[int, tuple[str, str]]) -> tuple[str, str]:
+    """(status, note) of a step code; unknown codes read as an unknown failure."""
+    if code == 0:
+        return "max_steps", ""
+    return codes.get(int(code), (f"diverged: unknown failure (code {int(code)})", ""))
+
+
+def is_failure_code(code: int, codes: Mapping[int, tuple[str, str]]) -> bool:
+    return code != 0 and status_of(code, codes)[0].startswith("diverged")
+
+
+def set_hyper(state, **values):
+    """The state with new run-time settings (``state.hyper[name] = value``), e.g. a new step size.
+
+    Only settings the state already has can be set (ValueError otherwise, naming the ones it has);
+    each value keeps the dtype and shape of the old one, so the runner reuses its compiled loop.
+    """
+    hyper = getattr(state, "hyper", None)
+    if not isinstance(hyper, dict):
+        raise ValueError("This algorithm has no settings that can be changed during a run.")
+    unknown = sorted(set(values) - set(hyper))
+    if unknown:
+        raise ValueError(f"Unknown setting(s) {unknown}; this algorithm's run-time settings are {sorted(hyper)}.")
+    new = dict(hyper)
+    for k, v in values.items():
+        old = jnp.asarray(hyper[k])
+        arr = jnp.asarray(v, dtype=old.dtype)
+        if arr.shape != old.shape:
+            raise ValueError(f"The setting {k} must have shape {old.shape}; got {arr.shape}.")
+        new[k] = arr
+    return state._replace(hyper=new)
+
+
+def finite_tree(tree) -> jax.Array:
+    """Whether every floating-point leaf of ``tree`` is finite (traceable)."""
+    ok = jnp.asarray(True)
+    for leaf in jax.tree_util.tree_leaves(tree):
+        leaf = jnp.asarray(leaf)
+        if jnp.issubdtype(leaf.dtype, jnp.inexact):
+            ok = ok & jnp.all(jnp.isfinite(leaf))
+    return ok

@@ -1,0 +1,391 @@
+"""The one runner: drives any :class:`~vilab.core.Algorithm` and returns a :class:`~vilab.core.Trace`.
+
+There is one driver loop in vilab, :func:`_advance` below: a ``jax.lax.while_loop`` that steps the
+algorithm, rejects a diverging step, applies the stopping rules and writes rows into preallocated
+buffers. Two ways to use it:
+
+* **compiled** (default): the whole run is one call of the compiled loop. Buffers are sized to the
+  next power of two above ``n_steps``, so moving a slider reuses the compiled program; a 1,000-step
+  2-D run takes a few milliseconds once compiled. :func:`run_many` vmaps the same loop over a batch
+  of starting states (step-size sweeps, many starting points).
+* **host**: given ``chunk_size``, ``max_time``, ``progress``, ``should_stop`` or ``host_stop``, the
+  runner calls the compiled loop on chunks of steps and, between chunks, reports progress, honours a
+  stop button and a time budget, and applies host-side stopping rules (e.g. :func:`slope_rule`).
+
+Both give identical numbers: the PRNG key is carried through the loop (``key, sub = split(key)``
+each step) and rows are recorded at iterations that are multiples of ``record_every``, whatever the
+chunking. :func:`resume` continues a Trace from its final state, optionally with new run-time
+settings (a new step size), and appends the rows.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .algorithm import CONVERGED, NONFINITE, Algorithm, finite_tree, is_failure_code, set_hyper, status_of
+from .cache import ProgramCache, identity_key
+from .trace import Trace
+
+__all__ = ["run", "run_many", "resume", "stack", "slope_rule", "bucket"]
+
+_LOOPS = ProgramCache("vilab.core.runner loops", maxsize=128)
+_NEG_INF = -np.inf
+
+
+def bucket(n: int, least: int = 8) -> int:
+    """The next power of two at or above ``n`` (at least ``least``): buffer lengths that let one
+    compiled loop serve every run length up to it."""
+    return max(least, 1 << (int(n) - 1).bit_length())
+
+
+def _as_dict(info) -> dict:
+    if isinstance(info, dict):
+        return dict(info)
+    if hasattr(info, "_asdict"):
+        return dict(info._asdict())
+    raise ValueError("An algorithm's step must return (state, info) with info a dict or NamedTuple.")
+
+
+def _failure_table(algorithm: Algorithm) -> tuple[np.ndarray, np.ndarray]:
+    """Lookup arrays over codes 0..max: is-failure and is-converged."""
+    codes = algorithm.all_codes()
+    top = max(codes) + 1
+    fail = np.array([is_failure_code(c, codes) if c in codes or c == 0 else c != 0 for c in range(top)])
+    conv = np.array([c != 0 and c in codes and status_of(c, codes)[0] == "converged" for c in range(top)])
+    return fail, conv
+
+
+def _loop(algorithm: Algorithm, n_buf: int, record_every: int, batch_fn, rel_on: str, below_on: str,
+          vmapped: bool):
+    """The compiled driver loop (see the module docstring); one per (algorithm, static settings)."""
+    fail_tab, conv_tab = (jnp.asarray(a) for a in _failure_table(algorithm))
+    n_codes = fail_tab.shape[0]
+    r = int(record_every)
+    n_rows = n_buf // r + 3
+
+    def advance(carry, batches, n_max, n_total, rel_tol, below_tol):
+        if batch_fn is not None:
+            batches = batch_fn
+        obs0 = carry["obs"]
+        _, info_shape = jax.eval_shape(algorithm.step, carry["key"], carry["state"], _batch_at(batches, 0, carry["k"]))
+        info_shape = _as_dict(info_shape)
+        rows = jax.tree_util.tree_map(lambda v: jnp.zeros((n_rows,) + jnp.shape(v), jnp.result_type(v)), obs0)
+        infos = {k: jnp.full((n_buf,) + s.shape, jnp.nan if jnp.issubdtype(s.dtype, jnp.inexact) else 0, s.dtype)
+                 for k, s in info_shape.items()}
+        c0 = dict(carry, i=jnp.int32(0), rows=rows, nrow=jnp.int32(0), infos=infos)
+
+        def cond(c):
+            return (c["i"] < n_max) & (c["code"] == 0)
+
+        def body(c):
+            i, st, k = c["i"], c["state"], c["k"]
+            key, sub = jax.random.split(c["key"])
+            new, info = algorithm.step(sub, st, _batch_at(batches, i, k))
+            info = _as_dict(info)
+            code = jnp.asarray(info.get("code", 0), jnp.int32)
+            code = jnp.where((code == 0) & ~finite_tree(new), NONFINITE, code)
+            code = jnp.clip(code, 0, n_codes - 1)
+            failed = fail_tab[code]
+            obs_new = algorithm.observe(new)
+            obs_ok = finite_tree((obs_new["mean"], obs_new.get("cov", obs_new.get("var"))))
+            code = jnp.where(~failed & ~obs_ok, NONFINITE, code)
+            failed = fail_tab[code]
+            st2 = jax.tree_util.tree_map(lambda a, b: jnp.where(failed, a, b), st, new)
+            obs = jax.tree_util.tree_map(lambda a, b: jnp.where(failed, a, b), c["obs"], obs_new)
+            k2 = jnp.where(failed, k, k + 1)
+            cur = jnp.asarray(obs[rel_on])
+            conv = conv_tab[code] | (jnp.abs(cur - c["prev"]) < rel_tol * jnp.abs(cur)) \
+                | (jnp.asarray(obs[below_on]) < below_tol)
+            conv = conv & ~failed
+            new_code = jnp.where(failed, code, jnp.where(conv, jnp.where(code != 0, code, CONVERGED), 0))
+            record = jnp.where(failed, c["last"] != k, ((k2 % r) == 0) | conv | (k2 >= n_total))
+            nrow = c["nrow"]
+            rows = {n: c["rows"][n].at[nrow].set(v) for n, v in obs.items()}
+            rows["__iteration"] = c["rows"]["__iteration"].at[nrow].set(k2)
+            infos = {n: v.at[i].set(jnp.asarray(info[n], v.dtype)) for n, v in c["infos"].items()}
+            return dict(c, i=i + 1, state=st2, key=jnp.where(failed, c["key"], key), k=k2, code=new_code,
+                        prev=jnp.where(failed, c["prev"], cur), obs=obs,
+                        last=jnp.where(record, k2, c["last"]), rows=rows, nrow=nrow + record.astype(jnp.int32),
+                        infos=infos)
+
+        c0["rows"]["__iteration"] = jnp.zeros((n_rows,), jnp.int64)
+        out = jax.lax.while_loop(cond, body, c0)
+        steps = out["i"] - fail_tab[out["code"]].astype(jnp.int32)  # a rejected step is not taken
+        carry_out = {k: out[k] for k in ("state", "key", "k", "code", "prev", "obs", "last")}
+        return carry_out, out["rows"], out["nrow"], out["infos"], steps
+
+    if vmapped:
+        advance = jax.vmap(advance, in_axes=(0, None, None, None, None, None))
+    return jax.jit(advance)
+
+
+def _batch_at(batches, i, k):
+    if batches is None:
+        return None
+    if callable(batches):
+        return batches(k)
+    return jax.tree_util.tree_map(lambda b: b[i], batches)
+
+
+def _pad_batches(batches, n_from: int, n: int, n_buf: int):
+    """Steps n_from .. n_from + n of an array batch stream, padded (edge) to the loop's buffer length."""
+    if batches is None or callable(batches):
+        return batches
+
+    def cut(b):
+        b = np.asarray(b) if not isinstance(b, jax.Array) else b
+        part = b[n_from:n_from + n]
+        if part.shape[0] < n:
+            raise ValueError(f"The run needs {n_from + n} batches but was given {b.shape[0]}.")
+        pad = n_buf - n
+        if pad:
+            part = jnp.concatenate([jnp.asarray(part), jnp.repeat(jnp.asarray(part[-1:]), pad, axis=0)])
+        return jnp.asarray(part)
+
+    return jax.tree_util.tree_map(cut, batches)
+
+
+def _loop_arg(batches):
+    """What the compiled loop takes as its batches argument (a batch function is built into it)."""
+    return None if callable(batches) else batches
+
+
+def _check(algorithm, n_steps, record_every):
+    if not isinstance(algorithm, Algorithm):
+        raise ValueError("run() needs a vilab.core.Algorithm (an init/step/observe triple).")
+    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 0:
+        raise ValueError(f"The number of steps must be a whole number, zero or more; got {n_steps!r}.")
+    if isinstance(record_every, bool) or not isinstance(record_every, (int, np.integer)) or record_every < 1:
+        raise ValueError(f"record_every must be a positive whole number; got {record_every!r}.")
+
+
+def _tol(x, what):
+    if x is None:
+        return _NEG_INF
+    x = float(x)
+    if not (np.isfinite(x) and x > 0):
+        raise ValueError(f"The tolerance {what} must be a positive number; got {x}.")
+    return x
+
+
+_OBSERVE = ProgramCache("vilab.core.runner observe", maxsize=128)
+
+
+def _observe(algorithm: Algorithm, state, vmapped=False):
+    fn = _OBSERVE.get_or_build((identity_key(algorithm), vmapped),
+                               lambda: jax.jit(jax.vmap(algorithm.observe) if vmapped else algorithm.observe))
+    return fn(state)
+
+
+def _start_carry(algorithm, key, state, start_iteration, rel_on, vmapped=False):
+    obs = _observe(algorithm, state, vmapped)
+    for need in ("mean", "objective"):
+        if need not in obs:
+            raise ValueError(f"An algorithm's observe() must return {need!r}.")
+    if "cov" not in obs and "var" not in obs:
+        raise ValueError("An algorithm's observe() must return 'cov' or 'var'.")
+    shape = jnp.shape(obs["objective"])
+    k = jnp.full(shape, start_iteration, jnp.int64)
+    return {"state": state, "key": key, "k": k, "code": jnp.zeros(shape, jnp.int32),
+            "prev": jnp.asarray(obs[rel_on], jnp.float64), "obs": obs, "last": k}, obs
+
+
+def _compiled(algorithm, n_buf, record_every, batches, rel_on, below_on, vmapped):
+    mode = "none" if batches is None else ("fn" if callable(batches) else "arrays")
+    key = (identity_key(algorithm), n_buf, record_every, mode, rel_on, below_on, vmapped,
+           identity_key(batches) if mode == "fn" else None)
+    return _LOOPS.get_or_build(key, lambda: _loop(algorithm, n_buf, record_every, batches if mode == "fn" else None,
+                                                  rel_on, below_on, vmapped))
+
+
+def _trace(algorithm, start_obs, start_iteration, rows_list, infos_list, n_taken, code, host_status, carry,
+           settings, timings, index=None) -> Trace:
+    """Assemble a Trace from the start row and the chunks' buffers (numpy)."""
+    pick = (lambda a: a[index]) if index is not None else (lambda a: a)
+    obs_rows = {k: [np.asarray(pick(v))[None]] for k, v in start_obs.items()}
+    its = [np.array([start_iteration])]
+    for rows, nrow in rows_list:
+        nrow = int(pick(nrow))
+        for k in obs_rows:
+            obs_rows[k].append(np.asarray(pick(rows[k]))[:nrow])
+        its.append(np.asarray(pick(rows["__iteration"]))[:nrow])
+    rows = {k: np.concatenate(v) for k, v in obs_rows.items()}
+    info = {}
+    for n_chunk, infos in zip(n_taken, infos_list):
+        n_chunk = int(pick(n_chunk))
+        for k, v in infos.items():
+            info.setdefault(k, []).append(np.asarray(pick(v))[:n_chunk])
+    info = {k: np.concatenate(v) if v else np.zeros(0) for k, v in info.items()}
+    codes = algorithm.all_codes()
+    code = int(pick(code))
+    if host_status is not None and code == 0:
+        status, note = host_status, ""
+    else:
+        status, note = status_of(code, codes)
+    extra = {k: v for k, v in rows.items() if k not in ("mean", "cov", "var", "objective")}
+    step_sizes = info.get("step_size", np.full(sum(len(v) for v in info.values()) and
+                                               len(next(iter(info.values()))), np.nan))
+    final = jax.tree_util.tree_map(lambda a: np.asarray(pick(a)), (carry["state"], carry["key"]))
+    return Trace(mean=rows["mean"], cov=rows.get("cov"), var=rows.get("var"), objective=rows["objective"],
+                 step_sizes=np.asarray(step_sizes, dtype=float), status=status, method=algorithm.name,
+                 objective_name=algorithm.objective_name, extra=extra, iterations=np.concatenate(its),
+                 info=info, note=note, settings=settings, timings=timings, state=final[0], key=final[1])
+
+
+def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_every: int = 1,
+        rel_tol: float | None = None, rel_tol_on: str = "objective", below: float | None = None,
+        below_on: str = "objective", start_iteration: int = 0, chunk_size: int | None = None,
+        max_time: float | None = None, progress: Callable[[float], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+        host_stop: Callable[[dict], bool] | None = None) -> Trace:
+    """Run ``algorithm`` from ``state`` for at most ``n_steps`` steps; return a :class:`Trace`.
+
+    key : jax PRNG key; step t uses the t-th split of it (carried through the loop).
+    batches : None (full-data methods); a pytree of arrays with one leading entry per step (a data
+        stream, minibatch indices), indexed by the step within this call; or a traceable function
+        ``batches(k) -> batch`` of the global iteration k.
+    record_every : record a row at iterations that are multiples of it, and at the last one.
+    rel_tol : stop ("converged") when |o_new - o_old| < rel_tol |o_new|, o = observe()[rel_tol_on]
+        (Tan (2025) Table 2's rule with rel_tol_on="elbo").
+    below : stop ("converged") when observe()[below_on] < below (e.g. a KL tolerance).
+    start_iteration : the iteration count of ``state`` (used by :func:`resume`).
+    chunk_size, max_time, progress(fraction), should_stop(), host_stop(rows) : run on the host in
+        chunks of ``chunk_size`` steps (default 500) and, between chunks, report progress, stop when
+        the button was pressed ("stopped"), when the time budget is spent ("max_time") or when
+        ``host_stop`` says so for the rows recorded so far ("converged").
+
+    A step that leaves the Gaussian family or produces non-finite values is rejected: the run stops
+    with status "diverged: <reason>" and keeps the iterates before it.
+    """
+    _check(algorithm, n_steps, record_every)
+    rel_tol, below = _tol(rel_tol, "rel_tol"), _tol(below, "below")
+    host = any(x is not None for x in (chunk_size, max_time, progress, should_stop, host_stop))
+    if chunk_size is not None and (not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1):
+        raise ValueError("chunk_size must be a positive whole number.")
+    chunk = int(chunk_size or 500) if host else max(int(n_steps), 1)
+    n_buf = bucket(chunk)
+    settings = {**dict(algorithm.settings), "n_steps": int(n_steps), "record_every": int(record_every),
+                "rel_tol": None if rel_tol == _NEG_INF else rel_tol, "below": None if below == _NEG_INF else below}
+    t0 = time.perf_counter()
+    carry, start_obs = _start_carry(algorithm, key, state, start_iteration, rel_tol_on)
+    fn = _compiled(algorithm, n_buf, int(record_every), batches, rel_tol_on, below_on, False)
+    n_total = jnp.int64(start_iteration + n_steps)
+    rows_list, infos_list, taken = [], [], []
+    done, host_status, first = 0, None, None
+    t_run0 = time.perf_counter()
+    while done < n_steps:
+        n = min(chunk, n_steps - done)
+        b = _loop_arg(_pad_batches(batches, done, n, n_buf))
+        carry, rows, nrow, infos, steps = fn(carry, b, jnp.int32(n), n_total, jnp.float64(rel_tol),
+                                             jnp.float64(below))
+        jax.block_until_ready(carry["k"])
+        if first is None:
+            first = time.perf_counter() - t0  # includes compiling the loop when it was not cached
+        rows_list.append((rows, nrow))
+        infos_list.append(infos)
+        taken.append(steps)
+        done += n
+        if int(carry["code"]) != 0:
+            break
+        if not host:
+            continue
+        if progress is not None:
+            progress(min(1.0, done / max(n_steps, 1)))
+        if host_stop is not None and done < n_steps:
+            so_far = _trace(algorithm, start_obs, start_iteration, rows_list, infos_list, taken, carry["code"],
+                            None, carry, settings, {})
+            if host_stop({"objective": so_far.objective, "iterations": so_far.iterations, **so_far.extra}):
+                host_status = "converged"
+                break
+        if should_stop is not None and done < n_steps and should_stop():
+            host_status = "stopped"
+            break
+        if max_time is not None and done < n_steps and time.perf_counter() - t_run0 > max_time:
+            host_status = "max_time"
+            break
+    timings = {"total": time.perf_counter() - t0, "first_call": first or 0.0}
+    return _trace(algorithm, start_obs, start_iteration, rows_list, infos_list, taken, carry["code"], host_status,
+                  carry, settings, timings)
+
+
+def run_many(algorithm: Algorithm, keys, states, n_steps: int, *, batches=None, record_every: int = 1,
+             rel_tol: float | None = None, rel_tol_on: str = "objective", below: float | None = None,
+             below_on: str = "objective") -> list[Trace]:
+    """:func:`run` for a batch of starts at once, in one vmapped compiled loop: ``states`` is a state
+    whose leaves have a leading batch axis (build it with ``jax.vmap(algorithm.init)`` or
+    :func:`stack`), ``keys`` one key per member. A step-size sweep is a batch of states differing in
+    ``hyper["rho"]``. Batches (if any) are shared. One Trace per member."""
+    _check(algorithm, n_steps, record_every)
+    rel_tol, below = _tol(rel_tol, "rel_tol"), _tol(below, "below")
+    n_members = int(jnp.shape(keys)[0])
+    pad = bucket(n_members, least=4) - n_members  # sweeps of similar size share one compiled loop
+
+    def padded(a):
+        a = jnp.asarray(a)
+        return jnp.concatenate([a, jnp.repeat(a[-1:], pad, axis=0)]) if pad else a
+
+    keys_p = padded(keys)
+    states_p = jax.tree_util.tree_map(padded, states)
+    n_buf = bucket(max(int(n_steps), 1))
+    t0 = time.perf_counter()
+    carry, start_obs = _start_carry(algorithm, keys_p, states_p, 0, rel_tol_on, vmapped=True)
+    fn = _compiled(algorithm, n_buf, int(record_every), batches, rel_tol_on, below_on, True)
+    b = _loop_arg(_pad_batches(batches, 0, int(n_steps), n_buf))
+    if n_steps:
+        carry, rows, nrow, infos, steps = fn(carry, b, jnp.int32(n_steps), jnp.int64(n_steps),
+                                             jnp.float64(rel_tol), jnp.float64(below))
+        chunks = ([(rows, nrow)], [infos], [steps])
+    else:
+        chunks = ([], [], [])
+    jax.block_until_ready(carry["k"])
+    timings = {"total": time.perf_counter() - t0, "members": n_members}
+    settings = {**dict(algorithm.settings), "n_steps": int(n_steps), "record_every": int(record_every)}
+    return [_trace(algorithm, start_obs, 0, *chunks, carry["code"], None, carry, settings, timings, index=i)
+            for i in range(n_members)]
+
+
+def stack(states: list) -> Any:
+    """Stack a list of states (same structure) into one batched state for :func:`run_many`."""
+    return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *states)
+
+
+def resume(algorithm: Algorithm, trace: Trace, n_steps: int, *, hyper: dict | None = None, **options) -> Trace:
+    """Continue ``trace`` for ``n_steps`` more steps from its final state and key, optionally with new
+    run-time settings (``hyper={"rho": 0.05}``); the returned Trace holds both parts (rows of the
+    continuation appended). ``options`` are :func:`run`'s. Equal to a single run whose settings
+    changed at ``trace.n_steps``."""
+    if trace.state is None or trace.key is None:
+        raise ValueError("This trace has no saved state to continue from.")
+    if trace.diverged:
+        raise ValueError("This run diverged; start a new run instead of continuing it.")
+    state = jax.tree_util.tree_map(jnp.asarray, trace.state)
+    if hyper:
+        state = set_hyper(state, **hyper)
+    options.setdefault("record_every", trace.settings.get("record_every", 1))
+    more = run(algorithm, jnp.asarray(trace.key), state, n_steps, start_iteration=trace.n_steps, **options)
+    return trace.extend(more)
+
+
+def slope_rule(window: int, tol: float, field: str = "elbo") -> Callable[[dict], bool]:
+    """A host-side stopping rule: stop once the least-squares slope of the last ``window`` recorded
+    values of ``field``, per iteration, is below ``tol`` times their mean magnitude (a noisy ELBO
+    that has stopped rising; Chen, Nott & Tan Sec. 6 run to such a plateau)."""
+    if window < 3:
+        raise ValueError("The slope window needs at least 3 recorded values.")
+
+    def rule(rows: dict) -> bool:
+        v = np.asarray(rows[field], dtype=float)
+        it = np.asarray(rows["iterations"], dtype=float)
+        if v.shape[0] < window or not np.all(np.isfinite(v[-window:])):
+            return False
+        x, y = it[-window:], v[-window:]
+        slope = np.polyfit(x, y, 1)[0]
+        return abs(slope) * (x[-1] - x[0]) < tol * max(np.mean(np.abs(y)), 1e-300)
+
+    return rule
+
