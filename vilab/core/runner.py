@@ -61,7 +61,7 @@ def _failure_table(algorithm: Algorithm) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _loop(algorithm: Algorithm, n_buf: int, record_every: int, batch_fn, rel_on: str, below_on: str,
-          vmapped: bool):
+          track: bool, vmapped: bool):
     """The compiled driver loop (see the module docstring); one per (algorithm, static settings)."""
     fail_tab, conv_tab = (jnp.asarray(a) for a in _failure_table(algorithm))
     n_codes = fail_tab.shape[0]
@@ -91,25 +91,28 @@ def _loop(algorithm: Algorithm, n_buf: int, record_every: int, batch_fn, rel_on:
             code = jnp.where((code == 0) & ~finite_tree(new), NONFINITE, code)
             code = jnp.clip(code, 0, n_codes - 1)
             failed = fail_tab[code]
-            obs_new = algorithm.observe(new)
-            obs_ok = finite_tree((obs_new["mean"], obs_new.get("cov", obs_new.get("var"))))
-            code = jnp.where(~failed & ~obs_ok, NONFINITE, code)
-            failed = fail_tab[code]
             st2 = jax.tree_util.tree_map(lambda a, b: jnp.where(failed, a, b), st, new)
-            obs = jax.tree_util.tree_map(lambda a, b: jnp.where(failed, a, b), c["obs"], obs_new)
             k2 = jnp.where(failed, k, k + 1)
-            cur = jnp.asarray(obs[rel_on])
-            conv = conv_tab[code] | (jnp.abs(cur - c["prev"]) < rel_tol * jnp.abs(cur)) \
-                | (jnp.asarray(obs[below_on]) < below_tol)
+            conv = conv_tab[code]
+            if track:  # the stopping rules read the observation at every step
+                obs = algorithm.observe(st2)
+                cur = jnp.asarray(obs[rel_on])
+                conv = conv | (jnp.abs(cur - c["prev"]) < rel_tol * jnp.abs(cur)) \
+                    | (jnp.asarray(obs[below_on]) < below_tol)
             conv = conv & ~failed
             new_code = jnp.where(failed, code, jnp.where(conv, jnp.where(code != 0, code, CONVERGED), 0))
+            # a row at multiples of record_every, at convergence, at the end, and the last valid
+            # iterate when a step is rejected (unless it is recorded already)
             record = jnp.where(failed, c["last"] != k, ((k2 % r) == 0) | conv | (k2 >= n_total))
+            if not track:  # observe only the rows that are recorded (observe may be expensive)
+                obs = jax.lax.cond(record, algorithm.observe, lambda _: c["obs"], st2)
+                cur = c["prev"]
             nrow = c["nrow"]
             rows = {n: c["rows"][n].at[nrow].set(v) for n, v in obs.items()}
             rows["__iteration"] = c["rows"]["__iteration"].at[nrow].set(k2)
             infos = {n: v.at[i].set(jnp.asarray(info[n], v.dtype)) for n, v in c["infos"].items()}
             return dict(c, i=i + 1, state=st2, key=jnp.where(failed, c["key"], key), k=k2, code=new_code,
-                        prev=jnp.where(failed, c["prev"], cur), obs=obs,
+                        prev=jnp.where(failed, c["prev"], jnp.asarray(cur, c["prev"].dtype)), obs=obs,
                         last=jnp.where(record, k2, c["last"]), rows=rows, nrow=nrow + record.astype(jnp.int32),
                         infos=infos)
 
@@ -195,12 +198,12 @@ def _start_carry(algorithm, key, state, start_iteration, rel_on, vmapped=False):
             "prev": jnp.asarray(obs[rel_on], jnp.float64), "obs": obs, "last": k}, obs
 
 
-def _compiled(algorithm, n_buf, record_every, batches, rel_on, below_on, vmapped):
+def _compiled(algorithm, n_buf, record_every, batches, rel_on, below_on, track, vmapped):
     mode = "none" if batches is None else ("fn" if callable(batches) else "arrays")
-    key = (identity_key(algorithm), n_buf, record_every, mode, rel_on, below_on, vmapped,
+    key = (identity_key(algorithm), n_buf, record_every, mode, rel_on, below_on, track, vmapped,
            identity_key(batches) if mode == "fn" else None)
     return _LOOPS.get_or_build(key, lambda: _loop(algorithm, n_buf, record_every, batches if mode == "fn" else None,
-                                                  rel_on, below_on, vmapped))
+                                                  rel_on, below_on, track, vmapped))
 
 
 def _trace(algorithm, start_obs, start_iteration, rows_list, infos_list, n_taken, code, host_status, carry,
@@ -273,7 +276,8 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
                 "rel_tol": None if rel_tol == _NEG_INF else rel_tol, "below": None if below == _NEG_INF else below}
     t0 = time.perf_counter()
     carry, start_obs = _start_carry(algorithm, key, state, start_iteration, rel_tol_on)
-    fn = _compiled(algorithm, n_buf, int(record_every), batches, rel_tol_on, below_on, False)
+    track = rel_tol != _NEG_INF or below != _NEG_INF
+    fn = _compiled(algorithm, n_buf, int(record_every), batches, rel_tol_on, below_on, track, False)
     n_total = jnp.int64(start_iteration + n_steps)
     rows_list, infos_list, taken = [], [], []
     done, host_status, first = 0, None, None
@@ -334,7 +338,8 @@ def run_many(algorithm: Algorithm, keys, states, n_steps: int, *, batches=None, 
     n_buf = bucket(max(int(n_steps), 1))
     t0 = time.perf_counter()
     carry, start_obs = _start_carry(algorithm, keys_p, states_p, 0, rel_tol_on, vmapped=True)
-    fn = _compiled(algorithm, n_buf, int(record_every), batches, rel_tol_on, below_on, True)
+    track = rel_tol != _NEG_INF or below != _NEG_INF
+    fn = _compiled(algorithm, n_buf, int(record_every), batches, rel_tol_on, below_on, track, True)
     b = _loop_arg(_pad_batches(batches, 0, int(n_steps), n_buf))
     if n_steps:
         carry, rows, nrow, infos, steps = fn(carry, b, jnp.int32(n_steps), jnp.int64(n_steps),
