@@ -123,9 +123,10 @@ def test_stopping_rules_and_host_controls():
     assert rel.status == "converged" and rel.n_steps < 10_000
     stopped = run(ALG, key, s0, 1000, chunk_size=10, should_stop=lambda: True)
     assert stopped.status == "stopped" and stopped.n_steps == 10
-    fractions = []
-    run(ALG, key, s0, 30, chunk_size=10, progress=fractions.append)
+    fractions, partial = [], []
+    run(ALG, key, s0, 30, chunk_size=10, progress=fractions.append, on_chunk=partial.append)
     assert fractions == pytest.approx([1 / 3, 2 / 3, 1.0])
+    assert [p.n_steps for p in partial] == [10, 20, 30]
     timed = run(ALG, key, s0, 1000, chunk_size=10, max_time=0.0)
     assert timed.status == "max_time" and timed.n_steps == 10
     slope = run(ALG, key, s0, 5000, chunk_size=50, host_stop=core.slope_rule(20, 1e-9, "objective"))

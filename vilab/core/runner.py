@@ -245,7 +245,8 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
         below_on: str = "objective", start_iteration: int = 0, chunk_size: int | None = None,
         max_time: float | None = None, progress: Callable[[float], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
-        host_stop: Callable[[dict], bool] | None = None) -> Trace:
+        host_stop: Callable[[dict], bool] | None = None,
+        on_chunk: Callable[[Trace], None] | None = None) -> Trace:
     """Run ``algorithm`` from ``state`` for at most ``n_steps`` steps; return a :class:`Trace`.
 
     key : jax PRNG key; step t uses the t-th split of it (carried through the loop).
@@ -257,17 +258,18 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
         (Tan (2025) Table 2's rule with rel_tol_on="elbo").
     below : stop ("converged") when observe()[below_on] < below (e.g. a KL tolerance).
     start_iteration : the iteration count of ``state`` (used by :func:`resume`).
-    chunk_size, max_time, progress(fraction), should_stop(), host_stop(rows) : run on the host in
-        chunks of ``chunk_size`` steps (default 500) and, between chunks, report progress, stop when
-        the button was pressed ("stopped"), when the time budget is spent ("max_time") or when
-        ``host_stop`` says so for the rows recorded so far ("converged").
+    chunk_size, max_time, progress(fraction), should_stop(), host_stop(rows), on_chunk(trace) : run on
+        the host in chunks of ``chunk_size`` steps (default 500) and, between chunks, report progress,
+        hand the Trace so far to ``on_chunk`` (live figures), stop when the button was pressed
+        ("stopped"), when the time budget is spent ("max_time") or when ``host_stop`` says so for the
+        rows recorded so far ("converged").
 
     A step that leaves the Gaussian family or produces non-finite values is rejected: the run stops
     with status "diverged: <reason>" and keeps the iterates before it.
     """
     _check(algorithm, n_steps, record_every)
     rel_tol, below = _tol(rel_tol, "rel_tol"), _tol(below, "below")
-    host = any(x is not None for x in (chunk_size, max_time, progress, should_stop, host_stop))
+    host = any(x is not None for x in (chunk_size, max_time, progress, should_stop, host_stop, on_chunk))
     if chunk_size is not None and (not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1):
         raise ValueError("chunk_size must be a positive whole number.")
     chunk = int(chunk_size or 500) if host else max(int(n_steps), 1)
@@ -300,9 +302,13 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
             continue
         if progress is not None:
             progress(min(1.0, done / max(n_steps, 1)))
-        if host_stop is not None and done < n_steps:
+        so_far = None
+        if on_chunk is not None or host_stop is not None:
             so_far = _trace(algorithm, start_obs, start_iteration, rows_list, infos_list, taken, carry["code"],
-                            None, carry, settings, {})
+                            None, carry, settings, {"total": time.perf_counter() - t0})
+        if on_chunk is not None:
+            on_chunk(so_far)
+        if host_stop is not None and done < n_steps:
             if host_stop({"objective": so_far.objective, "iterations": so_far.iterations, **so_far.extra}):
                 host_status = "converged"
                 break
