@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 import time
 
+import jax
 import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 
@@ -152,8 +153,9 @@ def bench(model, name, alpha, batch, exact, n_jax, n_np, repeat=3):
     record = "epoch" if batch < model.n else "auto"
     kw = dict(alpha=alpha, param=param, estimator=est, n_iter=n_jax, batch_size=batch, chunk_iters=n_jax,
               record=record, n_elbo_draws=10)
-    first = optim.run(model, name, **kw)  # compiles (cached for the timed runs)
-    ms_jax = min(1e3 * optim.run(model, name, seed=k + 1, **kw).extra["time_per_iter"] for k in range(repeat))
+    first = optim.run(model, name, key=jax.random.PRNGKey(0), **kw)  # compiles (cached for the timed runs)
+    ms_jax = min(1e3 * optim.run(model, name, key=jax.random.PRNGKey(k + 1), **kw).extra["time_per_iter"]
+                 for k in range(repeat))
     ref = NumpyStep(model, name, alpha, param, batch, exact)
     ref.step()
     ms_np = np.inf

@@ -6,6 +6,7 @@ import streamlit as st
 
 import vilab_ui as ui
 from vilab import fields, optim
+from vilab.core import as_key
 from vilab.plots import optim as oplots
 from vilab.repro import tan2025_optim as rep
 from vilab.targets import regression as R
@@ -30,7 +31,7 @@ LABEL = {k: v["label"] for k, v in optim.OPTIMIZERS.items()}
 # ----------------------------------------------------------------------------- cached work
 @st.cache_data(show_spinner="Running from the three starts ...", max_entries=64)
 def _fig3(name, alpha):
-    return [(t.extra["mean_path"][:, 0], t.cov[:, 0, 0], t.status, t.extra["failed_at"] or t.extra["iterations"])
+    return [(t.mean[:, 0], t.cov[:, 0, 0], t.status, t.extra["failed_at"] or t.extra["iterations"])
             for t in rep.fig3_run(name, alpha, max_iter=20000)]
 
 
@@ -61,10 +62,10 @@ def _grid2d():
 @st.cache_data(show_spinner=False, max_entries=256)
 def _run2d(name, alpha, param, estimator, n_iter, seed):
     m = _model2d()
-    tr = optim.run(m, name, alpha=alpha, param=param, estimator=estimator, n_iter=n_iter, seed=seed,
+    tr = optim.run(m, name, key=as_key(seed), alpha=alpha, param=param, estimator=estimator, n_iter=n_iter,
                    mu0=[0.0, 0.0], factor0=np.eye(2) * (0.5 if param == "chol_cov" and name != "vogn" else 2.0),
-                   n_elbo_draws=2000)
-    return dict(mean=tr.mean, cov=tr.cov, elbo=tr.extra["elbo"][:-1], status=tr.status,
+                   n_elbo_draws=2000, record="iteration")
+    return dict(mean=tr.mean, cov=tr.cov, elbo=tr.info["elbo"], status=tr.status,
                 final=tr.extra["final_elbo"], it=tr.extra["iterations"])
 
 
@@ -230,7 +231,7 @@ elif view == VIEWS[2]:
     if start:
         st.session_state["rd_stop"] = False
         with ui.guard("real data"):
-            specs = optim.comparison_specs(chosen3, orders, covs)
+            specs = oplots.comparison_specs(chosen3, orders, covs)
             model = _dataset(ds)
             bsize = {"full batch": None, "n/4": model.n // 4, "n/16": model.n // 16}[batch]
             store["config"], store["runs"] = config, {}
@@ -238,22 +239,22 @@ elif view == VIEWS[2]:
             for i, (name, order, diag) in enumerate(specs):
                 if st.session_state.get("rd_stop"):
                     break
-                label = f"{optim.run_label(name, order)}, {'diagonal' if diag else 'full'}"
+                label = f"{oplots.run_label(name, order)}, {'diagonal' if diag else 'full'}"
 
                 def _prog(f, i=i, label=label):
                     bar.progress(min(1.0, (i + f) / len(specs)), text=f"run {i + 1} of {len(specs)}: {label} ({f:.0%})")
 
-                tr = optim.run(model, name, alpha=alphas3[name], diagonal=diag, estimator=order or "second",
-                               n_epochs=n_epochs, batch_size=bsize, seed=ui.seed(), progress=_prog, chunk_iters=200,
-                               should_stop=lambda: bool(st.session_state.get("rd_stop")))
-                store["runs"][(name, order, diag)] = optim.comparison_summary(tr)
+                tr = optim.run(model, name, key=as_key(ui.seed()), alpha=alphas3[name], diagonal=diag,
+                               estimator=order or "second", n_epochs=n_epochs, batch_size=bsize, progress=_prog,
+                               chunk_iters=200, should_stop=lambda: bool(st.session_state.get("rd_stop")))
+                store["runs"][(name, order, diag)] = oplots.comparison_summary(tr)
             bar.empty()
     runs3 = store["runs"]
     if runs3:
         if store["config"] != config:
             st.info("The settings changed since this comparison ran; press Run comparison to update it.")
         with ui.guard("results"):
-            table = optim.table8(runs3)
+            table = oplots.table8(runs3)
             st.dataframe(table, hide_index=True, width="stretch", height=35 * (len(table) + 1) + 3)
             st.caption(f"Time: wall time of the iterations on this machine; compilation (once per configuration, "
                        f"{sum(r['compile'] for r in runs3.values()):.0f} s in all here) is not counted. "
@@ -262,7 +263,7 @@ elif view == VIEWS[2]:
             full_batch = batch == "full batch"
             figs = st.columns(len({d for (_, _, d) in runs3}))
             for col, diag in zip(figs, sorted({d for (_, _, d) in runs3}, reverse=True)):
-                curves = {optim.run_label(n, o): (n, np.arange(1, len(r["elbo_epoch"]) + 1), r["elbo_epoch"],
+                curves = {oplots.run_label(n, o): (n, np.arange(1, len(r["elbo_epoch"]) + 1), r["elbo_epoch"],
                                                   "dot" if o == "first" else "solid")
                           for (n, o, d), r in runs3.items() if d == diag}
                 with col:
@@ -271,7 +272,7 @@ elif view == VIEWS[2]:
                                                title=f"{'Diagonal' if diag else 'Full'} covariance: average ELBO "
                                                "per epoch" + (" (moving average of 20)" if full_batch else "")))
         for (n, o, d), r in runs3.items():
-            ui.report_status(r["status"], f"{optim.run_label(n, o)}, {'diagonal' if d else 'full'}")
+            ui.report_status(r["status"], f"{oplots.run_label(n, o)}, {'diagonal' if d else 'full'}")
     else:
         st.caption("Press Run comparison: the runs go in turn with a progress bar; Stop keeps what finished. "
                    "The first run of each configuration compiles (a few seconds).")

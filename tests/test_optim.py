@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vilab  # noqa: F401  (x64)
-from vilab import optim
+from vilab import core, optim
 from vilab.optim import Layout, VOGNInput
+from vilab.plots import optim as oplots
 from vilab.targets import regression as R
 
 # ------------------------------------------------------------------ SNNGM
@@ -302,14 +303,17 @@ def test_crab_exact_optimum():
 
 def test_driver_minibatch_trace_shapes_and_elbo_increases():
     m = R.pima()
-    tr = optim.run(m, "snngm", alpha=0.01, diagonal=True, estimator="first", n_epochs=30, batch_size=133, seed=1)
+    tr = optim.run(m, "snngm", key=jax.random.PRNGKey(1), alpha=0.01, diagonal=True, estimator="first", n_epochs=30,
+                   batch_size=133)
     e = tr.extra
     assert tr.status == "max_steps"
-    assert e["iters_per_epoch"] == 4 and e["iterations"] == 120
+    assert e["iters_per_epoch"] == 4 and e["iterations"] == 120 and tr.n_steps == 120
     assert e["elbo_epoch"].shape == (30,)
-    assert e["mean_path"].shape == (121, 8)
-    assert tr.mean.shape[0] == tr.cov.shape[0] == tr.objective.shape[0]
-    assert np.all(np.linalg.eigvalsh(tr.cov) > 0)
+    assert tr.mean.shape == (121, 8) and tr.iterations.tolist() == list(range(121))  # every iterate (l = 16)
+    assert tr.mean.shape[0] == tr.var.shape[0] == tr.objective.shape[0]
+    assert tr.cov is None and np.all(tr.var > 0)  # a diagonal family records variances
+    assert tr.info["elbo"].shape == tr.info["step_norm"].shape == (120,)
+    assert np.all(tr.step_sizes == 0.01)
     assert e["elbo_epoch"][-1] > e["elbo_epoch"][0]
     assert e["wall_time"] > 0 and np.isfinite(e["final_elbo"])
 
@@ -318,17 +322,17 @@ def test_driver_minibatch_trace_shapes_and_elbo_increases():
 def test_every_optimizer_improves_pima_elbo(name):
     m = R.pima()
     alpha = {"snngm": 0.01, "nagm": 0.2, "vogn": 0.05, "pga": 0.01, "adam": 0.01, "adam-natural": 0.01}[name]
-    tr = optim.run(m, name, alpha=alpha, estimator="second", n_iter=400, seed=0)
+    tr = optim.run(m, name, key=jax.random.PRNGKey(0), alpha=alpha, estimator="second", n_iter=400)
     start = optim.final_elbo(m, tr.extra["layout"], tr.extra["layout"].pack(jnp.zeros(8), np.eye(8) * (
-        math.sqrt(m.n) if tr.extra["layout"].param == "chol_prec" else 1 / math.sqrt(m.n))))[0]
+        math.sqrt(m.n) if tr.extra["layout"].param == "chol_prec" else 1 / math.sqrt(m.n))), jax.random.PRNGKey(0))[0]
     assert not tr.diverged
     assert tr.extra["final_elbo"] > start + 50
 
 
 def test_fig3_adam_natural_diverges_with_status_not_nan():
     m = R.crab_intercept()
-    tr = optim.run(m, "adam-natural", param="kappa", estimator="exact", n_iter=1000, mu0=[2.0], factor0=[[0.01]],
-                   tol=1e-7)
+    tr = optim.run(m, "adam-natural", key=jax.random.PRNGKey(0), param="kappa", estimator="exact", n_iter=1000,
+                   mu0=[2.0], factor0=[[0.01]], tol=1e-7)
     assert tr.status == "diverged: negative sigma^2"
     assert tr.extra["failed_at"] == 14 and tr.n_steps == 13
     assert np.all(np.isfinite(tr.mean)) and np.all(tr.cov[:, 0, 0] > 0)
@@ -337,8 +341,8 @@ def test_fig3_adam_natural_diverges_with_status_not_nan():
 def test_stop_and_progress_callbacks():
     m = R.crab_intercept()
     seen = []
-    tr = optim.run(m, "adam", param="kappa", n_iter=5000, mu0=[0.0], factor0=[[0.1]], chunk_iters=100,
-                   progress=seen.append, should_stop=lambda: len(seen) >= 3)
+    tr = optim.run(m, "adam", key=jax.random.PRNGKey(0), param="kappa", n_iter=5000, mu0=[0.0], factor0=[[0.1]],
+                   chunk_iters=100, progress=seen.append, should_stop=lambda: len(seen) >= 3)
     assert tr.status == "stopped" and tr.n_steps == 300
     assert seen[-1] == 1.0
 
@@ -365,7 +369,7 @@ def test_tau_weights_fig4():
 )
 def test_bad_input_raises_value_error(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        optim.run(R.pima(), **kwargs)
+        optim.run(R.pima(), key=jax.random.PRNGKey(0), **kwargs)
 
 
 def test_datasets_load_from_packages():
@@ -399,7 +403,8 @@ def test_optax_steps_equal_the_numpy_reference(name):
     m = _small_poisson(n=200)
     alpha = {"adam": 0.01, "adam-natural": 0.01, "snngm": 0.01, "nagm": 0.2, "pga": 0.01, "vogn": 0.1}[name]
     param = "chol_prec" if name == "vogn" else "chol_cov"
-    tr = optim.run(m, name, alpha=alpha, param=param, estimator="exact", n_iter=6, n_elbo_draws=10)
+    tr = optim.run(m, name, key=jax.random.PRNGKey(0), alpha=alpha, param=param, estimator="exact", n_iter=6,
+                   n_elbo_draws=10)
     ref = NumpyStep(m, name, alpha, param, m.n, exact=True)
     for _ in range(6):
         ref.step()
@@ -414,30 +419,30 @@ def test_optax_steps_equal_the_numpy_reference(name):
 
 
 def test_comparison_specs_follow_table8_rows():
-    specs = optim.comparison_specs(list(optim.OPTIMIZERS), ("first", "second"), ("diagonal", "full"))
+    specs = oplots.comparison_specs(list(optim.OPTIMIZERS), ("first", "second"), ("diagonal", "full"))
     diag = [(o, e) for o, e, d in specs if d]
     assert diag == [("adam", "first"), ("pga", "first"), ("adam-natural", "first"), ("snngm", "first"),
                     ("nagm", "first"), ("adam", "second"), ("pga", "second"), ("adam-natural", "second"),
                     ("snngm", "second"), ("nagm", "second"), ("vogn", None)]
     assert len(specs) == 22
-    assert optim.comparison_specs(["vogn", "snngm"], ["second"], ["full"]) == [("snngm", "second", False),
+    assert oplots.comparison_specs(["vogn", "snngm"], ["second"], ["full"]) == [("snngm", "second", False),
                                                                               ("vogn", None, False)]
     for bad in [dict(optimizers=["sgd"]), dict(optimizers=["adam"], estimators=["third"]),
                 dict(optimizers=["adam"], covariances=["banded"]), dict(optimizers=[])]:
         with pytest.raises(ValueError):
-            optim.comparison_specs(**bad)
+            oplots.comparison_specs(**bad)
 
 
 def test_table8_layout_from_real_runs():
     m = R.pima()
     res = {}
-    for name, est, diag in optim.comparison_specs(["snngm"], ["first"], ["diagonal", "full"]):
-        tr = optim.run(m, name, alpha=0.01, diagonal=diag, estimator=est, n_epochs=20, batch_size=133, seed=0,
-                       n_elbo_draws=50)
-        res[(name, est, diag)] = optim.comparison_summary(tr)
+    for name, est, diag in oplots.comparison_specs(["snngm"], ["first"], ["diagonal", "full"]):
+        tr = optim.run(m, name, key=jax.random.PRNGKey(0), alpha=0.01, diagonal=diag, estimator=est, n_epochs=20,
+                       batch_size=133, n_elbo_draws=50)
+        res[(name, est, diag)] = oplots.comparison_summary(tr)
     res[("vogn", None, True)] = dict(res[("snngm", "first", True)], status="stopped")
     res[("adam", "second", True)] = dict(res[("snngm", "first", True)], status="diverged: non-finite values")
-    df = optim.table8(res)
+    df = oplots.table8(res)
     assert list(df.columns) == ["optimizer", "diagonal", "full"]
     assert list(df["optimizer"]) == ["SNNGM 1", "VOGN", "Adam 2"]
     s = res[("snngm", "first", False)]
@@ -445,3 +450,87 @@ def test_table8_layout_from_real_runs():
     assert df.loc[1, "diagonal"].endswith("stopped") and df.loc[1, "full"] == ""
     assert df.loc[2, "diagonal"] == "diverged"
     assert s["elbo_epoch"].shape == (20,) and s["iterations"] == 80 and s["status"] == "max_steps"
+
+
+# ------------------------------------------------------------------ the Algorithm, the runner, resume
+
+
+def _python_loop(alg, key, state, n, switch=None):
+    """A plain Python loop over alg.step with the runner's key stream (key, sub = split(key))."""
+    means = [np.asarray(state.lam)]
+    for t in range(n):
+        if switch is not None and t == switch[0]:
+            state = core.set_hyper(state, alpha=switch[1])
+        key, sub = jax.random.split(key)
+        state, _ = alg.step(sub, state, None)
+        means.append(np.asarray(state.lam))
+    return np.asarray(means), state
+
+
+@pytest.mark.parametrize("name, estimator", [("snngm", "exact"), ("adam", "first"), ("nagm", "second")])
+def test_resume_with_a_new_alpha_equals_a_run_that_switched(name, estimator):
+    """50 steps, alpha changed through core.resume, 50 more == one loop whose alpha switched at step 50.
+
+    The reference applies the same steps op by op (not in the compiled loop); both are the same
+    arithmetic, so they agree to rounding (rtol 1e-9 leaves room for XLA's reordering of sums over
+    100 steps; a wrong alpha or a repeated key moves lambda by 1e-3 or more)."""
+    m = _small_poisson()
+    alg = optim.algorithm(m, name, estimator=estimator)
+    key = jax.random.PRNGKey(4)
+    a0, a1 = {"snngm": (0.01, 0.002), "adam": (0.01, 0.03), "nagm": (0.2, 0.05)}[name]
+    s0 = alg.init(jax.random.PRNGKey(5), alpha=a0)
+    first = core.run(alg, key, s0, 50)
+    both = core.resume(alg, first, 50, hyper={"alpha": a1})
+    ref, _ = _python_loop(alg, key, s0, 100, switch=(50, a1))
+    assert both.n_steps == 100 and both.iterations.tolist() == list(range(101))
+    np.testing.assert_allclose(np.asarray(both.state.lam), ref[-1], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(both.mean, ref[:, :3], rtol=1e-9, atol=1e-12)
+    assert np.all(both.step_sizes[:50] == a0) and np.all(both.step_sizes[50:] == a1)
+    unswitched, _ = _python_loop(alg, key, s0, 100)
+    assert np.max(np.abs(unswitched[-1] - ref[-1])) > 1e-4  # the switch matters
+
+
+def test_run_is_the_algorithm_on_the_runner():
+    """optim.run = algorithm + core.run: the same iterates; step_sizes is alpha, info has ||dlambda||."""
+    m = _small_poisson()
+    tr = optim.run(m, "snngm", key=jax.random.PRNGKey(2), alpha=0.01, estimator="second", n_iter=30)
+    alg = optim.algorithm(m, "snngm", estimator="second")
+    assert alg is optim.algorithm(_small_poisson(), "snngm", estimator="second")  # memoized on the data
+    k_init, k_run, _, _ = jax.random.split(jax.random.PRNGKey(2), 4)
+    ref, _ = _python_loop(alg, k_run, alg.init(k_init, alpha=0.01), 30)
+    np.testing.assert_allclose(tr.mean, ref[:, :3], rtol=1e-9, atol=1e-12)
+    assert np.all(tr.step_sizes == 0.01)
+    bound = 0.01 * math.sqrt(Layout(3).size)  # Tan Supp. S4.2: every SNNGM step is at most alpha long
+    assert np.all(tr.info["step_norm"] <= bound * (1 + 1e-12)) and tr.info["step_norm"][0] == pytest.approx(bound)
+    assert tr.extra["alpha_effective"] == pytest.approx(bound)
+
+
+def test_statuses_use_the_core_vocabulary():
+    m = R.crab_intercept()
+    common = dict(key=jax.random.PRNGKey(0), param="kappa", estimator="exact", mu0=[0.0], factor0=[[0.1]])
+    runs = [optim.run(m, "adam", n_iter=50, **common),
+            optim.run(m, "snngm", n_iter=5000, tol=1e-7, **common),
+            optim.run(m, "adam", n_iter=500, chunk_iters=100, should_stop=lambda: True, **common),
+            optim.run(m, "adam", n_iter=500, chunk_iters=100, max_seconds=0.0, **common),
+            optim.run(m, "adam-natural", n_iter=100, **dict(common, mu0=[2.0], factor0=[[0.01]]))]
+    assert [t.status for t in runs] == ["max_steps", "converged", "stopped", "max_time", "diverged: negative sigma^2"]
+    for t in runs:
+        assert t.status in core.STATUSES or t.status.startswith("diverged: ")
+        assert t.n_steps == t.extra["iterations"] == len(t.step_sizes)
+    assert runs[2].n_steps == runs[3].n_steps == 100
+
+
+def test_minibatch_rows_every_epoch_and_explicit_batches():
+    """Rows every epoch (record="epoch"); the minibatch order can be given (reproductions keep theirs)."""
+    m = _small_poisson(n=60)
+    key = jax.random.PRNGKey(3)
+    idx = optim.minibatch_indices(np.random.default_rng(0), 60, 20, 3 * 5 + 1)
+    assert idx.shape == (16, 20) and sorted(idx[:3].ravel().tolist()) == list(range(60))  # one epoch: a permutation
+    a = optim.run(m, "adam", key=key, estimator="exact", n_epochs=5, batch_size=20, batches=idx, record="epoch")
+    b = optim.run(m, "adam", key=key, estimator="exact", n_epochs=5, batch_size=20, batches=idx, record="iteration")
+    assert a.iterations.tolist() == [0, 3, 6, 9, 12, 15]
+    np.testing.assert_array_equal(a.mean, b.mean[::3])
+    assert a.extra["elbo_epoch"].shape == (5,)
+    np.testing.assert_allclose(a.extra["elbo_epoch"], b.info["elbo"].reshape(5, 3).mean(1))
+    with pytest.raises(ValueError, match="minibatch indices"):
+        optim.run(m, "adam", key=key, estimator="exact", n_epochs=5, batch_size=20, batches=idx[:5])

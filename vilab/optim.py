@@ -1,4 +1,4 @@
-"""Stochastic optimizers of Tan (2025) Sec. 6 and Supp. S5, and a driver that runs them.
+"""Stochastic optimizers of Tan (2025) Sec. 6 and Supp. S5, and the Algorithm that runs them.
 
 Sign convention (read this first)
 ---------------------------------
@@ -9,7 +9,8 @@ updates)`` adds to the parameters. Descent on ``-L`` is ascent on the ELBO ``L``
 how Tan writes every algorithm (Table 5: "lambda^(t+1) = lambda^(t) + alpha ...").
 
 The parameters are one flat vector of free variational parameters (Tan Sec. 6: "l_lambda =
-length of lambda"), laid out by a :class:`Layout`:
+length of lambda"), laid out by a :class:`vilab.families.GaussianFamily` (here also called
+:data:`Layout`, its historical name):
 
 * ``"chol_cov"``: lambda = (mu, vech C), Sigma = C C^T (Tan Thm 1(i)); diagonal: (mu, diag C);
 * ``"chol_prec"``: lambda = (mu, vech T), Sigma^{-1} = T T^T (Tan Thm 1(ii)); diagonal: (mu, diag T);
@@ -29,17 +30,19 @@ driver name        transformation          fed with
 ``vogn``           :func:`vogn`            :class:`VOGNInput` (gradient, Gauss-Newton)
 =================  ======================  ==============================================
 
-:func:`run` drives any (parameterization, gradient estimator, optimizer) combination on a
-:class:`vilab.targets.regression.GLMModel` with minibatches and returns a
-:class:`vilab.core.Trace`. :func:`comparison_specs` and :func:`table8` lay out a set of runs
-like Tan's Table 8 (rows: optimizer with 1 = first- / 2 = second-order gradients; columns:
-diagonal / full covariance; cells: final ELBO and time).
+:func:`algorithm` turns a (model, optimizer, parameterization, gradient estimator) combination
+into a :class:`vilab.core.Algorithm` (one step = gradient estimate + optax update; the step size
+alpha lives in ``state.hyper`` so it can change mid-run), and :func:`run` drives it with
+:func:`vilab.core.run` on a :class:`vilab.targets.regression.GLMModel` and returns a
+:class:`vilab.core.Trace`. The layout of Tan's Table 8 is presentation: see
+:mod:`vilab.plots.optim`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import math
-import time
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -47,9 +50,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from vilab.linalg import unvech, vech
-from vilab.natgrad import natural_grad_chol_cov, natural_grad_chol_prec, natural_grad_mean_cov
-from vilab.core.trace import Trace, diverged_status
+from vilab import core
+from vilab.core.cache import memoize
+from vilab.core.trace import Trace
+from vilab.families import PARAMS, GaussianFamily
+from vilab.linalg import vech
 
 __all__ = [
     "Layout",
@@ -62,169 +67,27 @@ __all__ = [
     "VOGNInput",
     "OPTIMIZERS",
     "ESTIMATORS",
+    "CODES",
     "make_transform",
     "PARAMS",
     "default_alpha",
     "snngm_alpha",
+    "OptimState",
+    "algorithm",
+    "initial_lambda",
+    "minibatch_indices",
     "run",
     "final_elbo",
     "tau_weights",
-    "comparison_specs",
-    "comparison_summary",
-    "run_label",
-    "table8",
 ]
 
-_LOG2PI = math.log(2.0 * math.pi)
+#: The flat-vector Gaussian family of this module (historical name of vilab.families.GaussianFamily).
+Layout = GaussianFamily
 
-
-# ============================================================== natural gradients
-PARAMS = ("chol_cov", "chol_prec", "kappa")
-
-
-class Layout(NamedTuple):
-    """How a flat vector lambda stores (mu, factor); see the module docstring.
-
-    ``param`` is "chol_cov" (factor C), "chol_prec" (factor T) or "kappa" (factor Sigma);
-    ``diagonal`` keeps only the factor's diagonal (l_lambda = 2d, otherwise d + d(d+1)/2).
-    """
-
-    d: int
-    param: str = "chol_cov"
-    diagonal: bool = False
-
-    @property
-    def size(self) -> int:
-        """l_lambda, the number of free variational parameters (Tan Table 5)."""
-        return 2 * self.d if self.diagonal else self.d + self.d * (self.d + 1) // 2
-
-    def check(self) -> "Layout":
-        if self.param not in PARAMS:
-            raise ValueError(f"The parameterization must be one of {', '.join(PARAMS)}; got {self.param!r}.")
-        if int(self.d) < 1:
-            raise ValueError(f"The dimension d must be at least 1; got {self.d}.")
-        return self
-
-    def unpack(self, lam):
-        """(mu, factor); the factor is a (d,) vector of diagonal entries when ``diagonal``."""
-        mu, rest = lam[: self.d], lam[self.d :]
-        if self.diagonal:
-            return mu, rest
-        return mu, unvech(rest, symmetric=(self.param == "kappa"))
-
-    def pack(self, mu, factor):
-        """The flat vector of (mu, factor) (``factor`` a matrix or, when diagonal, a vector)."""
-        mu = jnp.asarray(mu, dtype=jnp.float64)
-        factor = jnp.asarray(factor, dtype=jnp.float64)
-        if self.diagonal:
-            f = jnp.diagonal(factor) if factor.ndim == 2 else factor
-        else:
-            f = vech(factor if factor.ndim == 2 else jnp.diag(factor))
-        return jnp.concatenate([mu, f])
-
-    def diag_index(self) -> np.ndarray:
-        """Positions in lambda of the factor's diagonal entries (vech is column-major)."""
-        d = self.d
-        if self.diagonal:
-            return d + np.arange(d)
-        offsets = np.concatenate([[0], np.cumsum(np.arange(d, 0, -1))[:-1]])
-        return d + offsets
-
-    def covariance(self, lam):
-        """Sigma as a (d, d) matrix."""
-        mu, F = self.unpack(lam)
-        if self.diagonal:
-            var = {"chol_cov": F**2, "chol_prec": 1.0 / F**2, "kappa": F}[self.param]
-            return jnp.diag(var)
-        if self.param == "chol_cov":
-            return F @ F.T
-        if self.param == "kappa":
-            return F
-        Ti = jax.scipy.linalg.solve_triangular(F, jnp.eye(self.d), lower=True)
-        return Ti.T @ Ti
-
-    def variance_vector(self, lam):
-        """diag(Sigma) for a diagonal layout, else the full matrix (for the tractable ELBO)."""
-        if self.diagonal:
-            F = lam[self.d :]
-            return {"chol_cov": F**2, "chol_prec": 1.0 / F**2, "kappa": F}[self.param]
-        return self.covariance(lam)
-
-    def half_logdet(self, lam):
-        """1/2 log|Sigma| (for the entropy of q)."""
-        mu, F = self.unpack(lam)
-        if self.param == "kappa":
-            if self.diagonal:
-                return 0.5 * jnp.sum(jnp.log(F))
-            return 0.5 * jnp.linalg.slogdet(F)[1]
-        dg = F if self.diagonal else jnp.diagonal(F)
-        s = jnp.sum(jnp.log(jnp.abs(dg)))
-        return s if self.param == "chol_cov" else -s
-
-    def entropy(self, lam):
-        """Entropy of q = N(mu, Sigma): d/2 (1 + log 2 pi) + 1/2 log|Sigma|."""
-        return 0.5 * self.d * (1.0 + _LOG2PI) + self.half_logdet(lam)
-
-    def from_matrices(self, g_mu, G):
-        """Flat Euclidean gradient from grad_mu and the factor's gradient matrix G.
-
-        Cholesky factors: (g_mu, vech(tril G)) (Tan Sec. 1, grad_{vech C} L = vech(G)).
-        kappa: G = grad_Sigma L (symmetric) and grad_{vech Sigma} L = D^T vec(G)
-        = vech(2 G - dg(G)) (Tan Sec. 1). Diagonal layouts take diag(G) (or G if a vector).
-        """
-        if self.diagonal:
-            g = jnp.diagonal(G) if G.ndim == 2 else G
-            return jnp.concatenate([g_mu, g])
-        if self.param == "kappa":
-            G = 2.0 * G - jnp.diag(jnp.diagonal(G))
-        return jnp.concatenate([g_mu, vech(G)])
-
-    def natural(self, lam, egrad):
-        """Natural gradient F_lambda^{-1} egrad for a flat Euclidean gradient ``egrad``.
-
-        chol_cov: Tan (2025) Thm 1(i); chol_prec: Thm 1(ii); kappa: Table 1 row kappa
-        (Sigma g_mu, 2 vech(Sigma G Sigma)), G the symmetric grad_Sigma L. Diagonal factors:
-        (c^2 g_mu, c^2 g_c / 2) and (g_mu / t^2, t^2 g_t / 2) (Sec. 5, "diagonal C"), kappa:
-        (s g_mu, 2 s^2 g_s).
-        """
-        d = self.d
-        mu, F = self.unpack(lam)
-        g_mu, g_f = egrad[:d], egrad[d:]
-        if self.diagonal:
-            if self.param == "chol_cov":
-                return jnp.concatenate([F**2 * g_mu, 0.5 * F**2 * g_f])
-            if self.param == "chol_prec":
-                return jnp.concatenate([g_mu / F**2, 0.5 * F**2 * g_f])
-            return jnp.concatenate([F * g_mu, 2.0 * F**2 * g_f])
-        G = unvech(g_f)
-        if self.param == "kappa":
-            Gs = 0.5 * (G + G.T)  # off-diagonal entries of D^T vec(G) are doubled
-            n_mu, n_S = natural_grad_mean_cov(mu, F, g_mu, Gs)
-            return jnp.concatenate([n_mu, vech(n_S)])
-        fn = natural_grad_chol_cov if self.param == "chol_cov" else natural_grad_chol_prec
-        n_mu, n_F = fn(mu, F, g_mu, G)
-        return jnp.concatenate([n_mu, vech(n_F)])
-
-    def validity(self, lam):
-        """0 if lambda defines a Gaussian, 1 if non-finite, 2 if the covariance is not PD."""
-        finite = jnp.all(jnp.isfinite(lam))
-        mu, F = self.unpack(lam)
-        if self.param == "kappa":
-            if self.diagonal or self.d == 1:
-                pd = jnp.all((F if self.diagonal else jnp.diagonal(F)) > 0)
-            else:
-                pd = jnp.all(jnp.isfinite(jnp.linalg.cholesky(F)))
-        else:
-            dg = F if self.diagonal else jnp.diagonal(F)
-            pd = jnp.all(jnp.abs(dg) > 0)
-        return jnp.where(finite, jnp.where(pd, 0, 2), 1)
-
-    def failure_reason(self, code: int) -> str:
-        if code == 1:
-            return diverged_status("non-finite values")
-        if self.param == "kappa":
-            return diverged_status("negative sigma^2" if self.d == 1 else "covariance lost positive definiteness")
-        return diverged_status("singular Cholesky factor (a zero on its diagonal)")
+#: Step codes of the optimizer algorithms beside vilab.core.CODES.
+NEGATIVE_SIGMA2 = 10
+CODES = {NEGATIVE_SIGMA2: ("diverged: negative sigma^2",
+                           "the variance of lambda = (mu, sigma^2) went below zero (Tan (2025) Fig. 3)")}
 
 
 # ==================================================================== optimizers
@@ -510,23 +373,16 @@ def make_transform(name: str, alpha: float, layout: Layout, **kw) -> optax.Gradi
     return vogn(alpha, layout=layout, **kw)
 
 
+
 # =================================================================== estimators
-def _solve_lower(T, b):
-    return jax.scipy.linalg.solve_triangular(T, b, lower=True)
-
-
-def _solve_upper_T(T, b):
-    """T^{-T} b for lower-triangular T."""
-    return jax.scipy.linalg.solve_triangular(T.T, b, lower=False)
-
-
 def _make_estimator(model, layout: Layout, estimator: str, feed: str):
     """A function (lam, Xb, yb, scale, key) -> (elbo_estimate, feed_value).
 
     ``feed`` says what the optimizer needs: "euclidean" or "natural" (gradient of -L),
     "smooth" (gradient of -E_q[log p]), "vogn" (a VOGNInput).
     Exact: autodiff of the tractable ELBO (Tan Supp. S2). First/second order: Tan (2025)
-    Thm 2 single-sample estimators, theta = mu + C z or mu + T^{-T} z.
+    Thm 2 single-sample estimators (:meth:`vilab.families.GaussianFamily.estimate`),
+    theta = mu + C z or mu + T^{-T} z.
     """
     d = layout.d
     diag = layout.diagonal
@@ -558,77 +414,27 @@ def _make_estimator(model, layout: Layout, estimator: str, feed: str):
 
         return est
 
-    second = estimator == "second"
+    order = estimator
 
     def est(lam, Xb, yb, scale, key):
-        mu, F = layout.unpack(lam)
-        z = jax.random.normal(key, (d,), dtype=lam.dtype)
-        # theta and log q(theta)
-        if layout.param == "chol_cov":
-            theta = mu + (F * z if diag else F @ z)
-        elif layout.param == "chol_prec":
-            theta = mu + (z / F if diag else _solve_upper_T(F, z))
-        else:
-            Lc = jnp.sqrt(F) if diag else jnp.linalg.cholesky(F)
-            theta = mu + (Lc * z if diag else Lc @ z)
-        logq = -0.5 * d * _LOG2PI - layout.half_logdet(lam) - 0.5 * z @ z
-        logp = model.log_joint(theta, Xb, yb, scale)
-        h_val = logp - logq
+        def log_p(theta):
+            return model.log_joint(theta, Xb, yb, scale)
+
         if feed == "vogn":
+            z = jax.random.normal(key, (d,), dtype=lam.dtype)
+            theta = layout.transform(lam, z)
+            h_val = log_p(theta) - layout.log_q_whitened(lam, z)
             g, _ = model.grad_hess(theta, Xb, yb, scale, diagonal=True)
             J = model.per_example_grads(theta, Xb, yb)
             gn = scale * ((J**2).sum(0) if diag else J.T @ J) + (1.0 if diag else jnp.eye(d)) / prior_var
             return h_val, VOGNInput(-g, gn)
-        g, Hs = model.grad_hess(theta, Xb, yb, scale, diagonal=diag) if second else (
-            model.grad_hess(theta, Xb, yb, scale, diagonal=True)[0], None)
-        smooth = feed == "smooth"  # gradient of E_q[log p] only (PGA): drop the -log q parts
-        if layout.param == "chol_cov":
-            # grad_theta h = g + C^{-T} z; G1 = grad h z^T, F1 = hess h C (Thm 2)
-            if diag:
-                gh = g if smooth else g + z / F
-                if second:
-                    G = Hs * F + (0.0 if smooth else 1.0 / F)
-                else:
-                    G = gh * z
-            else:
-                Ctz = _solve_upper_T(F, z)
-                gh = g if smooth else g + Ctz
-                if second:
-                    G = Hs @ F + (0.0 if smooth else _solve_upper_T(F, jnp.eye(d)))
-                else:
-                    G = jnp.outer(gh, z)
-                G = jnp.tril(G)
-            g_mu = gh
-        elif layout.param == "chol_prec":
-            # theta - mu = T^{-T} z, grad h = g + T z, v = T^{-1} grad h;
-            # G2 = -(theta - mu) v^T, F2 = -Sigma hess h T^{-T} = -Sigma Hs T^{-T} - T^{-T}
-            if diag:
-                gh = g if smooth else g + F * z
-                if second:
-                    G = -Hs / F**3 - (0.0 if smooth else 1.0 / F)
-                else:
-                    G = -(z / F) * (gh / F)
-            else:
-                dth = _solve_upper_T(F, z)
-                gh = g if smooth else g + F @ z
-                if second:
-                    Ti = _solve_lower(F, jnp.eye(d))  # T^{-1}
-                    Sig = Ti.T @ Ti
-                    G = -Sig @ Hs @ Ti.T - (0.0 if smooth else Ti.T)
-                else:
-                    G = -jnp.outer(dth, _solve_lower(F, gh))
-                G = jnp.tril(G)
-            g_mu = gh
-        else:  # kappa: grad_Sigma L = E[hess h] / 2 = E[Sigma^{-1}(theta-mu) grad h^T] / 2 (Price / Stein)
-            P = 1.0 / F if diag else jnp.linalg.inv(F)
-            dth = theta - mu
-            gh = g if smooth else g + (P * dth if diag else P @ dth)
-            if second:
-                G = 0.5 * (Hs + (0.0 if smooth else P))
-            else:
-                G = 0.5 * ((P * dth) * gh if diag else 0.5 * (jnp.outer(P @ dth, gh) + jnp.outer(gh, P @ dth)))
-            g_mu = gh
-        egrad = layout.from_matrices(g_mu, G)
+
+        def grad_hess(theta):
+            if order == "second":
+                return model.grad_hess(theta, Xb, yb, scale, diagonal=diag)
+            return model.grad_hess(theta, Xb, yb, scale, diagonal=True)[0], None
+
+        h_val, egrad = layout.estimate(key, lam, log_p, order=order, smooth=feed == "smooth", grad_hess=grad_hess)
         if feed == "natural":
             egrad = layout.natural(lam, egrad)
         return h_val, -egrad
@@ -636,9 +442,183 @@ def _make_estimator(model, layout: Layout, estimator: str, feed: str):
     return est
 
 
+# ===================================================================== algorithm
+class OptimState(NamedTuple):
+    """State of an optimizer :func:`algorithm`.
+
+    lam : the flat variational parameters lambda_t; opt_state : the optax state;
+    elbo : the ELBO estimate at lam (h(theta) at one draw, or the exact minibatch ELBO);
+    feed : what the optimizer will be fed at lam (the gradient estimate, computed with elbo);
+    hyper : {"alpha": step size} (alpha0 for SNNGM), changeable mid-run (vilab.core.set_hyper).
+    """
+
+    lam: jax.Array
+    opt_state: Any
+    elbo: jax.Array
+    feed: Any
+    hyper: dict
+
+
+class _Data:
+    """A model as a cache-key part: equal when the data and constants are (a content hash), so a
+    page or a reproduction that rebuilds the same model reuses the compiled programs."""
+
+    def __init__(self, model):
+        self.model = model
+        h = hashlib.blake2b(digest_size=16)
+        for a in (model.X, model.y):
+            a = np.ascontiguousarray(a, dtype=np.float64)
+            h.update(str(a.shape).encode())
+            h.update(a.tobytes())
+        self.key = (type(model).__name__, model.family, float(model.prior_var), float(model.log_y_factorial_sum),
+                    h.hexdigest())
+
+    def __hash__(self):
+        return hash(self.key)
+
+    def __eq__(self, other):
+        return isinstance(other, _Data) and other.key == self.key
+
+
+def _check_settings(model, optimizer, param, diagonal, estimator, batch_size):
+    _check_name(optimizer)
+    if param not in PARAMS:
+        raise ValueError(f"The parameterization must be one of {', '.join(PARAMS)}; got {param!r}.")
+    if optimizer == "vogn":
+        param = "chol_prec"
+    if optimizer == "pga" and param == "kappa":
+        raise ValueError("ProxGenAdam needs a Cholesky factor: choose 'chol_cov' or 'chol_prec'.")
+    if estimator == "auto":
+        estimator = "exact" if model.tractable else "second"
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"The gradient estimator must be one of {', '.join(ESTIMATORS)} or 'auto'; got {estimator!r}.")
+    if estimator == "exact" and not model.tractable:
+        raise ValueError(f"The ELBO of {model.name!r} has no closed form: use the 'first' or 'second' order estimator.")
+    n = model.n
+    B = n if batch_size is None else int(batch_size)
+    if not 1 <= B <= n:
+        raise ValueError(f"The minibatch size must be between 1 and n = {n}; got {batch_size}.")
+    return param, bool(diagonal), estimator, B
+
+
+def algorithm(model, optimizer: str = "snngm", *, param: str = "chol_cov", diagonal: bool = False,
+              estimator: str = "auto", batch_size: int | None = None, **opt_kwargs) -> core.Algorithm:
+    """One (optimizer, parameterization, gradient estimator) combination on a GLM as a
+    :class:`vilab.core.Algorithm` (memoized: the same settings and data give the same object, so
+    the runner reuses its compiled loop).
+
+    One step (Tan (2025) Table 5 / Supp. S5): the optimizer's update from the gradient estimate at
+    lambda_t, then the estimate at lambda_{t+1} (kept in the state with its ELBO, so ``observe``
+    reads the ELBO of the current iterate and Table 2's rule |L_t - L_{t-1}| < tol |L_t| applies
+    to it):
+
+        lambda_{t+1} = lambda_t + tx.update(-ghat(lambda_t))  (or the natural / smooth / VOGN feed)
+
+    * ``optimizer``: a key of :data:`OPTIMIZERS`; VOGN always uses "chol_prec", PGA a Cholesky factor.
+    * ``estimator``: "exact" (autodiff of the tractable ELBO, Poisson), "first" / "second" (Tan
+      Thm 2, :meth:`vilab.families.GaussianFamily.thm2_gradient`); "auto" = exact when tractable.
+    * ``batch_size``: minibatch size B (default n). Then ``batch`` (of ``init`` and of each step)
+      is a vector of B row indices and the data term is scaled by n / B; step t's batch is the
+      minibatch of the gradient at lambda_{t+1}. With the full batch, ``batch`` is None.
+
+    ``init(key, start=None, alpha=None, batch=None)``: start is None (Tan Sec. 8: mu = 0,
+    C = I / sqrt(n), T = sqrt(n) I, Sigma = I / n), a pair (mu0, factor0) or a flat lambda; alpha the
+    step size (alpha0 for SNNGM; default per optimizer), kept in ``state.hyper["alpha"]``.
+    Info per step: code, step_size (alpha), step_norm ||lambda_{t+1} - lambda_t||, elbo (at lambda_t).
+    Observe: mean, cov (var for a diagonal family), objective = -elbo, elbo.
+    """
+    param, diagonal, estimator, B = _check_settings(model, optimizer, param, diagonal, estimator, batch_size)
+    make_transform(optimizer, OPTIMIZERS[optimizer]["default_alpha"], Layout(model.d, param, diagonal).check(),
+                   **opt_kwargs)  # validates the options
+    return _algorithm(_Data(model), optimizer, param, diagonal, estimator, B, tuple(sorted(opt_kwargs.items())))
+
+
+@memoize("vilab.optim algorithms", maxsize=64)
+def _algorithm(data: _Data, optimizer, param, diagonal, estimator, B, opt_items):
+    model = data.model
+    opt_kwargs = dict(opt_items)
+    layout = Layout(model.d, param, diagonal).check()
+    spec = OPTIMIZERS[optimizer]
+    est = _make_estimator(model, layout, estimator, spec["feed"])
+    d, n = layout.d, model.n
+    full_batch = B == n
+    X = jnp.asarray(model.X)
+    y = jnp.asarray(model.y)
+    scale = float(n) / float(B)
+    sigma2_code = layout.param == "kappa" and d == 1
+
+    def data_of(batch):
+        return (X, y) if full_batch else (X[batch], y[batch])
+
+    def estimate(lam, key, batch):
+        Xb, yb = data_of(batch)
+        return est(lam, Xb, yb, scale, key)
+
+    estimate_jit = jax.jit(estimate)
+
+    def init(key, start=None, alpha=None, batch=None):
+        if start is None or isinstance(start, tuple) and len(start) == 2:
+            mu0, f0 = (None, None) if start is None else start
+            lam0 = jnp.asarray(initial_lambda(model, layout, mu0, f0))
+        else:
+            lam0 = jnp.asarray(start, dtype=jnp.float64)
+            if lam0.shape != (layout.size,) or int(layout.validity(lam0)) != 0:
+                raise ValueError(f"The starting lambda must be a valid vector of length {layout.size}.")
+        a = _positive(spec["default_alpha"] if alpha is None else alpha, f"The step size alpha of {spec['label']}")
+        if not full_batch:
+            if batch is None:
+                raise ValueError("A minibatch run needs the first minibatch (batch=) to start from.")
+            batch = jnp.asarray(batch, dtype=jnp.int32)
+        val, fv = estimate_jit(lam0, key, batch)
+        tx = make_transform(optimizer, a, layout, **opt_kwargs)
+        return OptimState(lam0, tx.init(lam0), val, fv, {"alpha": jnp.float64(a)})
+
+    def step(key, state, batch):
+        alpha = state.hyper["alpha"]
+        tx = make_transform(optimizer, alpha, layout, **opt_kwargs)
+        lam = state.lam
+        upd, opt_state = tx.update(state.feed, state.opt_state, lam)
+        new_lam = lam + upd
+        code = layout.validity(new_lam)
+        if sigma2_code:
+            code = jnp.where(code == 3, NEGATIVE_SIGMA2, code)
+        val, fv = estimate(new_lam, key, batch)
+        info = {"code": code, "step_size": alpha, "step_norm": jnp.linalg.norm(upd), "elbo": state.elbo}
+        return OptimState(new_lam, opt_state, val, fv, state.hyper), info
+
+    def observe(state):
+        lam = state.lam
+        out = {"mean": lam[:d]}
+        if diagonal:
+            out["var"] = layout.variances(lam)
+        else:
+            out["cov"] = layout.covariance(lam)
+        out["objective"] = -state.elbo
+        out["elbo"] = state.elbo
+        return out
+
+    exact_rows = estimator == "exact" and full_batch
+    return core.Algorithm(
+        init, step, observe,
+        name=f"{spec['label']} [{param}{', diagonal' if diagonal else ''}, {estimator}]",
+        objective_name="negative ELBO" if exact_rows else "negative ELBO (estimate)",
+        codes=CODES,
+        settings=dict(optimizer=optimizer, param=param, diagonal=diagonal, estimator=estimator, batch_size=B,
+                      layout=layout, **opt_kwargs),
+    )
+
+
+#: Kept for vilab.clear_caches(), which still reaches in here by name; the algorithms (and through
+#: them the runner's compiled loops) live in the memoize cache above.
+_RUNNER_CACHE = _algorithm.cache
+
+#: (algorithm, chunk, record_every, ...) whose chunk loop :func:`run` has compiled already.
+_WARM = core.ProgramCache("vilab.optim compiled chunk loops", maxsize=128)
+
+
 # ======================================================================== driver
-def _initial(model, layout: Layout, mu0, factor0):
-    """Tan (2025) Sec. 8 default start: mu = 0, C = I / sqrt(n) (T = sqrt(n) I, Sigma = I / n)."""
+def initial_lambda(model, layout: Layout, mu0=None, factor0=None) -> np.ndarray:
+    """The starting lambda; default Tan (2025) Sec. 8: mu = 0, C = I / sqrt(n) (T = sqrt(n) I, Sigma = I / n)."""
     d, n = layout.d, model.n
     mu = np.zeros(d) if mu0 is None else np.asarray(mu0, dtype=np.float64).reshape(-1)
     if mu.shape != (d,) or not np.all(np.isfinite(mu)):
@@ -662,93 +642,68 @@ def _initial(model, layout: Layout, mu0, factor0):
             raise ValueError("The starting Cholesky factor must be lower triangular with a non-zero diagonal.")
     if layout.diagonal and np.any(F - np.diag(np.diag(F)) != 0):
         raise ValueError("A diagonal variational family needs a diagonal starting factor.")
-    return np.asarray(layout.pack(mu, F))
+    # layout.pack in numpy (vech: the lower triangle column by column)
+    return np.concatenate([mu, np.diag(F) if layout.diagonal else F.T[np.triu_indices(d)]])
 
 
-def _epoch_runner(model, layout, estimator, optimizer, opt_kwargs, keep_lam: bool, full_batch: bool):
-    """A jitted function running E epochs of nb iterations: nested lax.scan, one compile.
+def minibatch_indices(rng, n: int, batch_size: int, n_rows: int) -> np.ndarray:
+    """Minibatch row indices, (n_rows, batch_size) int32: epochs of n // batch_size minibatches drawn
+    without replacement, one permutation of 0..n-1 per epoch (Tan (2025) Sec. 8).
 
-    The step size is an argument (traced), so changing it does not recompile.
+    rng : a jax PRNG key (the numpy generator is seeded from it) or a numpy Generator.
+    A run of T steps needs T + 1 rows: row 0 for the estimate at the start, row t for lambda_t.
     """
-    est = _make_estimator(model, layout, estimator, OPTIMIZERS[optimizer]["feed"])
-    d = layout.d
-
-    def chunk(carry, keys, idx, scale, X, y, alpha):
-        tx = make_transform(optimizer, alpha, layout, **opt_kwargs)
-
-        def step(c, inp):
-            lam, opt_state, code, fail_it, it = c
-            key, ix = inp
-            Xb, yb = (X, y) if full_batch else (X[ix], y[ix])
-            val, feed_val = est(lam, Xb, yb, scale, key)
-            upd, new_state = tx.update(feed_val, opt_state, lam)
-            new_lam = lam + upd
-            new_code = layout.validity(new_lam)
-            ok = (code == 0) & (new_code == 0)
-            lam_out = jnp.where(ok, new_lam, lam)
-            state_out = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), new_state, opt_state)
-            step_norm = jnp.where(ok, jnp.linalg.norm(upd), 0.0)
-            fail_it = jnp.where((code == 0) & (new_code != 0), it + 1, fail_it)
-            code = jnp.where(code == 0, new_code, code)
-            out = (lam[:d], val, step_norm) + ((lam,) if keep_lam else ())
-            return (lam_out, state_out, code, fail_it, it + 1), out
-
-        def one_epoch(c, ki):
-            c, out = jax.lax.scan(step, c, ki)
-            return c, (out, c[0])
-
-        return jax.lax.scan(one_epoch, carry, (keys, idx))
-
-    return jax.jit(chunk)
-
-
-def _cov_rows(layout: Layout, lams: np.ndarray) -> np.ndarray:
-    """Sigma for each row of a (k, l_lambda) array of flat parameters (numpy)."""
-    d = layout.d
-    F = lams[:, d:]
-    if layout.diagonal:
-        var = {"chol_cov": F**2, "chol_prec": 1.0 / F**2, "kappa": F}[layout.param]
-        return var[:, :, None] * np.eye(d)
-    cols, rows = np.triu_indices(d)
-    M = np.zeros((lams.shape[0], d, d))
-    M[:, rows, cols] = F
-    if layout.param == "kappa":
-        return M + np.swapaxes(M, 1, 2) - M * np.eye(d)
-    if layout.param == "chol_cov":
-        return M @ np.swapaxes(M, 1, 2)
-    Ti = np.linalg.inv(M)
-    return np.swapaxes(Ti, 1, 2) @ Ti
+    if not isinstance(rng, np.random.Generator):
+        rng = np.random.default_rng(np.asarray(jax.random.key_data(rng)))
+    B = int(batch_size)
+    nb = n // B
+    out, have = [], 0
+    while have < n_rows:
+        out.append(rng.permutation(n)[: nb * B].reshape(nb, B))
+        have += nb
+    return np.concatenate(out)[:n_rows].astype(np.int32)
 
 
 def _mc_elbo(model, layout: Layout, lam, key, n_draws: int):
     """Monte Carlo ELBO on the full data: mean and standard error of h(theta), theta ~ q."""
-    d = layout.d
-    mu = lam[:d]
-    Sigma = layout.covariance(lam)
-    Lc = jnp.linalg.cholesky(Sigma)
-    z = jax.random.normal(key, (n_draws, d), dtype=jnp.float64)
-    th = mu + z @ Lc.T
-    logq = -0.5 * d * _LOG2PI - jnp.sum(jnp.log(jnp.diagonal(Lc))) - 0.5 * jnp.sum(z**2, 1)
-    logp = jax.vmap(lambda t: model.log_joint(t))(th)
-    h = logp - logq
-    return float(jnp.mean(h)), float(jnp.std(h) / math.sqrt(n_draws))
+    fn = _mc_elbo_program(_Data(model), layout, int(n_draws))
+    m, se = fn(jnp.asarray(lam), key)
+    return float(m), float(se)
 
 
-def final_elbo(model, layout: Layout, lam, seed: int = 0, n_draws: int = 500) -> tuple[float, float]:
-    """ELBO at lam: exact on the full data when tractable (standard error 0), else Monte Carlo."""
+@memoize("vilab.optim Monte Carlo ELBO", maxsize=32)
+def _mc_elbo_program(data: _Data, layout: Layout, n_draws: int):
+    model, d = data.model, layout.d
+
+    def fn(lam, key):
+        mu = lam[:d]
+        Sigma = layout.covariance(lam)
+        Lc = jnp.linalg.cholesky(Sigma)
+        z = jax.random.normal(key, (n_draws, d), dtype=jnp.float64)
+        th = mu + z @ Lc.T
+        logq = -0.5 * d * math.log(2.0 * math.pi) - jnp.sum(jnp.log(jnp.diagonal(Lc))) - 0.5 * jnp.sum(z**2, 1)
+        h = jax.vmap(lambda t: model.log_joint(t))(th) - logq
+        return jnp.mean(h), jnp.std(h) / math.sqrt(n_draws)
+
+    return jax.jit(fn)
+
+
+def final_elbo(model, layout: Layout, lam, key=None, n_draws: int = 500) -> tuple[float, float]:
+    """ELBO at lam: exact on the full data when tractable (standard error 0), else Monte Carlo
+    with ``n_draws`` draws from ``key`` (a jax PRNG key)."""
     lam = jnp.asarray(lam)
     if model.tractable:
         return float(model.exact_elbo(lam[: layout.d], layout.variance_vector(lam))), 0.0
-    return _mc_elbo(model, layout, lam, jax.random.PRNGKey(seed + 7919), n_draws)
-
-
-_RUNNER_CACHE: dict = {}
+    if key is None:
+        raise ValueError("A Monte Carlo ELBO needs a random key (key=jax.random.PRNGKey(...)).")
+    return _mc_elbo(model, layout, lam, key, n_draws)
 
 
 def run(
     model,
     optimizer: str = "snngm",
     *,
+    key,
     alpha: float | None = None,
     param: str = "chol_cov",
     diagonal: bool = False,
@@ -756,9 +711,9 @@ def run(
     n_iter: int | None = None,
     n_epochs: int | None = None,
     batch_size: int | None = None,
+    batches=None,
     mu0=None,
     factor0=None,
-    seed: int = 0,
     tol: float | None = None,
     record: str = "auto",
     chunk_iters: int = 500,
@@ -768,291 +723,117 @@ def run(
     max_seconds: float | None = None,
     **opt_kwargs,
 ) -> Trace:
-    """Run one (parameterization, gradient estimator, optimizer) combination on a GLM model.
+    """Run one (parameterization, gradient estimator, optimizer) combination on a GLM model: a thin
+    convenience over :func:`algorithm` and :func:`vilab.core.run` (host mode, in chunks).
 
     Parameters
     ----------
     model : :class:`vilab.targets.regression.GLMModel`.
     optimizer : a key of ``OPTIMIZERS`` ("adam", "adam-natural", "snngm", "nagm", "pga", "vogn").
+    key : jax PRNG key (gradient draws, minibatches, the Monte Carlo final ELBO: independent
+        streams split from it).
     alpha : step size (alpha0 for SNNGM, so alpha = alpha0 sqrt(l_lambda)); default per optimizer.
-    param : "chol_cov" (mu, C), "chol_prec" (mu, T) or "kappa" (mu, vech Sigma). VOGN always
-        uses "chol_prec" (it updates the precision); PGA needs a Cholesky factor.
-    diagonal : diagonal (mean-field) factor.
-    estimator : "exact" (tractable ELBO: Poisson), "first" or "second" order (Tan Thm 2);
-        "auto" = exact when tractable, else second.
+    param, diagonal, estimator, batch_size, **opt_kwargs : see :func:`algorithm`.
     n_iter / n_epochs : length of the run (one of them); an epoch is n // batch_size iterations.
-    batch_size : minibatch size (default: full batch). Minibatches are drawn without
-        replacement within an epoch and the data term is scaled by n / |B|.
+    batches : minibatch indices (n_iter + 1, batch_size) to use instead of drawing them from
+        ``key`` (see :func:`minibatch_indices`).
     mu0, factor0 : start (default Tan Sec. 8: mu = 0, C = I/sqrt(n), T = sqrt(n) I, Sigma = I/n).
-    tol : stop at the first t with |L_t - L_{t-1}| < tol |L_t| (Tan Table 2 rule; exact
-        full-batch ELBO only); the count t includes that last step.
+    tol : stop ("converged") at the first t with |L_t - L_{t-1}| < tol |L_t| (Tan Table 2 rule;
+        exact full-batch ELBO only); the count t includes that last step.
     record : rows of mean/cov/objective: "iteration", "epoch", or "auto" (iteration when
-        l_lambda <= 200, else epoch).
-    progress(fraction), should_stop() : called between chunks (for a page's progress bar and
-        stop button); a stopped run has status "stopped".
-    max_seconds : wall-time budget; the run stops ("max_time") when it is exceeded.
+        l_lambda <= 200, else epoch). ``Trace.iterations`` gives the iteration of each row.
+    chunk_iters : iterations per compiled chunk (rounded to whole epochs); between chunks
+        progress(fraction) and should_stop() are called (a stopped run has status "stopped") and
+        the time budget ``max_seconds`` is checked ("max_time").
 
     Returns
     -------
-    Trace with objective = -ELBO estimate at each recorded row and extra:
-        elbo (per-iteration estimate at lambda_t, t = 0..n-1, then the final value),
-        elbo_epoch (average per epoch), mean_path (n+1, d), step_norm (n,),
-        final_elbo / final_elbo_se (exact when tractable, else Monte Carlo),
-        wall_time (s, without compilation), compile_time, iterations, epochs, lam (final),
-        layout, failed_at (the iteration that broke, if any).
+    The runner's Trace (rows: mean, cov or var, objective = -ELBO at the row's iterate, extra
+    "elbo"; per step in ``info``: elbo at lambda_t, step_norm, step_size = alpha, code) with extra:
+        elbo_epoch (average of info["elbo"] per epoch), final_elbo / final_elbo_se (exact when
+        tractable, else Monte Carlo), wall_time (s, without compilation), time_per_iter,
+        compile_time, iterations, epochs, iters_per_epoch, batch_size, lam (final), layout,
+        optimizer, label, alpha, alpha_effective, estimator, failed_at (the iteration that broke).
     """
-    _check_name(optimizer)
-    if param not in PARAMS:
-        raise ValueError(f"The parameterization must be one of {', '.join(PARAMS)}; got {param!r}.")
+    key = core.as_key(key)
+    param, diagonal, estimator, B = _check_settings(model, optimizer, param, diagonal, estimator, batch_size)
     spec = OPTIMIZERS[optimizer]
-    if optimizer == "vogn":
-        param = "chol_prec"
-    if optimizer == "pga" and param == "kappa":
-        raise ValueError("ProxGenAdam needs a Cholesky factor: choose 'chol_cov' or 'chol_prec'.")
-    if estimator == "auto":
-        estimator = "exact" if model.tractable else "second"
-    if estimator not in ESTIMATORS:
-        raise ValueError(f"The gradient estimator must be one of {', '.join(ESTIMATORS)} or 'auto'; got {estimator!r}.")
-    if estimator == "exact" and not model.tractable:
-        raise ValueError(f"The ELBO of {model.name!r} has no closed form: use the 'first' or 'second' order estimator.")
-    layout = Layout(model.d, param, bool(diagonal)).check()
+    layout = Layout(model.d, param, diagonal).check()
     alpha = _positive(spec["default_alpha"] if alpha is None else alpha, f"The step size alpha of {spec['label']}")
-    tx = make_transform(optimizer, alpha, layout, **opt_kwargs)  # validates the options
-
+    make_transform(optimizer, alpha, layout, **opt_kwargs)  # validates the options
     n = model.n
-    B = n if batch_size is None else int(batch_size)
-    if not 1 <= B <= n:
-        raise ValueError(f"The minibatch size must be between 1 and n = {n}; got {batch_size}.")
     nb = n // B
     if (n_iter is None) == (n_epochs is None):
         raise ValueError("Give the length of the run as exactly one of n_iter or n_epochs.")
     total = int(n_iter) if n_iter is not None else int(n_epochs) * nb
     if total < 1:
         raise ValueError("The run needs at least one iteration.")
-    if tol is not None and not (estimator == "exact" and B == n):
+    full_batch = B == n
+    if tol is not None and not (estimator == "exact" and full_batch):
         raise ValueError("The relative-change stopping rule needs the exact full-batch ELBO "
                          "(estimator 'exact', no minibatches).")
-    keep_lam = layout.size <= 200 if record == "auto" else record == "iteration"
     if record not in ("auto", "iteration", "epoch"):
         raise ValueError("record must be 'auto', 'iteration' or 'epoch'.")
+    every_iteration = layout.size <= 200 if record == "auto" else record == "iteration"
+    record_every = 1 if every_iteration else nb
 
-    lam0 = jnp.asarray(_initial(model, layout, mu0, factor0))
-    full_batch = B == n
-    if not keep_lam:  # rows at epoch ends: run whole epochs
-        total = -(-total // nb) * nb
-    E = max(1, min(int(chunk_iters) // nb, -(-total // nb)))  # epochs per compiled chunk
-    cache_key = (model.family, model.prior_var, model.log_y_factorial_sum, model.X.shape, layout, estimator,
-                 optimizer, tuple(sorted(opt_kwargs.items())), keep_lam, full_batch, B, E)
-    alpha_arr = jnp.asarray(float(alpha))
-    X = jnp.asarray(model.X)
-    y = jnp.asarray(model.y)
-    scale = float(n) / float(B)
-    opt_state = tx.init(lam0)
-    carry = (lam0, opt_state, jnp.asarray(0), jnp.asarray(-1), jnp.asarray(0))
-    rng = np.random.default_rng(seed)
-    key = jax.random.PRNGKey(seed)
+    k_init, k_run, k_batch, k_final = jax.random.split(key, 4)
+    alg = algorithm(model, optimizer, param=param, diagonal=diagonal, estimator=estimator, batch_size=B,
+                    **opt_kwargs)
+    if full_batch:
+        idx = None
+    else:
+        idx = minibatch_indices(k_batch, n, B, total + 1) if batches is None else np.asarray(batches, np.int32)
+        if idx.shape != (total + 1, B):
+            raise ValueError(f"The minibatch indices must have shape ({total + 1}, {B}); got {idx.shape}.")
+    state = alg.init(k_init, (mu0, factor0), alpha=alpha, batch=None if idx is None else idx[0])
+    steps_idx = None if idx is None else jnp.asarray(idx[1:])
+    chunk = max(1, int(chunk_iters) // nb) * nb
+    options = dict(record_every=record_every, rel_tol=tol, rel_tol_on="elbo", chunk_size=chunk)
+    # compile the chunk loop first (one step), so that the timings below are of the iterations only
+    timing = {"compile": 0.0}
 
-    def batches(key_c):
-        keys = jax.random.split(key_c, E * nb).reshape(E, nb, -1)
-        if full_batch:
-            idx = jnp.zeros((E, nb, 1), dtype=jnp.int32)
-        else:
-            idx = jnp.asarray(np.stack([rng.permutation(n)[: nb * B].reshape(nb, B) for _ in range(E)]),
-                              dtype=jnp.int32)
-        return keys, idx
+    def warm_up():
+        warm = core.run(alg, k_run, state, 1, batches=None if steps_idx is None else steps_idx[:1], **options)
+        timing["compile"] = float(warm.timings["total"])
+        return True
 
-    t_c = time.perf_counter()
-    runner = _RUNNER_CACHE.get(cache_key)
-    if runner is None:
-        fn = _epoch_runner(model, layout, estimator, optimizer, opt_kwargs, keep_lam, full_batch)
-        keys, idx = batches(jax.random.PRNGKey(0))
-        runner = fn.lower(carry, keys, idx, scale, X, y, alpha_arr).compile()
-        if len(_RUNNER_CACHE) > 64:
-            _RUNNER_CACHE.clear()
-        _RUNNER_CACHE[cache_key] = runner
-    compile_time = time.perf_counter() - t_c
-
-    means, elbos, norms, lams, lam_epoch = [], [], [], [], []
-    done = 0
-    status = "max_steps"
-    stop_at = None
-    code, fail_it = 0, -1
-    t0 = time.perf_counter()
-    while done < total:
-        key, kc = jax.random.split(key)
-        keys, idx = batches(kc)
-        carry, (out, lam_ep) = runner(carry, keys, idx, scale, X, y, alpha_arr)
-        means.append(np.asarray(out[0]).reshape(-1, layout.d))
-        elbos.append(np.asarray(out[1]).reshape(-1))
-        norms.append(np.asarray(out[2]).reshape(-1))
-        lam_epoch.append(np.asarray(lam_ep))
-        if keep_lam:
-            lams.append(np.asarray(out[3]).reshape(-1, layout.size))
-        done += E * nb
-        code, fail_it = int(carry[2]), int(carry[3])
-        if code != 0:
-            status = layout.failure_reason(code)
-            break
-        if tol is not None:
-            e_all = np.concatenate(elbos)
-            hit = np.flatnonzero(np.abs(np.diff(e_all)) < tol * np.abs(e_all[1:]))
-            if hit.size and hit[0] + 1 <= total:
-                stop_at = int(hit[0]) + 1
-                status = "converged"
-                break
-        if progress is not None:
-            progress(min(1.0, done / total))
-        if should_stop is not None and should_stop():
-            status = "stopped"
-            break
-        if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
-            status = "max_time"
-            break
-    elapsed = time.perf_counter() - t0
+    _WARM.get_or_build((alg, chunk, record_every, full_batch, tol is not None), warm_up)
+    compile_time = timing["compile"]
+    tr = core.run(alg, k_run, state, total, batches=steps_idx, progress=progress, should_stop=should_stop,
+                  max_time=max_seconds, **options)
     if progress is not None:
         progress(1.0)
 
-    mean_it = np.concatenate(means)
-    elbo_it = np.concatenate(elbos)
-    norm_it = np.concatenate(norms)
-    lam_ep_all = np.concatenate(lam_epoch)
-    lam_it = np.concatenate(lams) if keep_lam else None
-    if code != 0:
-        n_steps = fail_it - 1  # the steps before the one that broke
-    elif stop_at is not None:
-        n_steps = stop_at
-    else:
-        n_steps = min(total, done)
-    if code != 0:
-        lam_final = np.asarray(carry[0])  # frozen at the last valid iterate
-    elif keep_lam:
-        lam_final = lam_it[n_steps] if n_steps < lam_it.shape[0] else np.asarray(carry[0])
-    else:
-        lam_final = lam_ep_all[n_steps // nb - 1]
-    exact_rows = model.tractable and full_batch and estimator == "exact"
-    fe, fse = final_elbo(model, layout, lam_final, seed, n_elbo_draws)
-    elbo_path = np.concatenate([elbo_it[:n_steps], [fe if exact_rows else np.nan]])
-    mean_path = np.concatenate([mean_it[:n_steps], lam_final[None, : layout.d]])
+    n_steps = tr.n_steps
+    lam_final = np.asarray(tr.state.lam)
+    fe, fse = final_elbo(model, layout, lam_final, k_final, n_elbo_draws)
+    elbo_it = np.asarray(tr.info["elbo"])
     n_ep_done = n_steps // nb
     elbo_epoch = elbo_it[: n_ep_done * nb].reshape(n_ep_done, nb).mean(1) if n_ep_done else np.zeros(0)
-    if keep_lam:
-        rows_lam = np.concatenate([lam_it[:n_steps], lam_final[None]])
-        rows_it = np.arange(n_steps + 1)
-        objective = -elbo_path
-        step_sizes = norm_it[:n_steps]
-    else:
-        rows_lam = np.concatenate([np.asarray(lam0)[None], lam_ep_all[:n_ep_done]])
-        rows_it = np.arange(n_ep_done + 1) * nb
-        objective = -np.concatenate([[elbo_it[0]], elbo_epoch])
-        if n_steps > n_ep_done * nb:  # a failure inside an epoch
-            rows_lam = np.concatenate([rows_lam, lam_final[None]])
-            rows_it = np.append(rows_it, n_steps)
-            objective = np.append(objective, np.nan)
-        step_sizes = np.array([norm_it[a:b].sum() for a, b in zip(rows_it[:-1], rows_it[1:])])
-    time_per_iter = elapsed / max(done, 1)
-    label = spec["label"]
-    return Trace(
-        mean=rows_lam[:, : layout.d],
-        cov=_cov_rows(layout, rows_lam),
-        objective=np.asarray(objective, dtype=float),
-        step_sizes=np.asarray(step_sizes, dtype=float),
-        status=status,
-        method=f"{label} [{param}{', diagonal' if diagonal else ''}, {estimator}]",
-        objective_name="negative ELBO" if exact_rows else "negative ELBO (estimate)",
-        extra=dict(
-            optimizer=optimizer,
-            label=label,
-            alpha=float(alpha),
-            alpha_effective=snngm_alpha(alpha, layout.size) if optimizer == "snngm" else float(alpha),
-            estimator=estimator,
-            layout=layout,
-            elbo=elbo_path,
-            elbo_epoch=elbo_epoch,
-            mean_path=mean_path,
-            step_norm=norm_it[:n_steps],
-            final_elbo=fe,
-            final_elbo_se=fse,
-            wall_time=time_per_iter * n_steps,
-            time_per_iter=time_per_iter,
-            compile_time=compile_time,
-            iterations=int(n_steps),
-            epochs=n_steps / nb,
-            iters_per_epoch=nb,
-            batch_size=B,
-            row_iteration=rows_it,
-            lam=lam_final,
-            failed_at=(fail_it if code != 0 else None),
-        ),
+    time_per_iter = float(tr.timings["total"]) / max(n_steps, 1)
+    extra = dict(
+        tr.extra,
+        optimizer=optimizer,
+        label=spec["label"],
+        alpha=float(alpha),
+        alpha_effective=snngm_alpha(alpha, layout.size) if optimizer == "snngm" else float(alpha),
+        estimator=estimator,
+        layout=layout,
+        elbo_epoch=elbo_epoch,
+        final_elbo=fe,
+        final_elbo_se=fse,
+        wall_time=time_per_iter * n_steps,
+        time_per_iter=time_per_iter,
+        compile_time=compile_time,
+        iterations=int(n_steps),
+        epochs=n_steps / nb,
+        iters_per_epoch=nb,
+        batch_size=B,
+        lam=lam_final,
+        failed_at=(n_steps + 1 if tr.diverged else None),
     )
-
-
-# ============================================================ Table-8 comparisons
-ORDER_SUFFIX = {"first": "1", "second": "2", "exact": "", None: ""}
-_TABLE8_ORDER = ("adam", "pga", "adam-natural", "snngm", "nagm")
-
-
-def comparison_specs(optimizers, estimators=("first", "second"), covariances=("diagonal", "full")):
-    """The runs of a comparison in the layout of Tan (2025) Table 8.
-
-    Returns a list of (optimizer, estimator, diagonal): for each covariance, every optimizer with
-    every gradient estimator in Tan's row order (Adam, PGA, NAdam, SNNGM, NAGM; first order,
-    then second order), and VOGN once (its Gauss-Newton curvature does not use the first- or
-    second-order estimate of Thm 2, so its estimator is None).
-    """
-    optimizers = [_check_name(o) for o in optimizers]
-    for e in estimators:
-        if e not in ESTIMATORS:
-            raise ValueError(f"The gradient estimator must be one of {', '.join(ESTIMATORS)}; got {e!r}.")
-    for c in covariances:
-        if c not in ("diagonal", "full"):
-            raise ValueError(f"The covariance must be 'diagonal' or 'full'; got {c!r}.")
-    if not (optimizers and estimators and covariances):
-        raise ValueError("Choose at least one optimizer, one gradient estimate and one covariance.")
-    out = []
-    for cov in covariances:
-        diag = cov == "diagonal"
-        for e in estimators:
-            out += [(o, e, diag) for o in _TABLE8_ORDER if o in optimizers]
-        if "vogn" in optimizers:
-            out.append(("vogn", None, diag))
-    return out
-
-
-def comparison_summary(tr: Trace) -> dict:
-    """The numbers of one run that a Table-8-style comparison shows (small, picklable)."""
-    e = tr.extra
-    return dict(final=float(e["final_elbo"]), se=float(e["final_elbo_se"]), time=float(e["wall_time"]),
-                compile=float(e["compile_time"]), status=tr.status, iterations=int(e["iterations"]),
-                epochs=float(e["epochs"]), elbo_epoch=np.asarray(e["elbo_epoch"]))
-
-
-def run_label(optimizer: str, estimator: str | None) -> str:
-    """Row label of Tan (2025) Table 8: the optimizer and 1 (first-order) or 2 (second-order)."""
-    return OPTIMIZERS[_check_name(optimizer)]["label"] + (
-        f" {ORDER_SUFFIX[estimator]}" if ORDER_SUFFIX.get(estimator) else "")
-
-
-def table8(results: dict):
-    """A pandas DataFrame in the layout of Tan (2025) Table 8.
-
-    results : {(optimizer, estimator, diagonal): :func:`comparison_summary` dict}. Rows: the
-    optimizer with its order (e.g. "SNNGM 2"); one column per covariance holding
-    "final ELBO (time in s)" like the paper, "diverged" / "stopped" where a run did not finish.
-    """
-    import pandas as pd
-
-    rows: dict[str, dict] = {}
-    for (opt, est, diag), r in results.items():
-        label = run_label(opt, est)
-        if r["status"].startswith("diverged"):
-            cell = "diverged"
-        else:
-            cell = f"{r['final']:.1f} ({r['time']:.2f})" + (" stopped" if r["status"] == "stopped" else "")
-        rows.setdefault(label, {})["diagonal" if diag else "full"] = cell
-    cols = [c for c in ("diagonal", "full") if any(c in v for v in rows.values())]
-    df = pd.DataFrame.from_dict(rows, orient="index", columns=cols).fillna("")
-    df.index.name = "optimizer"
-    return df.reset_index()
+    return dataclasses.replace(tr, extra=extra)
 
 
 # ============================================================== Theorem 3 weights

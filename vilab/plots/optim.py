@@ -1,6 +1,7 @@
-"""Figures of the "Adam vs SNNGM" page (Tan (2025) Fig. 3, Fig. 4, Fig. 6/7-style curves).
+"""Figures and tables of the "Adam vs SNNGM" page (Tan (2025) Fig. 3, Fig. 4, Fig. 6/7-style curves,
+Table 8 layout).
 
-Pure data in, ``go.Figure`` out.
+Pure data in, ``go.Figure`` (or a pandas DataFrame for Table 8) out.
 """
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from vilab import optim
 from vilab.plots import color, density_contour, ellipse, style
 from vilab.plots.fields import arrow_segments
 
-__all__ = ["field_paths", "mean_paths_2d", "elbo_curves", "alpha_sweep", "tau_weights_figure"]
+__all__ = ["field_paths", "mean_paths_2d", "elbo_curves", "alpha_sweep", "tau_weights_figure",
+           "ORDER_SUFFIX", "comparison_specs", "comparison_summary", "run_label", "table8"]
 
 _KEYMAP = {"adam": "adam", "adam-natural": "nadam", "snngm": "snngm", "nagm": "nagm", "pga": "pga", "vogn": "vogn"}
 
@@ -165,3 +168,78 @@ def tau_weights_figure(w, threshold=0.99, title=None):
     fig.update_xaxes(title_text="j")
     fig.update_yaxes(title_text="weight of j in the law of tau")
     return style(fig, title, height=320)
+
+
+# ------------------------------------------------------------------ Tan (2025) Table 8 layout
+ORDER_SUFFIX = {"first": "1", "second": "2", "exact": "", None: ""}
+_TABLE8_ORDER = ("adam", "pga", "adam-natural", "snngm", "nagm")
+
+
+def comparison_specs(optimizers, estimators=("first", "second"), covariances=("diagonal", "full")):
+    """The runs of a comparison in the layout of Tan (2025) Table 8.
+
+    Returns a list of (optimizer, estimator, diagonal): for each covariance, every optimizer with
+    every gradient estimator in Tan's row order (Adam, PGA, NAdam, SNNGM, NAGM; first order,
+    then second order), and VOGN once (its Gauss-Newton curvature does not use the first- or
+    second-order estimate of Thm 2, so its estimator is None).
+    """
+    known = optim.OPTIMIZERS
+    for o in optimizers:
+        if o not in known:
+            raise ValueError(f"Unknown optimizer {o!r}; choose one of {', '.join(known)}.")
+    for e in estimators:
+        if e not in optim.ESTIMATORS:
+            raise ValueError(f"The gradient estimator must be one of {', '.join(optim.ESTIMATORS)}; got {e!r}.")
+    for c in covariances:
+        if c not in ("diagonal", "full"):
+            raise ValueError(f"The covariance must be 'diagonal' or 'full'; got {c!r}.")
+    if not (optimizers and estimators and covariances):
+        raise ValueError("Choose at least one optimizer, one gradient estimate and one covariance.")
+    out = []
+    for cov in covariances:
+        diag = cov == "diagonal"
+        for e in estimators:
+            out += [(o, e, diag) for o in _TABLE8_ORDER if o in optimizers]
+        if "vogn" in optimizers:
+            out.append(("vogn", None, diag))
+    return out
+
+
+def comparison_summary(tr) -> dict:
+    """The numbers of one :func:`vilab.optim.run` Trace that a Table-8-style comparison shows
+    (small, picklable)."""
+    e = tr.extra
+    return dict(final=float(e["final_elbo"]), se=float(e["final_elbo_se"]), time=float(e["wall_time"]),
+                compile=float(e["compile_time"]), status=tr.status, iterations=int(e["iterations"]),
+                epochs=float(e["epochs"]), elbo_epoch=np.asarray(e["elbo_epoch"]))
+
+
+def run_label(optimizer: str, estimator: str | None) -> str:
+    """Row label of Tan (2025) Table 8: the optimizer and 1 (first-order) or 2 (second-order)."""
+    known = optim.OPTIMIZERS
+    if optimizer not in known:
+        raise ValueError(f"Unknown optimizer {optimizer!r}; choose one of {', '.join(known)}.")
+    return known[optimizer]["label"] + (f" {ORDER_SUFFIX[estimator]}" if ORDER_SUFFIX.get(estimator) else "")
+
+
+def table8(results: dict):
+    """A pandas DataFrame in the layout of Tan (2025) Table 8.
+
+    results : {(optimizer, estimator, diagonal): :func:`comparison_summary` dict}. Rows: the
+    optimizer with its order (e.g. "SNNGM 2"); one column per covariance holding
+    "final ELBO (time in s)" like the paper, "diverged" / "stopped" where a run did not finish.
+    """
+    import pandas as pd
+
+    rows: dict[str, dict] = {}
+    for (opt, est, diag), r in results.items():
+        label = run_label(opt, est)
+        if r["status"].startswith("diverged"):
+            cell = "diverged"
+        else:
+            cell = f"{r['final']:.1f} ({r['time']:.2f})" + (" stopped" if r["status"] == "stopped" else "")
+        rows.setdefault(label, {})["diagonal" if diag else "full"] = cell
+    cols = [c for c in ("diagonal", "full") if any(c in v for v in rows.values())]
+    df = pd.DataFrame.from_dict(rows, orient="index", columns=cols).fillna("")
+    df.index.name = "optimizer"
+    return df.reset_index()
