@@ -5,8 +5,9 @@ a port of the authors' per-step code.
     .venv/bin/python benchmarks/bench_online.py --quick    # MLP only, fewer steps (~1-2 min)
 
 1. ms per example of bong-lin-hess-{diag, dlr-10, fc} and bong-mc-ef-dlr-10 (M = 10, 100) on the
-   digits MLP (P = 2,410) and the digits-CNN (P = 11,642): the runner's compiled chunk
-   (vilab.online.update plus the per-step health check in one lax.scan), float64, best of 3.
+   digits MLP (P = 2,410) and the digits-CNN (P = 11,642): vilab.core.run's compiled loop over the
+   grid Algorithm (vilab.online.update, the per-step health check, the runner's step rejection),
+   float64, best of 3.
    Next to it, the BONG authors' code (benchmarks/bong_authors_port.py, a line-by-line port of
    their predict + update, a baseline, not vilab code) on the same model, data, dtype and harness:
    ratio = their time / ours, and the largest difference of the means after the run (lin-hess
@@ -36,7 +37,8 @@ from vilab.nets import make_mlp  # noqa: E402
 from vilab.online import categorical, init_belief, make_method  # noqa: E402
 from vilab.online.digits import digits_model, load_digits_split  # noqa: E402
 from vilab.online.likelihoods import encode_all  # noqa: E402
-from vilab.online.runner import _chunk_fn  # noqa: E402
+from vilab import core  # noqa: E402
+from vilab.online.runner import algorithm  # noqa: E402
 
 import bong_authors_port as port  # noqa: E402
 
@@ -62,14 +64,25 @@ def _best_ms(fn, args, T, reps=3):
 
 
 def ours(name, net, M, T, s2=0.1):
-    """(ms per step, final belief) of vilab.online on ``net``: the runner's own compiled chunk
-    (update + per-step health check in one lax.scan), as run_online executes it."""
+    """(ms per step, final belief) of vilab.online on ``net``: vilab.core.run's compiled loop over the
+    grid Algorithm (update + per-step health check + the runner's rejection test), one row at the end."""
     m = make_method(name, n_samples=M)
     prior = init_belief(m.family, net.init(jax.random.PRNGKey(0)), s2, m.rank)
-    chunk = _chunk_fn(m, lambda x, th: net.apply(th, x), LIK)
-    X, Y, K = _stream(T)
-    ms, (b, _) = _best_ms(chunk, (prior, jnp.asarray(-1, jnp.int32), X, Y, K, jnp.arange(1, T + 1, dtype=jnp.int32)), T)
-    return ms, b
+    alg = algorithm(m, lambda x, th: net.apply(th, x), LIK)
+    X, Y, _ = _stream(T)
+    key = jax.random.PRNGKey(0)
+    state = alg.init(key, prior)
+
+    def fn():
+        return core.run(alg, key, state, T, batches=(X, Y), record_every=T)
+
+    fn()  # compile + warm up
+    best = np.inf
+    for _ in range(3):
+        t0 = time.perf_counter()
+        tr = fn()
+        best = min(best, time.perf_counter() - t0)
+    return 1e3 * best / T, tr.state.belief
 
 
 def theirs(name, net, M, T, s2=0.1):
@@ -90,7 +103,7 @@ def steps_for(name, M, P, quick):
 
 
 def part1(quick):
-    print("\n1. ms per example: vilab.online (the runner's compiled lax.scan chunk: update + health check), float64,")
+    print("\n1. ms per example: vilab.online (vilab.core.run's compiled loop over the grid Algorithm), float64,")
     print("   best of 3; 'authors' = port of the BONG authors' predict + update (bong_authors_port.py, a baseline),")
     print("   same model, data, dtype and harness; ratio = authors / ours; max|mu diff| after the run")
     print(f"{'method':28s}{'model':>6s}{'P':>8s}{'ours ms':>10s}{'authors ms':>12s}{'ratio':>7s}{'max|mu diff|':>14s}")

@@ -6,7 +6,7 @@ import streamlit as st
 
 import vilab_ui as ui
 from vilab.online import conjugate as cj
-from vilab.online import grid_names
+from vilab.online import METRICS, grid_names
 from vilab.online import digits as dg
 from vilab.online.linear_gaussian import linear_demo
 from vilab.plots import online as po
@@ -47,8 +47,9 @@ def _live(name, model, T, s2, alpha, I, M, seed, _progress=None):
     r = dg.run_digits(name, model=model, T=T, sigma0_2=s2, alpha=alpha, n_iter=I, n_samples=M, seed=seed,
                       checkpoints=[c for c in (0, 25, 50, 100, 200, 300, 500, 750, 1000) if c <= T], n_mc=30,
                       progress=_progress)
-    return {"label": r.method, "t": list(map(int, r.checkpoints)), "metrics": {k: list(v) for k, v in r.metrics.items()},
-            "status": r.status, "ms_per_step": 1e3 * r.seconds_per_step}
+    return {"label": r.method, "t": list(map(int, r.iterations)),
+            "metrics": {k: list(r.extra[k]) for k in METRICS if k in r.extra},
+            "status": r.status, "ms_per_step": 1e3 * r.timings["seconds_per_step"]}
 
 
 # ----------------------------------------------------------------------------- linear-Gaussian

@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 import vilab  # noqa: E402,F401
 from vilab.online.digits import DEFAULT_CHECKPOINTS, run_digits  # noqa: E402
+from vilab.online.runner import METRICS  # noqa: E402
 
 OUT = ROOT / "assets" / "online"
 
@@ -63,12 +64,14 @@ def _clean(a):
 
 
 def _record(run):
+    """One run (a vilab.core.Trace of run_digits) as the page's JSON record."""
+    st = run.settings
     return {
-        "name": run.extra["name"], "label": run.method, "model": run.extra["model"], "P": run.extra["P"],
-        "sigma0_2": run.extra["sigma0_2"], "alpha": run.extra["alpha"], "n_iter": run.extra["n_iter"],
-        "n_samples": run.extra["n_samples"], "seed": run.extra["seed"], "status": run.status,
-        "t": [int(c) for c in run.checkpoints], "ms_per_step": round(1e3 * run.seconds_per_step, 4),
-        "metrics": {k: _clean(v) for k, v in run.metrics.items()},
+        "name": st["name"], "label": run.method, "model": st["model"], "P": st["P"],
+        "sigma0_2": st["sigma0_2"], "alpha": st["alpha"], "n_iter": st["n_iter"],
+        "n_samples": st["n_samples"], "seed": st["seed"], "status": run.status,
+        "t": [int(c) for c in run.iterations], "ms_per_step": round(1e3 * run.timings["seconds_per_step"], 4),
+        "metrics": {k: _clean(run.extra[k]) for k in METRICS if k in run.extra},
     }
 
 
@@ -79,7 +82,7 @@ def tune_alpha(name, model, s2, I, M):
     for a in TUNE_ALPHAS:
         r = run_digits(name, model=model, sigma0_2=s2, alpha=a, n_iter=I, n_samples=M, seed=0, checkpoints=(0, 1000),
                        split="val", predictives=("plugin",))
-        v = r.metrics["nlpd_plugin"][-1] if not r.diverged else np.inf
+        v = r.extra["nlpd_plugin"][-1] if not r.diverged else np.inf
         print(f"  tune {name} alpha={a:g}: validation NLL {v:.3f}", flush=True)
         best = min(best, (v, a))
     return best[1]
@@ -94,8 +97,8 @@ def grid():
         r = run_digits(name, model=model, sigma0_2=s2, alpha=alpha, n_iter=I, n_samples=M, seed=0,
                        checkpoints=DEFAULT_CHECKPOINTS, n_mc=30)
         rows.append(_record(r))
-        print(f"{r.method:45s} {model} {r.status:10s} NLL {r.metrics['nlpd_plugin'][-1]:.3f} "
-              f"{1e3 * r.seconds_per_step:.2f} ms/step ({time.time() - t0:.0f} s)", flush=True)
+        print(f"{r.method:45s} {model} {r.status:10s} NLL {r.extra['nlpd_plugin'][-1]:.3f} "
+              f"{1e3 * r.timings['seconds_per_step']:.2f} ms/step ({time.time() - t0:.0f} s)", flush=True)
     return rows
 
 
@@ -108,7 +111,7 @@ def lr_sweep():
         for a in ALPHAS:
             r = run_digits(f"{alg}-lin-hess-diag", sigma0_2=0.1, alpha=a, n_iter=I, checkpoints=cps, predictives=("plugin",))
             rows.append(_record(r))
-            print(f"{r.method:45s} {r.status:30s} NLL {r.metrics['nlpd_plugin'][-1]:.3f}", flush=True)
+            print(f"{r.method:45s} {r.status:30s} NLL {r.extra['nlpd_plugin'][-1]:.3f}", flush=True)
     return rows
 
 
@@ -119,7 +122,7 @@ def prior_sweep():
         for s2 in PRIOR_VARS:
             r = run_digits(name, sigma0_2=s2, checkpoints=cps, predictives=("plugin",))
             rows.append(_record(r))
-            print(f"{r.method:45s} s0^2={s2:<6g} {r.status:30s} NLL {r.metrics['nlpd_plugin'][-1]:.3f}", flush=True)
+            print(f"{r.method:45s} s0^2={s2:<6g} {r.status:30s} NLL {r.extra['nlpd_plugin'][-1]:.3f}", flush=True)
     return rows
 
 

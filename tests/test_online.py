@@ -18,9 +18,12 @@ from vilab.online.families import (DLR, FC, Diag, dlr_noise_map, dlr_project, dl
 from vilab.online.digits import run_digits
 from vilab.online.grid import Curv, _inv, curvature, grid_names, inner_step, is_cubic, make_method
 from vilab.online.likelihoods import categorical, gaussian
-from vilab.online.linear_gaussian import bong_linear_path, filter_path, linear_f, make_stream, scalar_fc_mom_vs_kf
+from vilab import core
+from vilab.online.grid import update
+from vilab.online.likelihoods import encode_all
+from vilab.online.linear_gaussian import bong_linear_path, linear_f, make_stream, scalar_fc_mom_vs_kf
 from vilab.online.reference import batch_posterior, dlr_tilde, kalman_filter, reference_step, svd_truncate
-from vilab.online.runner import make_evaluator, run_online
+from vilab.online.runner import algorithm, belief_path, make_evaluator, stream
 
 P, K, R = 7, 3, 2
 
@@ -239,8 +242,9 @@ def test_lofi_full_rank_equals_cm_ekf():
     X, y = rng.normal(size=(5, 4)), rng.integers(0, 3, 5)
     th = net.init(jax.random.PRNGKey(2))
     Pn = net.n_params
-    fc = filter_path(make_method("bong-lin-hess-fc"), f, categorical(3), X, y, FC(th, 0.5 * jnp.eye(Pn)), jit=False)
-    dl = filter_path(make_method(f"bong-lin-hess-dlr-{Pn}"), f, categorical(3), X, y, init_belief("dlr", th, 0.5, Pn), jit=False)
+    k0 = jax.random.PRNGKey(0)
+    fc = belief_path(make_method("bong-lin-hess-fc"), f, categorical(3), X, y, FC(th, 0.5 * jnp.eye(Pn)), key=k0)
+    dl = belief_path(make_method(f"bong-lin-hess-dlr-{Pn}"), f, categorical(3), X, y, init_belief("dlr", th, 0.5, Pn), key=k0)
     np.testing.assert_allclose(dl.mu, fc.mu, atol=1e-10)
     prec = jnp.einsum("tp,pq->tpq", dl.ups, jnp.eye(Pn)) + jnp.einsum("tpr,tqr->tpq", dl.W, dl.W)
     np.testing.assert_allclose(prec, jnp.linalg.inv(fc.Sigma), atol=1e-8)
@@ -254,7 +258,8 @@ def test_bog_dlr_with_zero_w_stays_zero():
     rng = np.random.default_rng(1)
     X, y = rng.normal(size=(4, 4)), rng.integers(0, 3, 4)
     th = net.init(jax.random.PRNGKey(2))
-    path = filter_path(make_method("bog-lin-hess-dlr-2", alpha=0.1), f, categorical(3), X, y, init_belief("dlr", th, 0.5, 2), jit=False)
+    path = belief_path(make_method("bog-lin-hess-dlr-2", alpha=0.1), f, categorical(3), X, y, init_belief("dlr", th, 0.5, 2),
+                       key=jax.random.PRNGKey(0))
     assert float(jnp.max(jnp.abs(path.W))) == 0.0
 
 
@@ -279,7 +284,8 @@ def test_blr_converges_to_bayes_with_iterations():
     mb, Sb = batch_posterior(np.zeros(2), np.eye(2), X, y, 0.3)
     errs = []
     for I in (1, 5, 20):
-        path = filter_path(make_method("blr-lin-hess-fc", alpha=0.5, n_iter=I), linear_f, gaussian(0.3), X, y, FC(jnp.zeros(2), jnp.eye(2)), jit=False)
+        path = belief_path(make_method("blr-lin-hess-fc", alpha=0.5, n_iter=I), linear_f, gaussian(0.3), X, y, FC(jnp.zeros(2), jnp.eye(2)),
+                           key=jax.random.PRNGKey(0))
         errs.append(float(np.max(np.abs(np.linalg.inv(path.Sigma[-1]) - np.linalg.inv(Sb)))))
     assert errs[0] > 10 * errs[1] > 100 * errs[2]
     assert errs[2] < 1e-4
@@ -315,39 +321,117 @@ def test_runner_metrics_and_divergence():
     X, y, _ = make_stream(1, 30, dim=2, noise_var=0.05)
     lik = gaussian(0.05)
     ev = make_evaluator(linear_f, lik, X[:10], y[:10], n_mc=20)
-    ok = run_online(make_method("bong-lin-hess-fc"), linear_f, lik, X, y, FC(jnp.zeros(2), jnp.eye(2)),
-                    checkpoints=[0, 10, 20, 30], evaluate=ev)
-    assert ok.status == "completed" and list(ok.checkpoints) == [0, 10, 20, 30]
-    assert np.all(np.isfinite(ok.metrics["nlpd_plugin"])) and ok.metrics["nlpd_plugin"][-1] < ok.metrics["nlpd_plugin"][0]
-    assert len(ok.states) == 4 and ok.seconds_per_step > 0
+    key = core.as_key(0)
+    ok = stream(make_method("bong-lin-hess-fc"), linear_f, lik, X, y, FC(jnp.zeros(2), jnp.eye(2)), key=key,
+                checkpoints=[0, 10, 20, 30], evaluate=ev, keep_states=True)
+    assert isinstance(ok, core.Trace) and ok.status == "max_steps" and list(ok.iterations) == [0, 10, 20, 30]
+    nl = ok.extra["nlpd_plugin"]
+    assert np.all(np.isfinite(nl)) and nl[-1] < nl[0] and ok.objective_name == "test NLPD (plug-in)"
+    np.testing.assert_array_equal(ok.objective, nl)
+    assert len(ok.extra["states"]) == 4 and ok.timings["seconds_per_step"] > 0
+    assert ok.mean.shape == (4, 2) and ok.var.shape == (4, 2) and np.all(ok.var > 0)
+    for b, m, v in zip(ok.extra["states"], ok.mean, ok.var):
+        np.testing.assert_array_equal(b.mu, m)
+        np.testing.assert_array_equal(np.diag(b.Sigma), v)
+    np.testing.assert_array_equal(ok.state.belief.mu, ok.mean[-1])
+    # the metrics recorded in the loop equal the evaluator called on the recorded beliefs
+    for i, b in enumerate(ok.extra["states"]):
+        vals = ev(b)
+        for k in ("nlpd_plugin", "nlpd_mc", "nlpd_lin", "err_plugin"):
+            np.testing.assert_allclose(ok.extra[k][i], vals[k], rtol=1e-12)
     # fc_mom with a small noise variance makes the variance negative (Eq. 187): reported, not raised
-    bad = run_online(make_method("bong-lin-hess-fc_mom"), linear_f, lik, X, y, FC(jnp.zeros(2), jnp.eye(2)),
-                     checkpoints=[0, 10, 20, 30], evaluate=ev)
+    bad = stream(make_method("bong-lin-hess-fc_mom"), linear_f, lik, X, y, FC(jnp.zeros(2), jnp.eye(2)), key=key,
+                 checkpoints=[0, 10, 20, 30], evaluate=ev)
     assert bad.diverged and bad.status.startswith("diverged: ")
-    assert np.isfinite(bad.metrics["nlpd_plugin"][0]) and np.isnan(bad.metrics["nlpd_plugin"][-1])
+    assert "non-positive variance at step t = " in bad.status or "not positive definite at checkpoint" in bad.status
+    assert np.isfinite(bad.extra["nlpd_plugin"][0]) and bad.n_rows < 4
+    assert bad.extra["steps_done"] < 30
     with pytest.raises(ValueError):
-        run_online(make_method("bong-lin-hess-fc"), linear_f, lik, X, y, FC(jnp.zeros(2), jnp.eye(2)), checkpoints=[50])
+        stream(make_method("bong-lin-hess-fc"), linear_f, lik, X, y, FC(jnp.zeros(2), jnp.eye(2)), key=key, checkpoints=[50])
+
+
+def _manual_path(m, f, lik, X, y, prior, key, switch=None):
+    """A plain Python loop over grid.update with the draws of step t from fold_in(key, t): the
+    reference the runner must match (switch = (t0, alpha): the learning rate from step t0 + 1 on)."""
+    Yenc = encode_all(lik, y, prior.mu.dtype)
+    b, out = prior, [prior]
+    for t in range(1, len(Yenc) + 1):
+        alpha = None if switch is None or t <= switch[0] else jnp.asarray(switch[1])
+        b = update(m, f, lik, b, jnp.asarray(X[t - 1]), Yenc[t - 1], jax.random.fold_in(key, t), alpha=alpha)
+        out.append(b)
+    return out
 
 
 def test_runner_chunks_progress_and_states_match_step_by_step():
-    """Checkpoints split the stream into lax.scan chunks (gcd of the gaps); the recorded states equal a
-    plain step-by-step filter, progress reaches 1, and a float32 belief stays float32."""
+    """Uneven checkpoints (rows at multiples of their gcd, only the checkpoints kept and evaluated);
+    the recorded states equal a plain step-by-step filter, progress reaches 1, on_chunk sees the
+    trace so far, and a float32 belief stays float32."""
     f, mu0, _, _ = _grid_problem()
     rng = np.random.default_rng(3)
     X, y = rng.normal(size=(12, 3)), rng.integers(0, 3, 12)
     m = make_method("bong-mc-ef-dlr-2", n_samples=4)
     prior = init_belief("dlr", mu0, 0.5, 2)
-    seen = []
-    run = run_online(m, f, categorical(3), X, y, prior, key=jax.random.PRNGKey(8), checkpoints=[4, 8], progress=seen.append)
-    assert list(run.checkpoints) == [0, 4, 8, 12] and run.status == "completed" and seen[-1] == 1.0
-    assert np.all(np.diff(seen) > 0)
-    path = filter_path(m, f, categorical(3), X, y, prior, key=jax.random.PRNGKey(8), jit=False)
-    for i, t in enumerate(run.checkpoints):
-        np.testing.assert_allclose(run.states[i].mu, path.mu[t], atol=1e-12)
-        np.testing.assert_allclose(run.states[i].ups, path.ups[t], atol=1e-12)
+    seen, chunks = [], []
+    ev = make_evaluator(f, categorical(3), X[:5], y[:5], n_mc=5)
+    run = stream(m, f, categorical(3), X, y, prior, key=jax.random.PRNGKey(8), checkpoints=[4, 8], progress=seen.append,
+                 keep_states=True, evaluate=ev, on_chunk=chunks.append)
+    assert list(run.iterations) == [0, 4, 8, 12] and run.status == "max_steps" and seen[-1] == 1.0
+    assert np.all(np.diff(seen) > 0) and [list(c.iterations) for c in chunks] == [[0, 4], [0, 4, 8], [0, 4, 8, 12]]
+    path = _manual_path(m, f, categorical(3), X, y, prior, jax.random.PRNGKey(8))
+    for i, t in enumerate(run.iterations):
+        np.testing.assert_allclose(run.extra["states"][i].mu, path[t].mu, atol=1e-12)
+        np.testing.assert_allclose(run.extra["states"][i].ups, path[t].ups, atol=1e-12)
+        np.testing.assert_allclose(run.extra["nlpd_plugin"][i], ev(path[t])["nlpd_plugin"], rtol=1e-10)
+    # uneven checkpoints: rows at multiples of 2, only 0, 2, 6, 12 kept
+    run2 = stream(m, f, categorical(3), X, y, prior, key=jax.random.PRNGKey(8), checkpoints=[2, 6], evaluate=ev)
+    assert list(run2.iterations) == [0, 2, 6, 12] and np.all(np.isfinite(run2.extra["nlpd_plugin"]))
+    np.testing.assert_allclose(run2.mean[2], path[6].mu, atol=1e-12)
     p32 = init_belief("diag", mu0.astype(jnp.float32), 0.5)
-    r32 = run_online(make_method("bong-lin-hess-diag"), f, categorical(3), X.astype(np.float32), y, p32)
-    assert r32.final.mu.dtype == jnp.float32 and r32.status == "completed"
+    r32 = stream(make_method("bong-lin-hess-diag"), f, categorical(3), X.astype(np.float32), y, p32, key=core.as_key(0),
+                 checkpoints=None)
+    assert r32.state.belief.mu.dtype == jnp.float32 and r32.status == "max_steps"
+
+
+def test_stream_of_a_linear_gaussian_problem_is_the_kalman_filter():
+    """stream (vilab.core.run) of bong-lin-hess-fc on a linear-Gaussian stream = the Kalman filter."""
+    X, y, _ = make_stream(5, 24, dim=3, noise_var=0.4, prior_var=1.5)
+    m0, S0 = np.zeros(3), 1.5 * np.eye(3)
+    tr = stream(make_method("bong-lin-hess-fc"), linear_f, gaussian(0.4), X, y, FC(jnp.asarray(m0), jnp.asarray(S0)),
+                key=core.as_key(0), checkpoints=range(0, 25, 3), keep_states=True)
+    mk, Sk = kalman_filter(m0, S0, X, y, 0.4)
+    assert list(tr.iterations) == list(range(0, 25, 3))
+    np.testing.assert_allclose(tr.mean, mk[tr.iterations], atol=1e-10)
+    np.testing.assert_allclose(tr.var, np.diagonal(Sk[tr.iterations], axis1=1, axis2=2), atol=1e-10)
+    np.testing.assert_allclose(np.stack([b.Sigma for b in tr.extra["states"]]), Sk[tr.iterations], atol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["blr-mc-ef-diag", "bog-lin-hess-dlr-2"])
+def test_resume_with_a_new_learning_rate_equals_a_run_that_switched(name):
+    """T/2 steps with alpha = 0.3, then vilab.core.resume with alpha = 0.05 and the rest of the stream
+    as batches == one step-by-step run that switched alpha at T/2 (same draws: fold_in(key, t))."""
+    f, mu0, _, _ = _grid_problem()
+    rng = np.random.default_rng(4)
+    T = 10
+    X, y = rng.normal(size=(T, 3)), rng.integers(0, 3, T)
+    lik = categorical(3)
+    m = make_method(name, alpha=0.3, n_samples=3)
+    prior = init_belief(m.family, mu0, 0.5, m.rank, key=jax.random.PRNGKey(5), w0_scale=0.3 if m.family == "dlr" else 0.0)
+    key = jax.random.PRNGKey(11)
+    first = stream(m, f, lik, X[: T // 2], y[: T // 2], prior, key=key, checkpoints=range(T // 2 + 1))
+    assert first.status == "max_steps" and first.n_steps == T // 2
+    Yenc = encode_all(lik, y, prior.mu.dtype)
+    both = core.resume(algorithm(m, f, lik, None), first, T - T // 2, hyper={"alpha": 0.05},
+                       batches=(jnp.asarray(X[T // 2:]), Yenc[T // 2:]))
+    ref = _manual_path(m, f, lik, X, y, prior, key, switch=(T // 2, 0.05))
+    assert both.status == "max_steps" and list(both.iterations) == list(range(T + 1))
+    np.testing.assert_allclose(both.mean, np.stack([b.mu for b in ref]), atol=1e-12)
+    np.testing.assert_allclose(both.step_sizes, [0.3] * (T // 2) + [0.05] * (T - T // 2), rtol=1e-15)
+    # not a run that kept alpha = 0.3
+    kept = _manual_path(m, f, lik, X, y, prior, key)
+    assert np.max(np.abs(np.asarray(both.mean[-1]) - np.asarray(kept[-1].mu))) > 1e-6
+    with pytest.raises(ValueError, match="alpha"):
+        core.set_hyper(algorithm(make_method("bong-lin-hess-diag"), f, lik).init(key, init_belief("diag", mu0, 0.5)),
+                       alpha=0.5)
 
 
 def test_evaluator_predictives():

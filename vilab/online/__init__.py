@@ -1,16 +1,17 @@
 """Online (streaming) variational Bayes: BONG and its 80-method grid (Jones, Chang & Murphy).
 
-    from vilab.online import make_method, init_belief, run_online, categorical, gaussian
+    from vilab.online import make_method, init_belief, stream, categorical, gaussian
     m = make_method("bong-lin-hess-dlr-10")
     prior = init_belief(m.family, mu0, sigma0_2=0.1, rank=m.rank)
-    run = run_online(m, f, categorical(10), X, y, prior, checkpoints=[0, 100, 1000],
-                     evaluate=make_evaluator(f, categorical(10), X_test, y_test))
+    trace = stream(m, f, categorical(10), X, y, prior, key=jax.random.PRNGKey(0), checkpoints=[0, 100, 1000],
+                   evaluate=make_evaluator(f, categorical(10), X_test, y_test))
+    trace.iterations, trace.extra["nlpd_plugin"], trace.status     # a vilab.core.Trace
 
 Modules
   grid            method names, curvature estimators (Table 1), the App. E update equations
   families        belief states FC / Diag / DLR, Woodbury, Gram-eigh projection, DLR sampler
   likelihoods     categorical (softmax) and Gaussian likelihoods in the F-form
-  runner          lax.scan runner with checkpoints, divergence status, test metrics
+  runner          every grid cell as a vilab.core Algorithm; stream (checkpoints, test metrics)
   reference       dense autodiff references of the defining equations, Kalman filter, batch Bayes
   conjugate       Prop. 4.1: Bernoulli/logistic-Beta, Poisson/log-Gamma, normal-normal
   linear_gaussian linear-Gaussian streams (bong-fc = KF = batch; fc_mom is not exact)
@@ -21,10 +22,10 @@ from .families import DLR, FC, Diag, dense_cov, init_belief, marginal_variances,
 from .grid import (ALGORITHMS, APPROXIMATIONS, FAMILIES, Curv, Method, curvature, grid_names, inner_step, is_cubic, make_method,
                    update)
 from .likelihoods import Likelihood, categorical, gaussian
-from .runner import METRICS, OnlineRun, make_evaluator, run_online
+from .runner import METRICS, OnlineState, algorithm, belief_path, make_evaluator, stream
 
 __all__ = [
     "ALGORITHMS", "APPROXIMATIONS", "FAMILIES", "METRICS", "Curv", "DLR", "Diag", "FC", "Likelihood", "Method",
-    "OnlineRun", "categorical", "curvature", "dense_cov", "gaussian", "grid_names", "init_belief", "inner_step",
-    "is_cubic", "make_evaluator", "make_method", "marginal_variances", "run_online", "sample", "update",
+    "OnlineState", "algorithm", "belief_path", "categorical", "curvature", "dense_cov", "gaussian", "grid_names", "init_belief", "inner_step",
+    "is_cubic", "make_evaluator", "make_method", "marginal_variances", "sample", "stream", "update",
 ]

@@ -21,7 +21,9 @@ from ..nets import digits_cnn, digits_mlp, make_linear
 from .families import init_belief
 from .grid import is_cubic, make_method
 from .likelihoods import categorical
-from .runner import OnlineRun, make_evaluator, run_online
+from ..core import Trace, as_key
+from ..core.cache import memoize
+from .runner import make_evaluator, stream
 
 _CAT = categorical(10)
 
@@ -77,7 +79,7 @@ def model_f(name: str = "mlp"):
     return f
 
 
-@lru_cache(maxsize=None)
+@memoize("vilab.online.digits evaluators", maxsize=16)
 def _evaluator(model_name: str, split: str, n_mc: int, which=("plugin", "mc", "lin")):
     Xtr, ytr, Xv, yv, Xte, yte = load_digits_split()
     X, y = (Xv, yv) if split == "val" else (Xte, yte)
@@ -101,8 +103,15 @@ def run_digits(
     keep_states: bool = False,
     w0_scale: float | None = None,
     predictives=("plugin", "mc", "lin"),
-) -> OnlineRun:
-    """Run grid method ``name`` (e.g. "bong-lin-hess-dlr-10") on the digits stream.
+    on_chunk=None,
+) -> Trace:
+    """Run grid method ``name`` (e.g. "bong-lin-hess-dlr-10") on the digits stream; a
+    :class:`vilab.core.Trace` of :func:`vilab.online.runner.stream` (``settings`` also hold name,
+    sigma0_2, seed, model and P).
+
+    seed: orders the training stream (numpy permutation seeded with 1000 + seed, kept so that the
+    reproduction's streams do not change) and, as ``jax.random.PRNGKey(seed)``, draws mu_0, W_0
+    and the stream key.
 
     The prior is N(mu_0, sigma0_2 I) with mu_0 from the network initialiser (seed); bog/bbb-dlr
     start from a small random W_0 (w0_scale = 0.1; Eqs. 333/343 keep W = 0 otherwise).
@@ -125,7 +134,7 @@ def run_digits(
                          "live run. Use diag or dlr-R on this model (the MLP runs fc).")
     Xtr, ytr, *_ = load_digits_split()
     order = np.random.default_rng(1000 + seed).permutation(len(ytr))[:T]
-    key = jax.random.PRNGKey(seed)
+    key = as_key(seed)
     k_init, k_w, k_run = jax.random.split(key, 3)
     mu0 = net.init(k_init)
     if w0_scale is None:
@@ -133,13 +142,12 @@ def run_digits(
     prior = init_belief(method.family, mu0, sigma0_2, method.rank, key=k_w, w0_scale=w0_scale)
     cps = sorted({c for c in checkpoints if c <= T} | {0, T})
     ev = _evaluator(model, split, int(n_mc), tuple(predictives))
-    run = run_online(
-        method, model_f(model), _CAT, jnp.asarray(Xtr[order]), jnp.asarray(ytr[order]), prior,
-        key=k_run, checkpoints=cps, evaluate=ev, progress=progress, keep_states=keep_states,
-    )
-    run.extra.update({"name": method.name, "sigma0_2": float(sigma0_2), "alpha": method.alpha, "n_iter": method.n_iter,
-                      "n_samples": method.n_samples, "seed": seed, "model": model, "P": net.n_params})
-    return run
+    trace = stream(method, model_f(model), _CAT, jnp.asarray(Xtr[order]), jnp.asarray(ytr[order]), prior,
+                   key=k_run, checkpoints=cps, evaluate=ev, progress=progress, on_chunk=on_chunk,
+                   keep_states=keep_states)
+    trace.settings.update({"name": method.name, "sigma0_2": float(sigma0_2), "seed": seed, "model": model,
+                           "P": net.n_params})
+    return trace
 
 
 ASSET_DIR = __import__("pathlib").Path(__file__).resolve().parents[2] / "assets" / "online"

@@ -369,9 +369,12 @@ def _dlr_step(alg, R, it: DLR, prior: DLR, c: Curv, a):
     return DLR(mu_new, ups + 0.5 * a * dgain, W + a * Wgain)
 
 
-def inner_step(method: Method, it, prior, prior_prec, c: Curv):
-    """psi_{t,i} from psi_{t,i-1} = ``it``, the prior psi_{t|t-1} and (g, G): App. E."""
-    a = method.alpha
+def inner_step(method: Method, it, prior, prior_prec, c: Curv, alpha=None):
+    """psi_{t,i} from psi_{t,i-1} = ``it``, the prior psi_{t|t-1} and (g, G): App. E.
+
+    ``alpha`` (a traced scalar) overrides ``method.alpha``: the learning rate as a run-time setting
+    (vilab.online.runner keeps it in the state so that a run can change it without recompiling)."""
+    a = method.alpha if alpha is None else alpha
     if method.family in ("fc", "fc_mom"):
         return _fc_step(method.alg, method.family == "fc_mom", it, prior, prior_prec, c, a)
     if method.family in ("diag", "diag_mom"):
@@ -379,17 +382,20 @@ def inner_step(method: Method, it, prior, prior_prec, c: Curv):
     return _dlr_step(method.alg, method.rank, it, prior, c, a)
 
 
-def update(method: Method, f, lik, prior, x, y, key):
+def update(method: Method, f, lik, prior, x, y, key, alpha=None):
     """One time step psi_t = update(psi_{t|t-1}, x_t, y_t) (Alg. 3; I inner iterations).
 
     Inner iteration i (0-based) uses key fold_in(key, i), so blr(I=1, alpha=1) and bong see the
-    same Monte Carlo draws (and bbb(I=1) and bog).
+    same Monte Carlo draws (and bbb(I=1) and bog). ``alpha`` overrides ``method.alpha`` (see
+    :func:`inner_step`); bong ignores it (alpha = 1 by definition, Eq. 3).
     """
+    if method.alg == "bong":
+        alpha = None
     prior_prec = _inv(prior.Sigma) if (isinstance(prior, FC) and method.alg != "bong" and not (method.alg == "bog" and method.family == "fc_mom")) else None
 
     def body(i, it):
         c = curvature(method, f, lik, x, y, it, jax.random.fold_in(key, i))
-        return inner_step(method, it, prior, prior_prec, c)
+        return inner_step(method, it, prior, prior_prec, c, alpha)
 
     if method.n_iter == 1:
         return body(0, prior)

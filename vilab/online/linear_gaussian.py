@@ -13,12 +13,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..core.cache import memoize
 from .families import FC
-from .grid import make_method, update
-from .likelihoods import encode_all, gaussian
+from .grid import make_method
+from .likelihoods import gaussian
 from .reference import batch_posterior, kalman_filter
+from .runner import belief_path
 
-__all__ = ["linear_demo", "linear_f", "make_stream", "filter_path", "bong_linear_path", "example_5a", "scalar_fc_mom_vs_kf"]
+__all__ = ["linear_demo", "linear_f", "make_stream", "bong_linear_path", "example_5a", "scalar_fc_mom_vs_kf"]
 
 
 def linear_f(x, theta):
@@ -39,30 +41,11 @@ def make_stream(seed: int, T: int, dim: int = 2, noise_var: float = 0.5, prior_v
     return X, y, theta
 
 
-def filter_path(method, f, lik, X, Y, prior, key=None, jit: bool = True):
-    """All beliefs psi_0..psi_T of one method (no divergence stop: for small demos and tests).
-
-    ``jit=False`` runs the steps eagerly: no compilation, faster for a few steps of a tiny model.
-    """
-    key = jax.random.PRNGKey(0) if key is None else key
-    Yenc = encode_all(lik, Y, prior.mu.dtype)
-    ts = jnp.arange(1, len(Y) + 1)
-
-    def step(b, inp):
-        x, y, t = inp
-        nb = update(method, f, lik, b, x, y, jax.random.fold_in(key, t))
-        return nb, nb
-
-    Xj = jnp.asarray(X, jnp.float64)
-    if jit:
-        path = jax.jit(lambda p0, X, Y: jax.lax.scan(step, p0, (X, Y, ts))[1])(prior, Xj, Yenc)
-    else:
-        states, b = [], prior
-        for t in range(len(ts)):
-            b, _ = step(b, (Xj[t], Yenc[t], ts[t]))
-            states.append(b)
-        path = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *states)
-    return jax.tree_util.tree_map(lambda p0, p: jnp.concatenate([p0[None], p]), prior, path)
+@memoize("vilab.online.linear_gaussian likelihoods", maxsize=32)
+def _gaussian(noise_var: float):
+    """One likelihood object per noise variance, so that repeated paths reuse one compiled loop (the
+    runner keys its loops on the Algorithm, memoized on the likelihood object)."""
+    return gaussian(noise_var)
 
 
 def bong_linear_path(X, y, noise_var: float, mu0, Sigma0, family: str = "fc"):
@@ -70,7 +53,9 @@ def bong_linear_path(X, y, noise_var: float, mu0, Sigma0, family: str = "fc"):
     if family not in ("fc", "fc_mom"):
         raise ValueError("Use family 'fc' (natural parameters) or 'fc_mom' (moment parameters).")
     prior = FC(jnp.asarray(mu0, jnp.float64), jnp.asarray(Sigma0, jnp.float64))
-    path = filter_path(make_method(f"bong-lin-hess-{family}"), linear_f, gaussian(noise_var), X, y, prior)
+    # lin-hess has no random draws: the key only names the stream
+    path = belief_path(make_method(f"bong-lin-hess-{family}"), linear_f, _gaussian(float(noise_var)), X, y, prior,
+                       key=jax.random.PRNGKey(0))
     return np.asarray(path.mu), np.asarray(path.Sigma)
 
 

@@ -1,13 +1,14 @@
-"""Streaming runner (Alg. 1: predict, then update, one example per step) and evaluation.
+"""The BONG grid as vilab.core Algorithms, the streaming entry point and the test metrics.
 
-:func:`run_online` streams (x_t, y_t) through ``update`` with ``jax.lax.scan`` (static
-parameters: the predict step is the identity, Alg. 2), records the belief and the test metrics
-at chosen checkpoints, and stops with ``status = "diverged: <reason>"`` at the first step whose
-mean is not finite or whose variances are not positive (never NaNs silently, never an
-exception).
+Every cell of the grid (:mod:`vilab.online.grid`) is a :class:`vilab.core.Algorithm`
+(:func:`algorithm`): its state is the belief psi_t, and one step is one time step of Jones, Chang &
+Murphy Alg. 1 for static parameters (the predict step is the identity, Alg. 2, so
+psi_{t|t-1} = psi_{t-1}) followed by the update of Alg. 3 (:func:`vilab.online.grid.update`).
+The data stream comes in through :func:`vilab.core.run`'s ``batches``: ``(X, Yenc)`` with one
+leading entry per example. :func:`stream` runs a method over a stream with checkpoints and returns
+a :class:`vilab.core.Trace`.
 
-Metrics (Jones, Chang & Murphy Sec. 5 and App. B.2), per checkpoint, from
-:func:`make_evaluator`:
+Metrics (Jones, Chang & Murphy Sec. 5 and App. B.2), from :func:`make_evaluator`:
   nlpd_plugin  -mean log p(y | f(x, mu))                               ("NLPD-PI")
   nlpd_mc      -mean log (1/S) sum_s p(y | f(x, theta_s)), theta_s ~ q  (footnote 2: averages
                PROBABILITIES with logsumexp, not logits; digest typo item 9)
@@ -21,47 +22,49 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import replace
 from functools import reduce
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import core
+from ..core.cache import memoize
 from ..core.trace import diverged_status
 from .families import DLR, FC, marginal_variances, sample
 from .grid import Method, update
 from .likelihoods import encode_all
 
-__all__ = ["OnlineRun", "run_online", "make_evaluator", "METRICS"]
+__all__ = ["OnlineState", "algorithm", "stream", "belief_path", "make_evaluator", "METRICS", "UNHEALTHY"]
 
 METRICS = ("nlpd_plugin", "nlpd_mc", "nlpd_lin", "err_plugin", "err_mc", "err_lin")
 
+#: the step code of a belief that left the family (see :func:`_healthy`)
+UNHEALTHY = 10
+_UNHEALTHY_REASON = "non-finite mean or non-positive variance"
 
-@dataclass
-class OnlineRun:
-    """Result of one streaming run.
 
-    checkpoints: (n,) steps t at which the belief was recorded (t = 0 is the prior);
-    metrics: name -> (n,) array (NaN after a divergence); states: beliefs at the checkpoints
-    (None when keep_states=False); status: "completed" or "diverged: <reason>";
-    seconds_per_step: wall time of the compiled update per example; compile_seconds.
+class OnlineState(NamedTuple):
+    """State of a BONG-grid Algorithm.
+
+    belief : psi_t (FC, Diag or DLR of :mod:`vilab.online.families`).
+    t : the number of examples seen (int32).
+    key : the stream's PRNG key; the draws of time step t come from fold_in(key, t) (then
+        fold_in(., i) for inner iteration i), a function of t alone, so a run's numbers do not
+        depend on how it is chunked, thinned or resumed.
+    mark : whether ``observe`` evaluates the test metrics of this belief (set by the step from the
+        optional third entry of its batch; True otherwise). :func:`stream` marks the checkpoints.
+    hyper : run-time settings: {"alpha": learning rate} for blr, bog and bbb; {} for bong (alpha = 1
+        by definition, Eq. 3).
     """
 
-    method: str
-    checkpoints: np.ndarray
-    metrics: dict[str, np.ndarray]
-    states: list | None
-    status: str
-    seconds_per_step: float
-    compile_seconds: float
-    final: Any = None
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def diverged(self) -> bool:
-        return self.status.startswith("diverged")
+    belief: Any
+    t: jax.Array
+    key: jax.Array
+    mark: jax.Array
+    hyper: dict
 
 
 def _healthy(b):
@@ -79,10 +82,89 @@ def _healthy(b):
     return ok & jnp.all(jnp.isfinite(v)) & jnp.all(v > 0)
 
 
+def _raw_key(key):
+    key = core.as_key(key)
+    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.key_data(key)
+    return key
+
+
+@memoize("vilab.online.runner algorithms", maxsize=64)
+def algorithm(method: Method, f: Callable, lik, evaluate: Callable | None = None, check: bool = True) -> core.Algorithm:
+    """Grid method ``method`` (:func:`vilab.online.grid.make_method`) as a :class:`vilab.core.Algorithm`.
+
+    f(x, theta) -> logits / mean for ONE example; lik from :mod:`vilab.online.likelihoods`;
+    evaluate: None or an evaluator of :func:`make_evaluator` (its metrics are recorded per row).
+    check: report a belief with a non-positive variance as a divergence (code 10); ``check=False``
+    follows such a belief (the moment-parameter demos show a "covariance" turning indefinite);
+    non-finite values stop a run either way.
+
+    * ``init(key, prior, alpha=None) -> OnlineState``: the belief psi_0 = ``prior`` (from
+      :func:`vilab.online.families.init_belief`); ``key`` is the stream's key (see
+      :class:`OnlineState`); ``alpha`` defaults to ``method.alpha``.
+    * ``step(key, state, (x_t, y_t[, mark]))``: Alg. 1 with the identity predict step (Alg. 2), then
+      the update of Alg. 3 (I inner iterations of (g, G) from Table 1 and the App. E step of the
+      method's family). y_t is encoded (:func:`vilab.online.likelihoods.encode_all`). The runner's
+      ``key`` is not used: the draws come from fold_in(state.key, t) (see :class:`OnlineState`).
+      Code 10 (:data:`UNHEALTHY`): the new belief has a non-finite mean or a non-positive variance.
+    * ``observe(state)``: mean, marginal variances (exact for DLR), and the test metrics of
+      ``evaluate`` when the state is marked (NaN otherwise); objective = nlpd_plugin when evaluated.
+    """
+    name = method.label
+    has_alpha = method.alg != "bong"
+
+    def init(key, prior, alpha=None):
+        a = method.alpha if alpha is None else float(alpha)
+        if not (a > 0 and math.isfinite(a)):
+            raise ValueError("The learning rate alpha must be a positive number.")
+        hyper = {"alpha": jnp.asarray(a, prior.mu.dtype)} if has_alpha else {}
+        return OnlineState(prior, jnp.int32(0), _raw_key(key), jnp.asarray(True), hyper)
+
+    def step(key, state, batch):
+        x, y = batch[0], batch[1]
+        mark = jnp.asarray(batch[2], bool) if len(batch) > 2 else jnp.asarray(True)
+        t = state.t + 1
+        alpha = state.hyper["alpha"] if has_alpha else None
+        nb = update(method, f, lik, state.belief, x, y, jax.random.fold_in(state.key, t), alpha=alpha)
+        code = jnp.where(_healthy(nb), 0, UNHEALTHY).astype(jnp.int32) if check else jnp.int32(0)
+        return state._replace(belief=nb, t=t, mark=mark), {"code": code, "step_size": 1.0 if alpha is None else alpha}
+
+    if evaluate is not None:
+        probe = None
+
+        def metrics(b, mark):
+            nonlocal probe
+            if probe is None:
+                probe = jax.eval_shape(evaluate, b)
+            nan = {k: jnp.full(s.shape, jnp.nan, s.dtype) for k, s in probe.items()}
+            return jax.lax.cond(mark, lambda bb: dict(evaluate(bb)), lambda bb: nan, b)
+
+    def observe(state):
+        b = state.belief
+        out = {"mean": b.mu, "var": marginal_variances(b)}
+        if evaluate is None:
+            out["objective"] = jnp.asarray(jnp.nan, b.mu.dtype)
+            return out
+        vals = metrics(b, state.mark)
+        out.update(vals)
+        out["objective"] = vals.get("nlpd_plugin", jnp.asarray(jnp.nan, b.mu.dtype))
+        return out
+
+    return core.Algorithm(
+        init, step, observe, name=name,
+        objective_name="test NLPD (plug-in)" if evaluate is not None else "none",
+        codes={UNHEALTHY: (diverged_status(_UNHEALTHY_REASON), "")},
+        settings={"method": method.name, "label": method.label, "alpha": method.alpha, "n_iter": method.n_iter,
+                  "n_samples": method.n_samples},
+    )
+
+
 def make_evaluator(f, lik, X_test, Y_test, n_mc: int = 50, key=None, which=("plugin", "mc", "lin")):
     """A jitted ``belief -> {metric: value}`` on a held-out set (see module docstring).
 
     Y_test: integer labels (categorical) or targets (Gaussian). ``which`` selects predictives.
+    key: the PRNG key of the Monte Carlo predictives (one fixed key: every belief scored with the
+    same draws of eps, common random numbers); default ``jax.random.PRNGKey(0)``.
     """
     Xte = jnp.asarray(X_test)
     Yenc = encode_all(lik, Y_test, Xte.dtype if jnp.issubdtype(Xte.dtype, jnp.floating) else None)
@@ -119,52 +201,42 @@ def make_evaluator(f, lik, X_test, Y_test, n_mc: int = 50, key=None, which=("plu
         return out
 
     def evaluate(b):
-        # test data are arguments, not closure constants (XLA would constant-fold them slowly)
+        # test data are arguments of the jitted function, not closure constants
         return _evaluate(b, Xte, Yenc, key)
 
     return evaluate
 
 
-def _chunk_fn(method: Method, f, lik):
-    def step(carry, inp):
-        b, bad = carry
-        x, y, k, t = inp
-        nb = update(method, f, lik, b, x, y, k)
-        ok = _healthy(nb)
-        bad = jnp.where((bad < 0) & ~ok, t, bad)
-        return (nb, bad), None
-
-    def chunk(b, bad, xs, ys, ks, ts):
-        (b, bad), _ = jax.lax.scan(step, (b, bad), (xs, ys, ks, ts))
-        return b, bad
-
-    return jax.jit(chunk)
+def _checkpoints(checkpoints, T):
+    cps = sorted({0, T} | {int(c) for c in (checkpoints if checkpoints is not None else [])})
+    if cps[0] < 0 or cps[-1] > T:
+        raise ValueError(f"Checkpoints must lie between 0 and T = {T}.")
+    return cps
 
 
-_CHUNK_CACHE: dict = {}
+def stream(method: Method, f: Callable, lik, X, Y, prior, *, key, checkpoints, evaluate: Callable | None = None,
+           progress: Callable[[float], None] | None = None, on_chunk: Callable[[core.Trace], None] | None = None,
+           keep_states: bool = False) -> core.Trace:
+    """Stream (X[t], Y[t]), t = 1..T, through grid method ``method``, one example per step (Alg. 1);
+    record the belief and the test metrics at ``checkpoints``.
 
+    f(x, theta) -> logits/mean for ONE x; lik from :mod:`vilab.online.likelihoods`; Y integer labels
+    (categorical) or targets; prior: the belief psi_0; key: the stream's PRNG key (step t draws from
+    fold_in(key, t)); checkpoints: steps at which to record (0 and T are added);
+    evaluate: :func:`make_evaluator`'s function (metrics per checkpoint); progress(fraction) and
+    on_chunk(trace so far) are called after every chunk of steps, i.e. every gcd of the gaps
+    between checkpoints (one compiled loop serves the whole run), so at least once per checkpoint.
 
-def run_online(
-    method: Method,
-    f: Callable,
-    lik,
-    X,
-    Y,
-    prior,
-    *,
-    key=None,
-    checkpoints=None,
-    evaluate: Callable | None = None,
-    progress: Callable[[float], None] | None = None,
-    keep_states: bool = True,
-) -> OnlineRun:
-    """Stream (X[t], Y[t]), t = 1..T, through ``update``; record at ``checkpoints``.
-
-    f(x, theta) -> logits/mean for ONE x; lik from :mod:`vilab.online.likelihoods`; Y as
-    integer labels (categorical) or targets; prior: the initial belief psi_0.
-    The steps between checkpoints run as ``lax.scan`` chunks of a common length (the gcd of the
-    gaps), so one compilation serves the whole run and ``progress(fraction)`` is called after
-    each chunk.
+    Returns a :class:`vilab.core.Trace` with one row per checkpoint reached: ``iterations`` the
+    checkpoints (0 = the prior), ``mean`` (R, P), ``var`` (R, P) marginal variances,
+    ``extra[metric]`` (R,) for every metric of ``evaluate`` (NaN for a checkpoint whose evaluation
+    failed), ``extra["states"]`` the beliefs at the checkpoints when ``keep_states``,
+    ``extra["steps_done"]``, ``timings["seconds_per_step"]`` (wall time per example of the compiled
+    steps after the first chunk, which compiles; checkpoint evaluations excluded), ``state`` the
+    final :class:`OnlineState` (``state.belief`` the last valid belief) and ``status`` "max_steps"
+    or "diverged: <reason>": a step whose belief has a non-finite mean or a non-positive variance
+    (the trace keeps the beliefs before it), or a checkpoint whose metrics are not finite (the
+    covariance is not positive definite; the prior cannot be evaluated).
     """
     X = jnp.asarray(X)
     T = int(X.shape[0])
@@ -173,84 +245,108 @@ def run_online(
     Yenc = encode_all(lik, Y, prior.mu.dtype)
     if Yenc.shape[0] != T:
         raise ValueError("X and Y must have the same number of examples.")
-    key = jax.random.PRNGKey(0) if key is None else key
-    cps = sorted({0, T} | {int(c) for c in (checkpoints if checkpoints is not None else [])})
-    if cps[0] < 0 or cps[-1] > T:
-        raise ValueError(f"Checkpoints must lie between 0 and T = {T}.")
-    gaps = [b - a for a, b in zip(cps[:-1], cps[1:])]
-    L = reduce(math.gcd, gaps)
-    ckey = (method, f, lik)
-    fn = _CHUNK_CACHE.get(ckey)
-    if fn is None:
-        fn = _CHUNK_CACHE[ckey] = _chunk_fn(method, f, lik)
-    ts = jnp.arange(1, T + 1)
-    keys = jax.vmap(lambda t: jax.random.fold_in(key, t))(ts)
-    bad = jnp.asarray(-1, jnp.int32)
-    args0 = (prior, bad, X[:L], Yenc[:L], keys[:L], ts[:L].astype(jnp.int32))
-    t0 = time.perf_counter()
-    compiled = fn.lower(*args0).compile()
-    compile_s = time.perf_counter() - t0
+    cps = _checkpoints(checkpoints, T)
+    cp_set = set(cps)
+    L = reduce(math.gcd, [b - a for a, b in zip(cps[:-1], cps[1:])])
+    alg = algorithm(method, f, lik, evaluate)
+    batches = (X, Yenc)
+    if evaluate is not None and not set(range(0, T, L)) <= cp_set:
+        # rows fall at every multiple of L; mark the checkpoints, the only ones evaluated
+        batches = (X, Yenc, jnp.asarray(np.isin(np.arange(1, T + 1), cps)))
 
-    b = prior
-    states = [prior] if keep_states else None
-    metrics = {k: [] for k in METRICS}
+    def keep(tr):  # the indices of the checkpoint rows of a trace
+        return np.array([i for i, it in enumerate(tr.iterations) if int(it) in cp_set], dtype=int)
 
-    def record(bel):
+    states = [jax.tree_util.tree_map(np.asarray, prior)] if keep_states else None
+    stamps = [(time.perf_counter(), 0)]
+
+    def chunk_done(tr):
+        stamps.append((time.perf_counter(), tr.n_steps))
+        if keep_states and tr.n_steps in cp_set:
+            states.append(tr.state.belief)
+        if on_chunk is not None:
+            on_chunk(_restrict(tr, keep(tr), "max_steps", states, cps))
+
+    def host_stop(rows):  # a checkpoint whose metrics are not finite (the prior's included) ends the run
         if evaluate is None:
-            return True
-        vals = {k: float(v) for k, v in evaluate(bel).items()}
-        for k in METRICS:
-            metrics[k].append(vals.get(k, np.nan))
-        return all(np.isfinite(v) for v in vals.values())
+            return False
+        at = np.isin(np.asarray(rows["iterations"]), cps)
+        return not all(np.all(np.isfinite(np.asarray(rows[k])[at])) for k in METRICS if k in rows)
 
-    status = "completed"
-    if not record(b):
-        status = diverged_status("the prior cannot be evaluated (check the prior variance)")
-    run_s = 0.0
-    done = 0
-    for ci in range(len(cps) - 1):
-        if status != "completed":
-            break
-        for s in range(cps[ci], cps[ci + 1], L):
-            t1 = time.perf_counter()
-            b, bad = compiled(b, bad, X[s : s + L], Yenc[s : s + L], keys[s : s + L], ts[s : s + L].astype(jnp.int32))
-            b = jax.block_until_ready(b)
-            run_s += time.perf_counter() - t1
-            done += L
-            if progress is not None:
-                progress(done / T)
-            if int(bad) >= 0:
-                status = diverged_status(f"non-finite mean or non-positive variance at step t = {int(bad)}")
+    tr = core.run(alg, key, alg.init(key, prior), T, batches=batches, record_every=L, chunk_size=L,
+                  progress=progress, host_stop=host_stop, on_chunk=chunk_done)
+    n_done = int(tr.info["code"].shape[0])
+    status = "max_steps"
+    if tr.diverged:  # a rejected step: the runner kept the beliefs before it
+        status = f"{tr.status} at step t = {tr.n_steps + 1}"
+    idx = keep(tr)
+    if evaluate is not None:
+        for j, i in enumerate(idx):
+            if not all(np.isfinite(tr.extra[k][i]) for k in METRICS if k in tr.extra):
+                t_bad = int(tr.iterations[i])
+                if t_bad == 0:
+                    status = diverged_status("the prior cannot be evaluated (check the prior variance)")
+                else:
+                    why = "the covariance is not positive definite" if isinstance(prior, FC) else "non-finite predictive"
+                    status = diverged_status(f"{why} at checkpoint t = {t_bad}")
+                idx = idx[: j + 1]
+                for k in METRICS:  # a checkpoint whose evaluation failed keeps no (partly NaN) numbers
+                    if k in tr.extra:
+                        tr.extra[k][i] = np.nan
                 break
-        if status != "completed":
-            break
-        if keep_states:
-            states.append(b)
-        if not record(b):
-            t_bad = cps[ci + 1]
-            why = "the covariance is not positive definite" if isinstance(b, FC) else "non-finite predictive"
-            status = diverged_status(f"{why} at checkpoint t = {t_bad}")
-    n_done = len(metrics["nlpd_plugin"]) if evaluate is not None else 0
-    out = {}
-    for k in METRICS:
-        arr = np.full(len(cps), np.nan)
-        if evaluate is not None:
-            arr[:n_done] = metrics[k]
-        out[k] = arr
-    if status != "completed" and evaluate is not None and n_done > 0:
-        # a checkpoint whose evaluation failed keeps no (partly NaN) numbers
-        last = n_done - 1
-        if not all(np.isfinite(out[k][last]) for k in METRICS if k in metrics and metrics[k]):
-            for k in METRICS:
-                out[k][last] = np.nan
-    return OnlineRun(
-        method=method.label,
-        checkpoints=np.asarray(cps),
-        metrics=out,
-        states=states,
-        status=status,
-        seconds_per_step=run_s / max(done, 1),
-        compile_seconds=compile_s,
-        final=b,
-        extra={"steps_done": done},
-    )
+    out = _restrict(tr, idx, status, states, cps)
+    out.extra["steps_done"] = n_done
+    out.timings["seconds_per_step"] = _seconds_per_step(stamps, evaluate, tr.state.belief, cp_set)
+    return out
+
+
+def _restrict(tr: core.Trace, idx, status, states, cps) -> core.Trace:
+    """The trace's checkpoint rows ``idx``, with ``status`` (and the states kept at them)."""
+    def pick(a):
+        return None if a is None else np.asarray(a)[idx]
+
+    extra = {k: (np.asarray(v)[idx] if isinstance(v, np.ndarray) and v.ndim and v.shape[0] == tr.n_rows else v)
+             for k, v in tr.extra.items()}
+    if states is not None:
+        extra["states"] = list(states[: len(idx)])
+    return replace(tr, mean=pick(tr.mean), var=pick(tr.var), cov=pick(tr.cov), objective=pick(tr.objective),
+                   iterations=pick(tr.iterations), extra=extra, status=status,
+                   settings={**tr.settings, "checkpoints": list(cps)}, timings=dict(tr.timings))
+
+
+def _seconds_per_step(stamps, evaluate, belief, cp_set):
+    """Wall time per example from the chunk time stamps [(time, iteration)], the first chunk (which
+    compiles the loop) left out unless it is the only one: the chunks that made no checkpoint
+    evaluation when there are such, else all of them less their evaluations (one timed here)."""
+    if len(stamps) < 2:
+        return float("nan")
+    chunks = [(tb - ta, kb - ka, kb in cp_set and evaluate is not None)
+              for (ta, ka), (tb, kb) in zip(stamps[:-1], stamps[1:])]
+    if len(chunks) > 1:
+        chunks = chunks[1:]
+    plain = [c for c in chunks if not c[2]]
+    if plain:
+        return sum(c[0] for c in plain) / max(sum(c[1] for c in plain), 1)
+    seconds = sum(c[0] for c in chunks)
+    jax.block_until_ready(evaluate(belief))  # compiled once per evaluator
+    t0 = time.perf_counter()
+    jax.block_until_ready(evaluate(belief))
+    seconds = max(seconds - len(chunks) * (time.perf_counter() - t0), 0.1 * seconds)
+    return seconds / max(sum(c[1] for c in chunks), 1)
+
+
+def belief_path(method: Method, f: Callable, lik, X, Y, prior, *, key, check: bool = False):
+    """Every belief psi_0 .. psi_T of one method on a short stream, stacked (leading axis T + 1): for
+    demos and tests on small models. Runs :func:`vilab.core.run` one step per chunk and keeps the
+    state after each; ``check=False`` (default) follows beliefs whose variance turned negative (the
+    fc_mom demos); after a non-finite step the rest of the path is NaN."""
+    X = jnp.asarray(X)
+    T = int(X.shape[0])
+    Yenc = encode_all(lik, Y, prior.mu.dtype)
+    alg = algorithm(method, f, lik, None, check)
+    seen = [jax.tree_util.tree_map(np.asarray, prior)]
+    core.run(alg, key, alg.init(key, prior), T, batches=(X, Yenc), chunk_size=1,
+             on_chunk=lambda tr: seen.append(tr.state.belief))
+    nan = jax.tree_util.tree_map(lambda a: np.full_like(np.asarray(a, float), np.nan).astype(np.asarray(a).dtype), seen[0])
+    seen += [nan] * (T + 1 - len(seen))
+    return jax.tree_util.tree_map(lambda *xs: np.stack(xs), *seen)

@@ -112,7 +112,7 @@ def _equivalence():
     from ..online.families import init_belief
     from ..online.grid import make_method
     from ..online.likelihoods import categorical
-    from ..online.linear_gaussian import filter_path
+    from ..online.runner import belief_path
 
     net, X, y = _equivalence_stream()
     lik = categorical(3)
@@ -127,10 +127,10 @@ def _equivalence():
                         ("lin-hess", "dlr-2"), ("mc-ef", "diag"), ("mc-ef", "dlr-2")):
         family = "dlr" if fam.startswith("dlr") else fam
         prior = init_belief(family, mu0, 0.5, 2, key=jax.random.PRNGKey(3), w0_scale=0.1 if family == "dlr" else 0.0)
-        a = filter_path(make_method(f"bong-{approx}-{fam}", n_samples=5), f, lik, X, y, prior, key, jit=False)
-        b = filter_path(make_method(f"blr-{approx}-{fam}", alpha=1.0, n_iter=1, n_samples=5), f, lik, X, y, prior, key, jit=False)
-        c = filter_path(make_method(f"bog-{approx}-{fam}", alpha=0.05, n_samples=5), f, lik, X, y, prior, key, jit=False)
-        d = filter_path(make_method(f"bbb-{approx}-{fam}", alpha=0.05, n_iter=1, n_samples=5), f, lik, X, y, prior, key, jit=False)
+        a = belief_path(make_method(f"bong-{approx}-{fam}", n_samples=5), f, lik, X, y, prior, key=key)
+        b = belief_path(make_method(f"blr-{approx}-{fam}", alpha=1.0, n_iter=1, n_samples=5), f, lik, X, y, prior, key=key)
+        c = belief_path(make_method(f"bog-{approx}-{fam}", alpha=0.05, n_samples=5), f, lik, X, y, prior, key=key)
+        d = belief_path(make_method(f"bbb-{approx}-{fam}", alpha=0.05, n_iter=1, n_samples=5), f, lik, X, y, prior, key=key)
         worst_bl = max(worst_bl, _path_gap(a, b))
         worst_bb = max(worst_bb, _path_gap(c, d))
     return [
@@ -157,7 +157,7 @@ def digits_ordering_runs(T: int = DIGITS_T, seeds=DIGITS_SEEDS):
         vals = []
         for seed in seeds:
             r = run_digits(name, sigma0_2=s2, T=T, seed=seed, checkpoints=(0, T), predictives=("plugin",), n_samples=10)
-            vals.append(r.metrics["nlpd_plugin"][-1] if not r.diverged else np.inf)
+            vals.append(r.extra["nlpd_plugin"][-1] if not r.diverged else np.inf)
         out[name] = np.array(vals)
     return out
 
