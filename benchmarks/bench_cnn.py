@@ -27,6 +27,7 @@ import numpy as np  # noqa: E402
 
 import vilab  # noqa: E402,F401
 from vilab.cnn import data, devices, models, train  # noqa: E402
+from vilab.core import as_key  # noqa: E402
 
 
 def main(argv=None):
@@ -63,16 +64,17 @@ def main(argv=None):
     for opt in train.VI_OPTIMIZERS:
         b = 8 if opt == "vogn" else batch
         # epoch 1 warms up (first executions allocate); the median of the later epochs is reported
-        r = train.vi_train(vi_net, d, opt, epochs=a.epochs, batch_size=b, eval_samples=1, elbo_draws=1, eval_chunk=500)
-        eps = r.settings["iters_per_epoch"] * b / float(np.median(r.epoch_seconds[1:]))
-        out(f"VI epoch, {opt}", vi_net, b, 1, 1, eps, r.compile_seconds)
+        r = train.vi_train(vi_net, d, opt, key=as_key(0), epochs=a.epochs, batch_size=b, eval_samples=1,
+                           elbo_draws=1, eval_chunk=500)
+        eps = r.settings["iters_per_epoch"] * b / float(np.median(train.per_epoch(r)["epoch_seconds"][1:]))
+        out(f"VI epoch, {opt}", vi_net, b, 1, 1, eps, r.timings["compile"])
     for m in train.ONLINE_METHODS:
         alg = m.split("-")[0]
         i = inner if alg in ("blr", "bbb") else 1
-        r = train.online_train(on_net, d, m, T=T, alpha=None if alg == "bong" else 0.1, n_iter=i, n_samples=M,
-                               n_checkpoints=1, n_test=50, n_mc=2, which=("plugin",))
-        out(f"online step, {m}", on_net, 1, M if "mc-" in m else 0, i, r.extra["examples_per_second"],
-            r.compile_seconds)
+        r = train.online_train(on_net, d, m, key=as_key(0), T=T, alpha=None if alg == "bong" else 0.1, n_iter=i,
+                               n_samples=M, n_checkpoints=2, n_test=50, n_mc=2, which=("plugin",))
+        out(f"online step, {m}", on_net, 1, M if "mc-" in m else 0, i, r.timings["examples_per_second"],
+            r.timings.get("first_call", float("nan")))
     if a.json is not None:
         a.json.parent.mkdir(parents=True, exist_ok=True)
         a.json.write_text(json.dumps({

@@ -7,6 +7,7 @@ import streamlit as st
 import vilab_ui as ui
 from vilab.cnn import data as cdata
 from vilab.cnn import devices, models, results, train
+from vilab.core import Trace, as_key
 from vilab.plots import cnn as pcnn
 
 ui.page(
@@ -147,31 +148,44 @@ def run_label(key: tuple) -> str:
     return f"{m} | {model} on {ds} | T {T_}, sigma0^2 {s2:g}{extra} | seed {sd}"
 
 
-def summarise_vi(r: train.VIRun, key: tuple) -> dict:
+def summarise_vi(r: Trace, key: tuple) -> dict:
+    """What the page keeps of a finished vi_train Trace (plain arrays, cached across reruns)."""
     label = run_label(key)
-    return dict(kind="vi", label=label, optimizer=r.optimizer, elbo_epoch=r.elbo_epoch,
-                test_nlpd=r.test_nlpd, test_err=r.test_err, test_err_plugin=r.test_err_plugin,
-                rows=[dict(row, run=label) for row in r.rows()], final_elbo=r.final_elbo,
-                final_elbo_se=r.final_elbo_se, status=r.status, examples_per_second=r.examples_per_second,
-                device=r.device, mu=r.mu, sigma=r.sigma, model=model_name, dataset=ds_name, settings=r.settings)
+    pe = train.per_epoch(r)
+    mu, sigma = train.vi_posterior(r)
+    return dict(kind="vi", label=label, optimizer=r.settings["optimizer"], elbo_epoch=pe["elbo_epoch"],
+                test_nlpd=pe["test_nlpd"], test_err=pe["test_err"], test_err_plugin=pe["test_err_plugin"],
+                rows=train.vi_rows(r, label), final_elbo=r.extra["final_elbo"],
+                final_elbo_se=r.extra["final_elbo_se"], status=r.status,
+                examples_per_second=r.timings["examples_per_second"], device=r.extra["device"], mu=mu, sigma=sigma,
+                model=model_name, dataset=ds_name, settings=r.settings)
 
 
-def summarise_online(r, key: tuple) -> dict:
+ONLINE_METRICS = ("nlpd_plugin", "nlpd_mc", "nlpd_lin", "err_plugin", "err_mc", "err_lin")
+
+
+def online_metrics(r: Trace) -> dict:
+    return {k: np.asarray(r.extra[k]) for k in ONLINE_METRICS if k in r.extra}
+
+
+def summarise_online(r: Trace, key: tuple) -> dict:
+    """What the page keeps of a finished online_train Trace (one row per checkpoint)."""
     label = run_label(key)
-    rows = [dict(run=label, t=int(t), **{k: float(v[i]) for k, v in r.metrics.items()}) for i, t in enumerate(r.checkpoints)]
-    return dict(kind="online", label=label, optimizer=r.extra["name"],
-                checkpoints=r.checkpoints, metrics=r.metrics, rows=rows, status=r.status,
-                examples_per_second=r.extra["examples_per_second"], device=r.extra["device"], belief=r.final,
-                model=model_name, dataset=ds_name, settings={k: v for k, v in r.extra.items() if k != "device"})
+    metrics = online_metrics(r)
+    rows = [dict(run=label, t=int(t), **{k: float(v[i]) for k, v in metrics.items()}) for i, t in enumerate(r.iterations)]
+    return dict(kind="online", label=label, optimizer=r.settings["name"],
+                checkpoints=np.asarray(r.iterations), metrics=metrics, rows=rows, status=r.status,
+                examples_per_second=r.timings["examples_per_second"], device=r.extra["device"],
+                belief=r.state.belief, model=model_name, dataset=ds_name, settings=r.settings)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def gallery_probs(run_key: tuple, _net, _run: dict, _X, seed: int):
     """Predictive probabilities (20 draws from q) of the gallery's test images for one finished run."""
     if _run["kind"] == "vi":
-        probs = train.predictive(_net, _run["mu"], _run["sigma"], _X, n_samples=20, seed=seed)
+        probs = train.predictive(_net, _run["mu"], _run["sigma"], _X, n_samples=20, key=as_key(seed))
     else:
-        probs = train.online_predictive(_net, _run["belief"], _X, n_samples=20, seed=seed)
+        probs = train.online_predictive(_net, _run["belief"], _X, n_samples=20, key=as_key(seed))
     return probs, train.predictive_entropy(probs)
 
 
@@ -208,38 +222,40 @@ if go_btn and methods:
             if not online:
                 def on_epoch(partial, key=partial_key, m=m):
                     s = summarise_vi(partial, key)
-                    s["label"] += " (stopped)"
+                    n_ep = len(s["elbo_epoch"])
+                    s["label"] += f" (stopped after epoch {n_ep})"
                     s["rows"] = [dict(row, run=s["label"]) for row in s["rows"]]
-                    s["status"] = f"stopped after epoch {len(partial.elbo_epoch)}"
+                    s["status"] = "stopped"
                     store[key] = s  # kept if the Stop button interrupts the run
                     show_run(key)
                     now = [store[k] for k in st.session_state["cnn_shown"] if k in store and store[k]["kind"] == "vi"]
                     with live:  # st.empty: each epoch's chart replaces the previous one
-                        ui.show(pcnn.elbo_curves(now, title="Average ELBO per epoch (live)"),
-                                key=f"live-{m}-{len(partial.elbo_epoch)}")
+                        ui.show(pcnn.elbo_curves(now, title="Average ELBO per epoch (live)"), key=f"live-{m}-{n_ep}")
 
                 b = key[5]  # the batch size (VOGN: at most 16)
-                r = train.vi_train(net, data_run, m, epochs=epochs, batch_size=b, seed=seed, progress=prog,
-                                   on_epoch=on_epoch, eval_samples=10, elbo_draws=10)
+                r = train.vi_train(net, data_run, m, key=as_key(seed), epochs=epochs, batch_size=b, progress=prog,
+                                   on_chunk=on_epoch, eval_samples=10, elbo_draws=10)
                 store[key] = summarise_vi(r, key)
             else:
-                seen = {"checkpoints": [], "metrics": {}}
+                drawn = [-1]
 
-                def on_checkpoint(t, vals, m=m, seen=seen):
-                    seen["checkpoints"].append(t)
-                    for k, v in vals.items():
-                        seen["metrics"].setdefault(k, []).append(v)
+                def on_chunk(so_far, m=m, drawn=drawn):
+                    if so_far.n_rows == drawn[0]:  # redraw only when a checkpoint was added
+                        return
+                    drawn[0] = so_far.n_rows
                     done = [store[k] for k in st.session_state["cnn_shown"] if k in store and store[k]["kind"] == "online"]
+                    running = dict(label=f"{m} (running)", checkpoints=np.asarray(so_far.iterations),
+                                   metrics=online_metrics(so_far))
                     with live:  # st.empty: each checkpoint's chart replaces the previous one
-                        ui.show(pcnn.online_curves(done + [dict(label=f"{m} (running)", **seen)],
-                                                   title="Test metrics against examples seen (live)"),
-                                key=f"live-{m}-{len(seen['checkpoints'])}")
+                        ui.show(pcnn.online_curves(done + [running], title="Test metrics against examples seen (live)"),
+                                key=f"live-{m}-{so_far.n_rows}")
 
                 alg = m.split("-")[0]
-                r = train.online_train(net, data_run, m, T=T, sigma0_2=s02, alpha=None if alg == "bong" else lr,
-                                       n_iter=n_iter if alg in ("blr", "bbb") else 1, seed=seed, n_checkpoints=8,
+                r = train.online_train(net, data_run, m, key=as_key(seed), T=T, sigma0_2=s02,
+                                       alpha=None if alg == "bong" else lr,
+                                       n_iter=n_iter if alg in ("blr", "bbb") else 1, n_checkpoints=8,
                                        n_test=min(500, len(data_run.y_test)), n_mc=20, progress=prog,
-                                       on_checkpoint=on_checkpoint)
+                                       on_chunk=on_chunk)
                 store[key] = summarise_online(r, key)
             store.pop(partial_key, None)
             st.session_state["cnn_shown"] = [k for k in st.session_state["cnn_shown"] if k != partial_key]

@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 import vilab  # noqa: E402,F401
 from vilab.cnn import data, devices, models, results, train  # noqa: E402
+from vilab.core import as_key  # noqa: E402
 
 FIG1 = [f"{a}-{h}-dlr-10" for a in ("bong", "blr", "bog", "bbb") for h in ("lin-hess", "mc-ef")]
 FIG2 = [f"bong-{h}-{f}" for h in ("lin-hess", "mc-ef") for f in ("diag", "diag_mom", "dlr-1", "dlr-10")]
@@ -86,15 +87,19 @@ def run_tan(args, d) -> None:
     for opt in args.optimizers:
         vogn = opt == "vogn"
         t0 = time.time()
-        r = train.vi_train(net, d, opt, alpha=alphas[opt], epochs=args.vogn_epochs if vogn else args.epochs,
-                           batch_size=8 if vogn else 128, seed=args.seed, elbo_draws=args.elbo_draws, eval_samples=10)
+        r = train.vi_train(net, d, opt, key=as_key(args.seed), alpha=alphas[opt],
+                           epochs=args.vogn_epochs if vogn else args.epochs, batch_size=8 if vogn else 128,
+                           elbo_draws=args.elbo_draws, eval_samples=10)
         paper_elbo, paper_s = TAN_TABLE9[opt]
-        rows.append(dict(optimizer=r.label, key=opt, final_elbo=r.final_elbo, final_elbo_se=r.final_elbo_se,
-                         test_error=float(r.test_err[-1]), test_nlpd=float(r.test_nlpd[-1]), seconds=r.seconds,
-                         compile_seconds=r.compile_seconds, wall_seconds=time.time() - t0,
-                         examples_per_second=r.examples_per_second, status=r.status, epochs=len(r.elbo_epoch),
-                         batch=r.settings["batch_size"], paper_elbo=paper_elbo, paper_seconds=paper_s))
-        curves[r.label] = dict(elbo_epoch=r.elbo_epoch, test_nlpd=r.test_nlpd, test_err=r.test_err)
+        pe, label = train.per_epoch(r), r.settings["label"]
+        rows.append(dict(optimizer=label, key=opt, final_elbo=r.extra["final_elbo"],
+                         final_elbo_se=r.extra["final_elbo_se"], test_error=float(pe["test_err"][-1]),
+                         test_nlpd=float(pe["test_nlpd"][-1]), seconds=r.timings["run"],
+                         compile_seconds=r.timings["compile"], wall_seconds=time.time() - t0,
+                         examples_per_second=r.timings["examples_per_second"], status=r.status,
+                         epochs=len(pe["elbo_epoch"]), batch=r.settings["batch_size"], paper_elbo=paper_elbo,
+                         paper_seconds=paper_s))
+        curves[label] = dict(elbo_epoch=pe["elbo_epoch"], test_nlpd=pe["test_nlpd"], test_err=pe["test_err"])
         print(rows[-1], flush=True)
     res["results"], res["curves"] = rows, curves
     _write(args.out, "tan2025-table9-mnist.json", res)
@@ -112,11 +117,15 @@ def run_bong(args, d) -> None:
     for m in args.methods:
         for s in args.seeds:
             alpha = None if m.startswith("bong") else args.alpha
-            r = train.online_train(net, d, m, T=args.T, sigma0_2=args.sigma0_2, alpha=alpha, seed=s, n_iter=inner[m],
-                                   n_samples=args.n_samples, n_checkpoints=10, n_test=args.n_test, n_mc=args.n_mc)
-            rows.append(dict(method=m, seed=s, status=r.status, checkpoints=r.checkpoints,
-                             seconds_per_step=r.seconds_per_step, compile_seconds=r.compile_seconds, **r.metrics))
-            print(m, s, r.status, r.metrics["nlpd_plugin"][-1], flush=True)
+            r = train.online_train(net, d, m, key=as_key(s), T=args.T, sigma0_2=args.sigma0_2, alpha=alpha,
+                                   n_iter=inner[m], n_samples=args.n_samples, n_checkpoints=10, n_test=args.n_test,
+                                   n_mc=args.n_mc)
+            metrics = {k: r.extra[k] for k in ("nlpd_plugin", "nlpd_mc", "nlpd_lin", "err_plugin", "err_mc", "err_lin")
+                       if k in r.extra}
+            rows.append(dict(method=m, seed=s, status=r.status, checkpoints=r.iterations,
+                             seconds_per_step=r.timings["seconds_per_step"],
+                             compile_seconds=r.timings.get("first_call"), **metrics))
+            print(m, s, r.status, r.extra["nlpd_plugin"][-1], flush=True)
     res["results"] = rows
     _write(args.out, "bong-figs12-mnist.json", res)
 

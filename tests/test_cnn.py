@@ -247,9 +247,10 @@ try:
     odd = "accepted"
 except ValueError as e:
     odd = str(e)
-r = train.vi_train(net, d, "snngm", epochs=1, batch_size=16, eval_samples=2, elbo_draws=2)
+r = train.vi_train(net, d, "snngm", key=jax.random.PRNGKey(0), epochs=1, batch_size=16, eval_samples=2, elbo_draws=2)
 print(json.dumps({"count": len(jax.devices()), "mesh": None if mesh is None else int(mesh.devices.size),
-                  "elbo_iter": r.elbo_iter.tolist(), "nlpd": r.test_nlpd.tolist(), "status": r.status, "odd": odd}))
+                  "elbo_iter": r.info["elbo"].tolist(), "nlpd": train.per_epoch(r)["test_nlpd"].tolist(),
+                  "status": r.status, "odd": odd}))
 """
 
 
@@ -266,7 +267,7 @@ def test_batch_is_sharded_over_two_host_devices_with_the_same_result():
     """XLA_FLAGS=--xla_force_host_platform_device_count=2: a mesh over 2 CPU devices, the batch split
     over it (jax.sharding), the same iterates as on one device up to float32 summation order."""
     two = _run_sharded(2)
-    assert two["count"] == 2 and two["mesh"] == 2 and two["status"] == "max_epochs"
+    assert two["count"] == 2 and two["mesh"] == 2 and two["status"] == "max_steps"
     assert "multiple of the number of devices (2)" in two["odd"]
     one = _run_sharded(1)
     assert one["mesh"] is None and one["odd"] == "accepted"
@@ -311,13 +312,16 @@ def _batch():
 @pytest.mark.parametrize("optimizer", [o if o != "pga" else pytest.param(o, marks=_PGA_XFAIL) for o in train.VI_OPTIMIZERS])
 def test_one_vi_step_decreases_negative_elbo(optimizer):
     X, y, n = _batch()
-    tx, estimate, step, layout = train.vi_step_fn(_TINY, optimizer, train.default_vi_alpha(optimizer), n)
-    lam = train.init_lambda(_TINY, n, optimizer, jax.random.PRNGKey(0))
+    alg = train.vi_algorithm(_TINY, optimizer, n)
+    state = alg.init(jax.random.PRNGKey(0), alpha=train.default_vi_alpha(optimizer))
+    lam = state.lam
+    np.testing.assert_array_equal(lam, train.init_lambda(_TINY, n, optimizer, jax.random.PRNGKey(0)))
     zs = jax.random.normal(jax.random.PRNGKey(9), (64, _TINY.n_params), jnp.float32)
     before = float(_neg_elbo(_TINY, lam, optimizer, X, y, n, zs))
-    (lam1, _, code), h = jax.jit(step)((lam, tx.init(lam), jnp.asarray(0)), (X, y, jax.random.PRNGKey(1)))
+    new, info = jax.jit(alg.step)(None, state, (X, y, jax.random.PRNGKey(1)))
+    lam1, code, h = new.lam, info["code"], info["elbo"]
     after = float(_neg_elbo(_TINY, lam1, optimizer, X, y, n, zs))
-    assert int(code) == 0 and np.isfinite(float(h))
+    assert int(code) == 0 and np.isfinite(float(h)) and float(new.elbo) == float(h)
     assert lam1.dtype == jnp.float32
     assert after < before, (optimizer, before, after)
 
@@ -330,10 +334,14 @@ def test_pga_first_step_is_tan_s5():
     This is what makes one PGA step raise -ELBO (the xfail above)."""
     X, y, n = _batch()
     alpha, P = 1e-3, _TINY.n_params
-    tx, estimate, step, _ = train.vi_step_fn(_TINY, "pga", alpha, n)
-    lam = train.init_lambda(_TINY, n, "pga", jax.random.PRNGKey(0))
+    alg = train.vi_algorithm(_TINY, "pga", n)
+    estimate, _ = train.vi_estimator(_TINY, "pga", n)
+    state = alg.init(jax.random.PRNGKey(0), alpha=alpha)
+    lam = state.lam
     key = jax.random.PRNGKey(1)
-    (lam1, _, code), _ = jax.jit(step)((lam, tx.init(lam), jnp.asarray(0)), (X, y, key))
+    new, info = jax.jit(alg.step)(None, state, (X, y, key))
+    lam1 = new.lam
+    assert int(info["code"]) == 0
     _, feed = estimate(lam, X, y, key)
     g = -np.asarray(feed, np.float64)
     z = np.asarray(jax.random.normal(key, (P,), jnp.float32), np.float64)
@@ -354,16 +362,15 @@ def test_snngm_step_length_is_at_most_alpha():
     d = data.load_digits()
     n = d.n_train
     a0 = 1e-3
-    tx, _, step, _ = train.vi_step_fn(_TINY, "snngm", a0, n)
-    lam = train.init_lambda(_TINY, n, "snngm", jax.random.PRNGKey(0))
-    carry = (lam, tx.init(lam), jnp.asarray(0))
+    alg = train.vi_algorithm(_TINY, "snngm", n)
+    state = alg.init(jax.random.PRNGKey(0), alpha=a0)
     alpha = a0 * math.sqrt(2 * _TINY.n_params)
-    step = jax.jit(step)
+    step = jax.jit(alg.step)
     for t in range(4):
-        new, _ = step(carry, (jnp.asarray(d.x_train[16 * t:16 * t + 16]), jnp.asarray(d.y_train[16 * t:16 * t + 16]),
-                              jax.random.PRNGKey(t)))
-        assert float(jnp.linalg.norm(new[0] - carry[0])) <= alpha * (1 + 1e-5)
-        carry = new
+        new, _ = step(jax.random.PRNGKey(t), state,
+                      (jnp.asarray(d.x_train[16 * t:16 * t + 16]), jnp.asarray(d.y_train[16 * t:16 * t + 16])))
+        assert float(jnp.linalg.norm(new.lam - state.lam)) <= alpha * (1 + 1e-5)
+        state = new
 
 
 @pytest.mark.parametrize("name", train.ONLINE_METHODS)
@@ -388,52 +395,161 @@ def test_one_online_step_decreases_nll_of_the_example(name):
 
 
 # ------------------------------------------------------------------------- training loop
+def _tiny_batches(n_steps, B=16, key=jax.random.PRNGKey(5)):
+    d = data.load_digits()
+    idx = jax.random.permutation(key, d.n_train)[: n_steps * B].reshape(n_steps, B)
+    return jnp.asarray(d.x_train)[idx], jnp.asarray(d.y_train)[idx], d.n_train
+
+
+@pytest.mark.parametrize("optimizer", ["snngm", "adam"])
+def test_vi_resume_with_a_new_alpha_equals_a_run_that_switched(optimizer):
+    """k steps with alpha_1, resume with alpha_2 for k more == a Python loop over the step that
+    switches alpha at step k; and != a run that kept alpha_1 (so the switch took effect)."""
+    from vilab.core import resume, run, set_hyper
+
+    k = 4
+    X, y, n = _tiny_batches(2 * k)
+    alg = train.vi_algorithm(_TINY, optimizer, n)
+    a1, a2 = 1e-3, 5e-3
+    state0 = alg.init(jax.random.PRNGKey(0), alpha=a1)
+    key = jax.random.PRNGKey(7)
+    first = run(alg, key, state0, k, batches=(X[:k], y[:k]))
+    both = resume(alg, first, k, hyper={"alpha": a2}, batches=(X[k:], y[k:]))
+    assert both.status == "max_steps" and both.n_steps == 2 * k and list(both.iterations) == list(range(2 * k + 1))
+    np.testing.assert_array_equal(both.info["step_size"], [a1] * k + [a2] * k)
+
+    step = jax.jit(alg.step)
+    state, kk, means = state0, key, [np.asarray(state0.lam[:_TINY.n_params])]
+    for t in range(2 * k):
+        if t == k:
+            state = set_hyper(state, alpha=a2)
+        kk, sub = jax.random.split(kk)
+        state, _ = step(sub, state, (X[t], y[t]))
+        means.append(np.asarray(state.lam[:_TINY.n_params]))
+    np.testing.assert_allclose(both.mean, np.asarray(means), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(both.state.lam), np.asarray(state.lam), rtol=1e-5, atol=1e-6)
+
+    kept = run(alg, key, state0, 2 * k, batches=(X, y))
+    assert np.max(np.abs(kept.mean[-1] - both.mean[-1])) > 1e-4
+
+
+@pytest.mark.parametrize("optimizer", train.VI_OPTIMIZERS)
+def test_alpha_in_the_state_steps_like_a_python_float(optimizer):
+    """alpha lives in state.hyper (float64, changeable by set_hyper without recompiling); the step
+    is bit for bit the one of the optax transformation built with alpha as a Python float (float32
+    arithmetic, as before alpha became a run-time setting), for a fresh state and a switched one."""
+    from vilab import optim
+    from vilab.core import set_hyper
+
+    X, y, n = _tiny_batches(2)
+    alg = train.vi_algorithm(_TINY, optimizer, n)
+    estimate, layout = train.vi_estimator(_TINY, optimizer, n)
+    a1, a2 = 0.001, 0.004
+    state = alg.init(jax.random.PRNGKey(0), alpha=a1)
+    lam, ost = state.lam, state.opt
+    step = jax.jit(alg.step)
+
+    @jax.jit
+    def reference(lam, ost, Xb, yb, k, alpha):  # alpha: a Python float (static)
+        tx = optim.make_transform(optimizer, alpha, layout)
+        _, fv = estimate(lam, Xb, yb, k)
+        upd, ost = tx.update(fv, ost, lam)
+        return (lam + upd).astype(lam.dtype), ost
+
+    reference = jax.jit(reference.__wrapped__, static_argnums=5)
+    for t, a in enumerate((a1, a2)):
+        if t == 1:
+            state = set_hyper(state, alpha=a2)
+        k = jax.random.PRNGKey(10 + t)
+        state, _ = step(None, state, (X[t], y[t], k))
+        lam, ost = reference(lam, ost, X[t], y[t], k, a)
+        assert state.lam.dtype == jnp.float32
+        np.testing.assert_array_equal(np.asarray(state.lam), np.asarray(lam))
+
+
+def test_vi_algorithm_is_memoized_and_checks_its_inputs():
+    n = 1437
+    assert train.vi_algorithm(_TINY, "adam", n) is train.vi_algorithm(_TINY, "adam", n)
+    assert train.vi_algorithm(_TINY, "adam", n) is not train.vi_algorithm(_TINY, "adam", n, prior_var=1.0)
+    alg = train.vi_algorithm(_TINY, "vogn", n)
+    with pytest.raises(ValueError, match="step size alpha"):
+        alg.init(jax.random.PRNGKey(0), alpha=0.0)
+    with pytest.raises(ValueError, match="2P"):
+        alg.init(jax.random.PRNGKey(0), start=np.zeros(3))
+    with pytest.raises(ValueError, match="prior variance"):
+        train.vi_algorithm(_TINY, "adam", n, prior_var=-1.0)
+
+
 @pytest.mark.slow
 def test_vi_train_small_run_and_stop():
     d = data.load_digits().subset(256, 64)
     calls, epochs_seen = [], []
-    r = train.vi_train(_TINY, d, "snngm", epochs=2, batch_size=32, progress=calls.append,
-                       on_epoch=lambda run: epochs_seen.append(len(run.elbo_epoch)), eval_samples=3, elbo_draws=3)
-    assert r.status == "max_epochs" and r.elbo_epoch.shape == (2,) and r.test_nlpd.shape == (3,)
-    assert np.all(np.isfinite(r.elbo_epoch)) and np.isfinite(r.final_elbo) and r.final_elbo_se >= 0
+    r = train.vi_train(_TINY, d, "snngm", key=jax.random.PRNGKey(0), epochs=2, batch_size=32, progress=calls.append,
+                       on_chunk=lambda tr: epochs_seen.append(len(train.per_epoch(tr)["elbo_epoch"])), eval_samples=3,
+                       elbo_draws=3)
+    pe = train.per_epoch(r)
+    assert r.status == "max_steps" and pe["elbo_epoch"].shape == (2,) and pe["test_nlpd"].shape == (3,)
+    assert list(r.iterations) == [0, 8, 16] and r.n_steps == 16 and r.info["elbo"].shape == (16,)
+    np.testing.assert_allclose(-r.objective[1:], pe["elbo_epoch"])
+    np.testing.assert_allclose(pe["elbo_epoch"], [np.mean(r.info["elbo"][:8]), np.mean(r.info["elbo"][8:])], rtol=1e-6)
+    assert np.all(np.isfinite(pe["elbo_epoch"])) and np.isfinite(r.extra["final_elbo"]) and r.extra["final_elbo_se"] >= 0
     assert calls[-1] == 1.0 and epochs_seen == [1, 2]
-    assert r.mu.shape == r.sigma.shape == (_TINY.n_params,) and np.all(r.sigma > 0)
-    assert len(r.rows()) == 3 and r.examples_per_second > 0 and r.device
-    s = train.vi_train(_TINY, d, "adam", epochs=3, batch_size=32, should_stop=lambda: True, chunk_batches=2,
-                       eval_samples=2, elbo_draws=2)
-    assert s.status == "stopped" and s.elbo_epoch.size == 0
+    mu, sigma = train.vi_posterior(r)
+    assert mu.shape == sigma.shape == (_TINY.n_params,) and np.all(sigma > 0)
+    np.testing.assert_array_equal(mu, r.mean[-1])
+    np.testing.assert_allclose(sigma**2, r.var[-1], rtol=1e-6)
+    assert len(train.vi_rows(r)) == 3 and r.timings["examples_per_second"] > 0 and r.extra["device"]
+    assert r.settings["optimizer"] == "snngm" and r.settings["iters_per_epoch"] == 8
+    from vilab.plots import cnn as pcnn  # the figures read the Trace as they read the page's dicts
+
+    fig = pcnn.elbo_curves([r])
+    np.testing.assert_allclose(fig.data[0].y, pe["elbo_epoch"])
+    assert list(fig.data[0].x) == [1, 2]
+    np.testing.assert_allclose(pcnn.metric_curves([r]).data[0].y, pe["test_nlpd"])
+    s = train.vi_train(_TINY, d, "adam", key=jax.random.PRNGKey(0), epochs=3, batch_size=32,
+                       should_stop=lambda: True, chunk_batches=2, eval_samples=2, elbo_draws=2)
+    assert s.status == "stopped" and train.per_epoch(s)["elbo_epoch"].size == 0
+    assert s.info["elbo"].shape == (2,)  # one chunk of two minibatches, then the stop
 
 
 @pytest.mark.slow
 def test_vi_train_divergence_is_a_status_not_an_exception():
     d = data.load_digits().subset(128, 32)
-    r = train.vi_train(_TINY, d, "nagm", alpha=1e12, epochs=2, batch_size=32, eval_samples=2, elbo_draws=2)
-    assert r.status.startswith("diverged"), r.status
-    assert np.all(np.isfinite(r.mu))  # frozen at the last valid iterate
+    r = train.vi_train(_TINY, d, "nagm", key=jax.random.PRNGKey(0), alpha=1e12, epochs=2, batch_size=32,
+                       eval_samples=2, elbo_draws=2)
+    assert r.status.startswith("diverged: "), r.status
+    assert np.all(np.isfinite(train.vi_posterior(r)[0]))  # frozen at the last valid iterate
+    assert np.all(np.isfinite(r.info["elbo"]))
 
 
 def test_vi_train_bad_input():
     d = data.load_digits()
+    k = jax.random.PRNGKey(0)
     with pytest.raises(ValueError, match="expects"):
-        train.vi_train(models.lenet5(), d, "adam")
+        train.vi_train(models.lenet5(), d, "adam", key=k)
     with pytest.raises(ValueError, match="batch size"):
-        train.vi_train(_TINY, d, "adam", batch_size=0)
+        train.vi_train(_TINY, d, "adam", key=k, batch_size=0)
     with pytest.raises(ValueError, match="Unknown optimizer"):
-        train.vi_train(_TINY, d, "sgd")
+        train.vi_train(_TINY, d, "sgd", key=k)
     with pytest.raises(ValueError, match="step size"):
-        train.vi_train(_TINY, d, "adam", alpha=-1.0)
+        train.vi_train(_TINY, d, "adam", key=k, alpha=-1.0)
     with pytest.raises(ValueError, match="at least one epoch"):
-        train.vi_train(_TINY, d, "adam", epochs=0)
+        train.vi_train(_TINY, d, "adam", key=k, epochs=0)
+    with pytest.raises(ValueError, match="jax.random key"):
+        train.vi_train(_TINY, d, "adam", key=0)
 
 
 def test_predictive_probabilities_and_entropy():
     d = data.load_digits()
     mu = _TINY.init(jax.random.PRNGKey(0))
-    p = train.predictive(_TINY, mu, np.full(_TINY.n_params, 0.05, np.float32), d.x_test[:9], n_samples=5)
+    p = train.predictive(_TINY, mu, np.full(_TINY.n_params, 0.05, np.float32), d.x_test[:9], n_samples=5,
+                         key=jax.random.PRNGKey(0))
     assert p.shape == (9, 10)
     np.testing.assert_allclose(p.sum(1), 1.0, atol=1e-5)
     p0 = train.predictive(_TINY, mu, np.zeros(_TINY.n_params, np.float32), d.x_test[:9], n_samples=0)
     np.testing.assert_allclose(p0, jax.nn.softmax(_TINY.apply_batch(mu, d.x_test[:9])), atol=1e-6)
+    with pytest.raises(ValueError, match="jax.random key"):
+        train.predictive(_TINY, mu, np.zeros(_TINY.n_params, np.float32), d.x_test[:9], n_samples=5, key=3)
     H = train.predictive_entropy(p)
     assert np.all(H >= 0) and np.all(H <= math.log(10) + 1e-9)
     assert train.predictive_entropy(np.eye(3))[0] < 1e-9
@@ -444,16 +560,25 @@ def test_predictive_probabilities_and_entropy():
 def test_online_train_small_float32_with_live_checkpoints():
     d = data.load_digits()
     seen = []
-    r = train.online_train(_TINY, d, "bong-lin-hess-diag", T=20, n_checkpoints=2, n_test=40, n_mc=3,
-                           on_checkpoint=lambda t, m: seen.append((t, m["nlpd_plugin"])))
-    assert r.status == "completed" and list(r.checkpoints) == [0, 10, 20]
-    assert [t for t, _ in seen] == [0, 10, 20]
-    np.testing.assert_allclose([v for _, v in seen], r.metrics["nlpd_plugin"], rtol=1e-6)
-    assert np.all(np.isfinite(r.metrics["nlpd_plugin"])) and r.extra["P"] == _TINY.n_params
-    assert r.extra["dtype"] == "float32" and r.final.mu.dtype == jnp.float32
+    k = jax.random.PRNGKey(0)
+    r = train.online_train(_TINY, d, "bong-lin-hess-diag", key=k, T=20, n_checkpoints=2, n_test=40, n_mc=3,
+                           on_chunk=lambda tr: seen.append((list(tr.iterations), tr.extra["nlpd_plugin"].copy())))
+    assert r.status == "max_steps" and list(r.iterations) == [0, 10, 20]
+    assert seen[-1][0] == [0, 10, 20] and [s[0] for s in seen] == [[0, 10], [0, 10, 20]]
+    np.testing.assert_allclose(seen[-1][1], r.extra["nlpd_plugin"], rtol=1e-6)
+    assert np.all(np.isfinite(r.extra["nlpd_plugin"])) and r.settings["P"] == _TINY.n_params
+    assert r.settings["dtype"] == "float32" and r.state.belief.mu.dtype == jnp.float32
+    assert r.timings["examples_per_second"] > 0 and r.extra["device"]
+    from vilab.plots import cnn as pcnn
+
+    fig = pcnn.online_curves([r], metrics=("nlpd_plugin",))
+    assert list(fig.data[0].x) == [0, 10, 20]
+    np.testing.assert_allclose(fig.data[0].y, r.extra["nlpd_plugin"])
     with pytest.raises(ValueError, match="T must"):
-        train.online_train(_TINY, d, "bong-lin-hess-diag", T=0)
+        train.online_train(_TINY, d, "bong-lin-hess-diag", key=k, T=0)
     with pytest.raises(ValueError, match="sigma0"):
-        train.online_train(_TINY, d, "bong-lin-hess-diag", T=5, sigma0_2=0.0)
+        train.online_train(_TINY, d, "bong-lin-hess-diag", key=k, T=5, sigma0_2=0.0)
+    with pytest.raises(ValueError, match="jax.random key"):
+        train.online_train(_TINY, d, "bong-lin-hess-diag", key=0, T=5)
     with pytest.raises(ValueError):
-        train.online_train(_TINY, d, "bong-mc-hess-dlr-10", T=5)
+        train.online_train(_TINY, d, "bong-mc-hess-dlr-10", key=k, T=5)

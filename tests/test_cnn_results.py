@@ -50,7 +50,7 @@ def test_script_smoke_run_writes_what_the_page_reads(tmp_path):
         assert r["device_info"]["platform"] == "cpu" and "--allow-cpu" in r["script"] and r["date"].startswith("20")
     rows = results.tan_rows(tan)
     assert len(rows) == 1 and rows[0]["ELBO (Tan Table 9)"] == -50535 and rows[0]["paper seconds"] == 603
-    assert np.isfinite(rows[0]["ELBO (ours)"]) and rows[0]["status"] == "max_epochs"
+    assert np.isfinite(rows[0]["ELBO (ours)"]) and rows[0]["status"] == "max_steps"
     curves = results.tan_curves(tan)
     assert curves[0]["optimizer"] == "adam" and curves[0]["elbo_epoch"].shape == (1,)
     assert tan["settings"]["model"] == "lenet5-digits" and tan["settings"]["data"] == "digits"

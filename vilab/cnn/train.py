@@ -1,8 +1,9 @@
 """Variational training of a network: minibatch ELBO with Tan's optimizers, and online BONG.
 
-1. :func:`vi_train` - a diagonal Gaussian q(theta) = N(mu, diag(sigma^2)) over ALL weights of a
-   network (Tan (2025) Sec. 8.3: "diagonal covariance only"), prior N(0, sigma0^2 I) with
-   sigma0 = 10 (Tan Sec. 8, "all models"), likelihood softmax(f(x, theta)). The ELBO
+1. :func:`vi_algorithm` - a :class:`vilab.core.Algorithm` for a diagonal Gaussian
+   q(theta) = N(mu, diag(sigma^2)) over ALL weights of a network (Tan (2025) Sec. 8.3: "diagonal
+   covariance only"), prior N(0, sigma0^2 I) with sigma0 = 10 (Tan Sec. 8, "all models"),
+   likelihood softmax(f(x, theta)). The ELBO
 
        L(lambda) = E_q[log p(y | theta) + log p(theta)] + H(q)
 
@@ -12,8 +13,9 @@
        h(theta) = log p(y, theta) - log q(theta),   grad_theta h = g + C^{-T} z = g + z / c,
        grad_mu L ~ grad_theta h,                      grad_c L ~ grad_theta h * z      (diag of G1),
 
-   with g = n/|B| sum_B grad log p(y_i | theta) - theta / sigma0^2. The optimizers are the optax
-   transformations of :mod:`vilab.optim` (Tan Table 5 and Supp. S5), fed as there:
+   with g = n/|B| sum_B grad log p(y_i | theta) - theta / sigma0^2. One step is this estimate
+   followed by the optax transformation of :mod:`vilab.optim` (Tan Table 5 and Supp. S5), fed as
+   there:
 
    adam          Euclidean gradient of -L               lambda = (mu, c), sigma = |c|
    adam-natural  natural gradient (Tan's "NAdam")       (c^2 g_mu, c^2 g_c / 2), Tan Sec. 5 "diagonal C"
@@ -23,40 +25,49 @@
    vogn          lambda = (mu, t), sigma = 1/t, theta = mu + z / t; gradient of log p(y, theta) and
                  the diagonal GGN n/|B| sum_B (grad log p(y_i | theta))^2 + 1/sigma0^2 (Supp. S5)
 
-   Start (Tan Sec. 8): mu from the network initialiser, C = I / sqrt(n) (T = sqrt(n) I).
-   Reported per epoch: the average of the per-iteration ELBO estimates (Tan Figs 6-8
-   "average lower bound at each epoch"), test NLPD and error of the Monte Carlo predictive
-   (probabilities averaged over draws) and of the plug-in predictive at mu. At the end a Monte
-   Carlo ELBO on the full training set (mean and standard error over draws; Tan Sec. 8: "mean of
-   h(theta) over simulations theta ~ q").
+   The step size alpha (alpha0 for SNNGM) is a run-time setting (``state.hyper["alpha"]``): it can
+   be changed between steps (:func:`vilab.core.resume` with ``hyper={"alpha": ...}``) without
+   recompiling. Start (Tan Sec. 8): mu from the network initialiser, C = I / sqrt(n) (T = sqrt(n) I).
 
-2. :func:`online_train` - one pass over the first T training examples, one example per step,
+2. :func:`vi_train` - epochs of minibatches drawn without replacement through
+   :func:`vilab.core.run` (host mode: progress, stop button, time budget). Reported per epoch: the
+   average of the per-iteration ELBO estimates (Tan Figs 6-8 "average lower bound at each epoch"),
+   test NLPD and error of the Monte Carlo predictive (probabilities averaged over draws) and of
+   the plug-in predictive at mu. At the end a Monte Carlo ELBO on the full training set (mean and
+   standard error over draws; Tan Sec. 8: "mean of h(theta) over simulations theta ~ q").
+   Returns a :class:`vilab.core.Trace` (see :func:`vi_train` for what it holds).
+
+3. :func:`online_train` - one pass over the first T training examples, one example per step,
    with a BONG-family method of :mod:`vilab.online` (Jones, Chang & Murphy Alg. 1; e.g.
-   "bong-lin-hess-dlr-10"), plug-in / MC / linearized NLPD and error at checkpoints.
+   "bong-lin-hess-dlr-10") through :func:`vilab.online.runner.stream`, plug-in / MC / linearized
+   NLPD and error at checkpoints; also a :class:`vilab.core.Trace`.
 
-Everything is float32, jitted (``lax.scan`` over minibatches), the data live on the device, and
-with several local devices each minibatch is sharded over them (:mod:`vilab.cnn.devices`).
-A run whose parameters stop defining a Gaussian stops with status "diverged: <reason>".
+Everything is float32 and jitted, the data live on the device, and with several local devices
+each minibatch is sharded over them (:mod:`vilab.cnn.devices`). A step whose parameters stop
+defining a Gaussian is rejected and the run ends with status "diverged: <reason>".
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
-from functools import lru_cache, partial
-from typing import Callable
+from dataclasses import replace
+from functools import partial
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import core
+from ..core.cache import ProgramCache, memoize
 from .data import ImageData
 from .devices import batch_sharding, check_batch_size, data_mesh, device_label, replicated
 from .models import CNN
 
-__all__ = ["VI_OPTIMIZERS", "VIRun", "vi_train", "vi_step_fn", "init_lambda", "predictive", "online_predictive",
-           "predictive_entropy", "online_train", "ONLINE_METHODS", "default_vi_alpha", "LOG2PI"]
+__all__ = ["VI_OPTIMIZERS", "VIState", "vi_algorithm", "vi_estimator", "vi_train", "init_lambda", "per_epoch",
+           "vi_rows", "vi_posterior", "predictive", "online_predictive", "predictive_entropy", "online_train",
+           "ONLINE_METHODS", "default_vi_alpha", "LOG2PI"]
 
 LOG2PI = math.log(2.0 * math.pi)
 VI_OPTIMIZERS = ("adam", "adam-natural", "snngm", "nagm", "pga", "vogn")
@@ -83,6 +94,23 @@ def _check_optimizer(name):
     if name not in VI_OPTIMIZERS:
         raise ValueError(f"Unknown optimizer {name!r}; choose one of {', '.join(VI_OPTIMIZERS)}.")
     return name
+
+
+def _check_alpha(alpha) -> float:
+    try:
+        a = float(alpha)
+    except (TypeError, ValueError):
+        a = float("nan")
+    if not (a > 0 and math.isfinite(a)):
+        raise ValueError(f"The step size alpha must be a positive number; got {alpha!r}.")
+    return a
+
+
+def _check_key(key, who: str):
+    if not core.is_key(key):
+        raise ValueError(f"{who} needs a jax.random key (vilab.core.as_key(seed) turns a seed into one); "
+                         f"got {key!r}.")
+    return key
 
 
 def _optim():
@@ -119,19 +147,29 @@ def _loglik_sum(net: CNN, theta, Xb, yb):
     return jnp.sum(jnp.take_along_axis(jax.nn.log_softmax(logits), yb[:, None], axis=1))
 
 
-def vi_step_fn(net: CNN, optimizer: str, alpha: float, n: int, prior_var: float = 100.0, sharding=None):
-    """(transformation, estimate, step) for one optimizer; see the module docstring.
+try:  # jax has no public spelling of a cast to a weakly typed value
+    from jax._src.lax.lax import _convert_element_type
+except ImportError:  # pragma: no cover - a jax without it: fall back to a float32 step size
+    _convert_element_type = None
 
-    estimate(lam, Xb, yb, key) -> (h(theta), feed) with feed what the optimizer eats (optax loss
-    convention: minus the ascent direction). step(carry, (Xb, yb, key)) -> (carry, h) with
-    carry = (lam, opt_state, code); code != 0 freezes lambda at the last valid iterate
-    (1: non-finite, 2: a zero on the factor's diagonal).
-    """
+
+def _weak(x):
+    """``x`` as a weakly typed scalar: a float64 step size then multiplies float32 arrays in float32,
+    exactly as a Python float does (set_hyper returns strongly typed values; a strong float64 would
+    promote the float32 network parameters)."""
+    if _convert_element_type is None:  # pragma: no cover
+        return jnp.asarray(x, jnp.float32)
+    return _convert_element_type(x, jnp.asarray(x).dtype, weak_type=True)
+
+
+def vi_estimator(net: CNN, optimizer: str, n: int, prior_var: float = 100.0):
+    """(estimate, layout): ``estimate(lam, Xb, yb, key) -> (h(theta), feed)``, Tan (2025) Thm 2's
+    single-draw first-order estimate on a minibatch (module docstring), ``feed`` what the optimizer
+    of :mod:`vilab.optim` eats (optax loss convention: minus the ascent direction)."""
     optim = _optim()
     _check_optimizer(optimizer)
     P = net.n_params
     layout = _layout(optimizer, P)
-    tx = optim.make_transform(optimizer, float(alpha), layout)
     feed = optim.OPTIMIZERS[optimizer]["feed"]
     s0 = float(prior_var)
     if not (s0 > 0 and math.isfinite(s0)):
@@ -166,70 +204,81 @@ def vi_step_fn(net: CNN, optimizer: str, alpha: float, n: int, prior_var: float 
             egrad = layout.natural(lam, egrad)
         return h, -egrad
 
-    def step(carry, inp):
-        lam, st, code = carry
-        Xb, yb, key = inp
+    return estimate, layout
+
+
+class VIState(NamedTuple):
+    """State of :func:`vi_algorithm`.
+
+    lam : (2P,) float32, lambda = (mu, c) with C = diag(c), or (mu, t) with T = diag(t) for VOGN.
+    opt : the optax state of the optimizer.
+    elbo : the ELBO estimate h(theta) of the last step (NaN before the first).
+    hyper : {"alpha": the step size (alpha0 for SNNGM)}, a run-time setting.
+    """
+
+    lam: jax.Array
+    opt: Any
+    elbo: jax.Array
+    hyper: dict
+
+
+@memoize("vilab.cnn.train VI algorithms", maxsize=32)
+def vi_algorithm(net: CNN, optimizer: str, n: int, *, prior_var: float = 100.0, sharding=None) -> core.Algorithm:
+    """Variational training of ``net`` with a diagonal Gaussian as a :class:`vilab.core.Algorithm`
+    (Tan (2025) Sec. 8.3; Thm 2 first-order single-draw estimate, Table 5 / Supp. S5 optimizers).
+
+    n : the number of training examples (the minibatch term is scaled by n/|B|).
+    sharding : None, or the sharding of a minibatch's first axis (:func:`vilab.cnn.devices.batch_sharding`).
+
+    * ``init(key, start=None, alpha=None) -> VIState``: lambda from :func:`init_lambda` (``key``) or
+      ``start`` (a (2P,) lambda); alpha defaults to :func:`default_vi_alpha`.
+    * ``step(key, state, batch)``: batch = (images (B, H, W, C), labels (B,)[, key]); the draw z comes
+      from the batch's key when it has one (:func:`vi_train` passes the per-step keys with the
+      minibatches), else from ``key``. Code 2: non-finite ELBO estimate or parameters; code 5: an
+      entry of the factor reached zero.
+    * ``observe(state)``: mean mu, variances sigma^2, objective = -h of the last step (one draw on one
+      minibatch: noisy; :func:`vi_train` records per-epoch averages instead).
+    """
+    optim = _optim()
+    _check_optimizer(optimizer)
+    P = net.n_params
+    estimate, layout = vi_estimator(net, optimizer, n, prior_var)
+
+    def init(key, start=None, alpha=None):
+        a = _check_alpha(default_vi_alpha(optimizer) if alpha is None else alpha)
+        lam = init_lambda(net, n, optimizer, key) if start is None else jnp.asarray(start, jnp.float32)
+        if lam.shape != (2 * P,):
+            raise ValueError(f"A starting lambda must have 2P = {2 * P} entries; got shape {lam.shape}.")
+        opt = optim.make_transform(optimizer, a, layout).init(lam)
+        # float64 here (as set_hyper keeps it); step casts it to a weakly typed value (see _weak)
+        return VIState(lam, opt, jnp.asarray(jnp.nan, jnp.float32), {"alpha": jnp.asarray(a, jnp.float64)})
+
+    def step(key, state, batch):
+        Xb, yb = batch[0], batch[1]
+        k = batch[2] if len(batch) > 2 else key
         if sharding is not None:
             Xb = jax.lax.with_sharding_constraint(Xb, sharding)
             yb = jax.lax.with_sharding_constraint(yb, sharding)
-        h, fv = estimate(lam, Xb, yb, key)
-        upd, st_new = tx.update(fv, st, lam)
+        alpha = _weak(state.hyper["alpha"])
+        tx = optim.make_transform(optimizer, alpha, layout)
+        lam = state.lam
+        h, fv = estimate(lam, Xb, yb, k)
+        upd, opt = tx.update(fv, state.opt, lam)
         new = (lam + upd).astype(lam.dtype)
-        new_code = jnp.where(jnp.isfinite(h), layout.validity(new), 1)
-        ok = (code == 0) & (new_code == 0)
-        lam_out = jnp.where(ok, new, lam)
-        st_out = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b).astype(b.dtype), st_new, st)
-        code = jnp.where(code == 0, new_code, code)
-        return (lam_out, st_out, code), h
+        opt = jax.tree_util.tree_map(lambda a, b: jnp.asarray(a).astype(jnp.asarray(b).dtype), opt, state.opt)
+        valid = layout.validity(new)  # 0 fine, 1 non-finite, 2 a zero on the factor's diagonal
+        code = jnp.where(jnp.isfinite(h) & (valid != 1), jnp.where(valid == 2, 5, 0), core.NONFINITE)
+        return (VIState(new, opt, h.astype(jnp.float32), state.hyper),
+                {"code": code.astype(jnp.int32), "step_size": state.hyper["alpha"], "elbo": h})
 
-    return tx, estimate, step, layout
+    def observe(state):
+        return {"mean": state.lam[:P], "var": _sigma(state.lam, P, optimizer) ** 2, "objective": -state.elbo}
 
-
-@dataclass
-class VIRun:
-    """Result of :func:`vi_train`. Per-epoch arrays have one entry per finished epoch; the
-    test metrics have an extra first entry for the start (epoch 0)."""
-
-    optimizer: str
-    label: str
-    model: str
-    n_params: int
-    dataset: str
-    settings: dict
-    elbo_epoch: np.ndarray
-    elbo_iter: np.ndarray
-    test_nlpd: np.ndarray
-    test_err: np.ndarray
-    test_nlpd_plugin: np.ndarray
-    test_err_plugin: np.ndarray
-    epoch_seconds: np.ndarray
-    final_elbo: float
-    final_elbo_se: float
-    status: str
-    seconds: float
-    compile_seconds: float
-    examples_per_second: float
-    device: str
-    mu: np.ndarray
-    sigma: np.ndarray
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def diverged(self) -> bool:
-        return self.status.startswith("diverged")
-
-    def rows(self) -> list[dict]:
-        """One row per epoch (epoch 0 = start), for tables and CSV."""
-        out = []
-        for e in range(len(self.test_nlpd)):
-            out.append({
-                "run": self.label, "optimizer": self.optimizer, "model": self.model, "dataset": self.dataset,
-                "epoch": e, "elbo_epoch_avg": float(self.elbo_epoch[e - 1]) if e >= 1 else float("nan"),
-                "test_nlpd_mc": float(self.test_nlpd[e]), "test_err_mc": float(self.test_err[e]),
-                "test_nlpd_plugin": float(self.test_nlpd_plugin[e]), "test_err_plugin": float(self.test_err_plugin[e]),
-                "seconds": float(self.epoch_seconds[: e].sum()),
-            })
-        return out
+    label = optim.OPTIMIZERS[optimizer]["label"]
+    return core.Algorithm(init, step, observe, name=optimizer,
+                          objective_name="negative ELBO estimate (one draw, last minibatch)",
+                          settings={"optimizer": optimizer, "optimizer_label": label, "model": net.name,
+                                    "n_params": P, "n_train": int(n), "prior_var": float(prior_var)})
 
 
 def _chunks(nb: int, target: int) -> int:
@@ -251,6 +300,7 @@ def _padded(X, y, size):
     return Xp.reshape((m // size, size) + X.shape[1:]), yp.reshape(m // size, size), w.reshape(m // size, size)
 
 
+@memoize("vilab.cnn.train VI evaluators", maxsize=32)
 def _make_eval(net: CNN, optimizer: str, n_samples: int):
     """Jitted (lam, Xc, yc, wc, key) -> (nlpd_mc, err_mc, nlpd_plugin, err_plugin) over chunks."""
     P = net.n_params
@@ -274,6 +324,7 @@ def _make_eval(net: CNN, optimizer: str, n_samples: int):
     return evaluate
 
 
+@memoize("vilab.cnn.train full-data ELBO", maxsize=32)
 def _make_full_elbo(net: CNN, optimizer: str, n: int, prior_var: float):
     """Jitted (lam, Xc, yc, wc, z) -> h(theta) with theta from z on the FULL training data."""
     P = net.n_params
@@ -293,7 +344,7 @@ def _make_full_elbo(net: CNN, optimizer: str, n: int, prior_var: float):
     return h_full
 
 
-_CACHE: dict = {}
+_TEST_METRICS = ("test_nlpd", "test_err", "test_nlpd_plugin", "test_err_plugin")
 
 
 def vi_train(
@@ -301,28 +352,45 @@ def vi_train(
     data: ImageData,
     optimizer: str = "snngm",
     *,
+    key,
     alpha: float | None = None,
     epochs: int = 5,
     batch_size: int = 128,
     prior_var: float = 100.0,
-    seed: int = 0,
     eval_samples: int = 10,
     elbo_draws: int = 10,
     eval_chunk: int = 1000,
     chunk_batches: int = 50,
     progress: Callable[[float], None] | None = None,
-    on_epoch: Callable[["VIRun"], None] | None = None,
+    on_chunk: Callable[[core.Trace], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
-    max_seconds: float | None = None,
-) -> VIRun:
-    """Train q(theta) = N(mu, diag(sigma^2)) over the weights of ``net`` on ``data`` (module docstring).
+    max_time: float | None = None,
+) -> core.Trace:
+    """Train q(theta) = N(mu, diag(sigma^2)) over the weights of ``net`` on ``data`` (module docstring):
+    :func:`vi_algorithm` driven by :func:`vilab.core.run`, one run of n // batch_size steps per epoch
+    (minibatches drawn without replacement, passed as the runner's ``batches``).
 
-    optimizer: one of VI_OPTIMIZERS; alpha: its step size (alpha0 for SNNGM); epochs of
-    floor(n / batch_size) minibatches drawn without replacement; prior N(0, prior_var I).
-    progress(fraction) after every chunk of minibatches, on_epoch(partial VIRun) after every
-    epoch, should_stop() -> True ends the run with status "stopped"; max_seconds caps wall time.
+    key : jax PRNG key (split into the start, the minibatch order and draws, the test-set draws and
+        the final ELBO's draws). optimizer: one of VI_OPTIMIZERS; alpha: its step size (alpha0 for
+        SNNGM); prior N(0, prior_var I).
+    progress(fraction) after every chunk of at most ``chunk_batches`` minibatches, on_chunk(Trace so
+    far) after every epoch (live charts), should_stop() -> True ends the run with status "stopped";
+    max_time caps the wall time in seconds (status "max_time").
+
+    Returns a :class:`vilab.core.Trace` with one row per epoch (row 0 = the start; ``iterations``
+    the steps at the epoch ends): ``mean`` mu and ``var`` sigma^2; ``objective`` minus the average
+    of the epoch's ELBO estimates, also in ``extra["elbo"]`` (NaN at row 0);
+    ``extra["test_nlpd"]``, ``["test_err"]`` (Monte Carlo predictive) and ``["test_nlpd_plugin"]``,
+    ``["test_err_plugin"]`` (plug-in at mu) at every row, ``extra["epoch_seconds"]``,
+    ``extra["final_elbo"]`` and ``["final_elbo_se"]`` (Monte Carlo on the full training set),
+    ``extra["device"]``; ``info["elbo"]`` every step's estimate; ``settings`` (optimizer, alpha,
+    batch size, ...); ``timings`` ("run": seconds in the compiled steps, "compile" (an estimate: the
+    first chunk's time beyond that of the others), "examples_per_second" (the first chunk left
+    out), "total"); ``state`` the final :class:`VIState`. A run stopped inside an
+    epoch keeps no row for the unfinished epoch (its steps are in ``info``).
     """
     _check_optimizer(optimizer)
+    _check_key(key, "vi_train")
     if tuple(data.shape) != tuple(net.in_shape):
         raise ValueError(f"The model {net.name} expects {net.in_shape} images but the data set has {data.shape}; "
                          "pick a model built for this data set.")
@@ -337,33 +405,18 @@ def vi_train(
         raise ValueError(f"The batch size must be between 1 and the number of training examples ({n}); got {batch_size}.")
     mesh = data_mesh()
     check_batch_size(B, mesh)
-    alpha = default_vi_alpha(optimizer) if alpha is None else float(alpha)
-    if not (alpha > 0 and math.isfinite(alpha)):
-        raise ValueError("The step size alpha must be a positive number.")
+    alpha = _check_alpha(default_vi_alpha(optimizer) if alpha is None else alpha)
     nb = n // B
-    L = _chunks(nb, chunk_batches)
+    # equal chunks (one compiled loop); at least two per epoch, so that the first (which compiles)
+    # can be left out of the measured speed
+    L = _chunks(nb, min(int(chunk_batches), max(1, nb // 2)))
     P = net.n_params
-    optim = _optim()
-    label = optim.OPTIMIZERS[optimizer]["label"]
+    label = _optim().OPTIMIZERS[optimizer]["label"]
 
-    ckey = (net.name, net.n_params, optimizer, alpha, n, B, L, float(prior_var), int(eval_samples),
-            None if mesh is None else mesh.devices.size)
-    fns = _CACHE.get(ckey)
-    if fns is None:
-        tx, _, step, layout = vi_step_fn(net, optimizer, alpha, n, prior_var, batch_sharding(mesh))
-
-        def chunk(carry, X, y, idx, keys):
-            def body(c, inp):
-                ix, k = inp
-                return step(c, (X[ix], y[ix], k))
-            return jax.lax.scan(body, carry, (idx, keys))
-
-        fns = (tx, jax.jit(chunk), _make_eval(net, optimizer, int(eval_samples)),
-               _make_full_elbo(net, optimizer, n, float(prior_var)))
-        if len(_CACHE) > 32:
-            _CACHE.clear()
-        _CACHE[ckey] = fns
-    tx, chunk_fn, evaluate, h_full = fns
+    sharding = batch_sharding(mesh)
+    alg = vi_algorithm(net, optimizer, n, prior_var=float(prior_var), sharding=sharding)
+    evaluate = _make_eval(net, optimizer, int(eval_samples))
+    h_full = _make_full_elbo(net, optimizer, n, float(prior_var))
 
     rep = replicated(mesh)
     put = (lambda a: jax.device_put(a, rep)) if rep is not None else jax.device_put
@@ -371,95 +424,146 @@ def vi_train(
     Xe, ye, we = (put(jnp.asarray(a)) for a in _padded(data.x_test, data.y_test, min(int(eval_chunk), len(data.y_test))))
     Xf, yf, wf = (put(jnp.asarray(a)) for a in _padded(data.x_train, data.y_train, min(int(eval_chunk), n)))
 
-    key = jax.random.PRNGKey(int(seed))
     k_init, k_run, k_eval, k_elbo = jax.random.split(key, 4)
-    lam = put(init_lambda(net, n, optimizer, k_init))
-    carry = (lam, tx.init(lam), jnp.asarray(0, jnp.int32))
-
-    t0 = time.perf_counter()
-    idx0 = jnp.zeros((L, B), jnp.int32)
-    keys0 = jax.random.split(k_run, L)
-    compiled = chunk_fn.lower(carry, X, y, idx0, keys0).compile()
-    compile_s = time.perf_counter() - t0
+    state = put(alg.init(k_init, None, alpha=alpha))
+    run_key = k_run  # the runner's key; the steps draw from the per-step keys passed with the minibatches
 
     def ev(lam_):
         return [float(v) for v in evaluate(lam_, Xe, ye, we, k_eval)]
 
-    m0 = ev(lam)
-    nlpd, err, nlpd0, err0 = [m0[0]], [m0[1]], [m0[2]], [m0[3]]
-    elbo_it, elbo_ep, ep_sec = [], [], []
-    status = "max_epochs"
+    settings = dict(optimizer=optimizer, label=f"{label} (alpha={alpha:g})", model=net.name, n_params=P,
+                    dataset=data.name, alpha=alpha,
+                    alpha_effective=(alpha * math.sqrt(2 * P) if optimizer == "snngm" else alpha),
+                    epochs=epochs, batch_size=B, iters_per_epoch=nb, prior_var=float(prior_var),
+                    eval_samples=int(eval_samples), elbo_draws=int(elbo_draws), n_train=n,
+                    n_test=int(len(data.y_test)), n_steps=epochs * nb, record_every=nb,
+                    estimator="Tan (2025) Thm 2 first order, one draw", start="mu: LeCun init; C = I/sqrt(n)")
+    metrics = {k: [v] for k, v in zip(_TEST_METRICS, ev(state.lam))}
+    elbo_ep, ep_sec = [], []
+    chunks: list[tuple[float, int]] = []  # (seconds, steps) of every chunk of compiled steps
     run_s = 0.0
-    steps_done = 0
-    info = dict(optimizer=optimizer, alpha=alpha, alpha_effective=(alpha * math.sqrt(2 * P) if optimizer == "snngm" else alpha),
-                epochs=epochs, batch_size=B, iters_per_epoch=nb, prior_var=float(prior_var), seed=int(seed),
-                eval_samples=int(eval_samples), elbo_draws=int(elbo_draws), n_train=n, n_test=int(len(data.y_test)),
-                estimator="Tan (2025) Thm 2 first order, one draw", start="mu: LeCun init; C = I/sqrt(n)")
+    status, note = "max_steps", ""
+    trace = None
+    t0 = time.perf_counter()
 
-    def snapshot(fe=float("nan"), fse=float("nan")):
-        lam_np = np.asarray(carry[0])
-        sig = np.asarray(_sigma(carry[0], P, optimizer))
-        return VIRun(optimizer, f"{label} (alpha={alpha:g})", net.name, P, data.name, dict(info),
-                     np.asarray(elbo_ep), np.asarray(elbo_it), np.asarray(nlpd), np.asarray(err), np.asarray(nlpd0),
-                     np.asarray(err0), np.asarray(ep_sec), fe, fse, status, run_s, compile_s,
-                     steps_done * B / run_s if run_s > 0 else float("nan"), device_label(), lam_np[:P], sig)
+    def assemble(tr: core.Trace, fe=float("nan"), fse=float("nan")) -> core.Trace:
+        """The trace with the epoch averages, the test metrics and the settings of this run."""
+        its = tr.iterations
+        ends = [i for i, it in enumerate(its) if it > 0 and it % nb == 0][: len(elbo_ep)]
+        elbo = np.full(tr.n_rows, np.nan)
+        ep_s = np.full(tr.n_rows, np.nan)
+        elbo[ends], ep_s[ends] = elbo_ep[: len(ends)], ep_sec[: len(ends)]
+        extra = dict(tr.extra, elbo=elbo, epoch_seconds=ep_s, final_elbo=fe, final_elbo_se=fse,
+                     device=device_label())
+        for k, v in metrics.items():
+            col = np.full(tr.n_rows, np.nan)
+            col[[0] + ends] = v[: len(ends) + 1]
+            extra[k] = col
+        steps = int(tr.info["elbo"].shape[0]) if "elbo" in tr.info else 0
+        secs = np.asarray([c[0] for c in chunks[1:]], float)
+        if secs.size and secs.sum() > 0:  # leave out the first chunk, which compiles the loop
+            eps = sum(c[1] for c in chunks[1:]) * B / float(secs.sum())
+            compile_s = max(0.0, chunks[0][0] - float(np.median(secs / [c[1] for c in chunks[1:]])) * chunks[0][1])
+        else:
+            eps = steps * B / run_s if run_s > 0 else float("nan")
+            compile_s = chunks[0][0] if chunks else 0.0
+        timings = {"total": time.perf_counter() - t0, "run": max(run_s - compile_s, 0.0), "compile": compile_s,
+                   "examples_per_second": eps}
+        return replace(tr, objective=-elbo, extra=extra, settings=dict(settings), timings=timings,
+                       objective_name="negative average ELBO estimate of the epoch", method=optimizer)
 
-    stop = False
     for e in range(epochs):
         k_run, k_perm = jax.random.split(k_run)
-        perm = jax.random.permutation(k_perm, n)[: nb * B].reshape(nb // L, L, B).astype(jnp.int32)
-        keys = jax.random.split(jax.random.fold_in(k_run, e), nb).reshape(nb // L, L, -1)
+        perm = jax.random.permutation(k_perm, n)[: nb * B].reshape(nb, B).astype(jnp.int32)
+        keys = jax.random.split(jax.random.fold_in(k_run, e), nb)
+        batches = (X[perm], y[perm], keys)
         t_ep = time.perf_counter()
-        hs = []
-        for c in range(nb // L):
-            t1 = time.perf_counter()
-            carry, h = compiled(carry, X, y, perm[c], keys[c])
-            h = np.asarray(h)  # blocks
-            run_s += time.perf_counter() - t1
-            steps_done += L
-            hs.append(h)
-            code = int(carry[2])
-            if code != 0:
-                why = "non-finite ELBO or parameters" if code == 1 else "a standard deviation reached zero"
-                status = f"diverged: {why} in epoch {e + 1}"
-                break
+        last = [t_ep, 0]
+
+        def prog(f, e=e, last=last):
+            now, k = time.perf_counter(), int(round(float(f) * nb))
+            chunks.append((now - last[0], k - last[1]))
+            last[:] = [now, k]
             if progress is not None:
-                progress((e * nb + (c + 1) * L) / (epochs * nb))
-            if should_stop is not None and should_stop():
-                status, stop = "stopped", True
-                break
-            if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
-                status, stop = "max_time", True
-                break
-        hs = np.concatenate(hs)
-        if status.startswith("diverged"):
-            good = hs[np.isfinite(hs)]
-            elbo_it.extend(good.tolist())
+                progress(min(1.0, (e + float(f)) / epochs))
+
+        budget = None if max_time is None else max(max_time - (time.perf_counter() - t0), 1e-9)
+        part = core.run(alg, run_key, state, nb, batches=batches, record_every=nb, start_iteration=e * nb,
+                        chunk_size=L, progress=prog, should_stop=should_stop, max_time=budget)
+        ep_time = time.perf_counter() - t_ep
+        run_s += ep_time
+        trace = part if trace is None else trace.extend(part)
+        state = jax.tree_util.tree_map(lambda a: put(jnp.asarray(a)), part.state)
+        run_key = jnp.asarray(part.key)
+        done = int(part.info["elbo"].shape[0])
+        if part.diverged:
+            status, note = part.status, f"in epoch {e + 1}"
             break
-        elbo_it.extend(hs.tolist())
-        if len(hs) < nb:  # stopped inside an epoch: no epoch average, no evaluation
+        if done < nb:  # stopped inside an epoch: no epoch average, no evaluation
+            status = part.status
             break
-        elbo_ep.append(float(np.mean(hs)))
-        ep_sec.append(time.perf_counter() - t_ep)
-        m = ev(carry[0])
-        nlpd.append(m[0]), err.append(m[1]), nlpd0.append(m[2]), err0.append(m[3])
+        elbo_ep.append(float(np.mean(part.info["elbo"])))
+        ep_sec.append(ep_time)
+        m = ev(state.lam)
+        for k, v in zip(_TEST_METRICS, m):
+            metrics[k].append(v)
         if not all(np.isfinite(m)):
-            status = f"diverged: the predictive is not finite after epoch {e + 1}"
+            status = core.diverged_status(f"the predictive is not finite after epoch {e + 1}")
             break
-        if on_epoch is not None:
-            on_epoch(snapshot())
-        if stop:
+        stop = should_stop is not None and e + 1 < epochs and should_stop()
+        out_of_time = max_time is not None and e + 1 < epochs and time.perf_counter() - t0 > max_time
+        if on_chunk is not None:
+            on_chunk(replace(assemble(trace), status="stopped" if stop else ("max_time" if out_of_time else "max_steps")))
+        if stop or out_of_time:
+            status = "stopped" if stop else "max_time"
             break
     if progress is not None:
         progress(1.0)
     # Monte Carlo ELBO on the full training data at the final lambda (Tan Sec. 8)
     zs = jax.random.normal(k_elbo, (int(elbo_draws), P), jnp.float32)
-    hv = np.array([float(h_full(carry[0], Xf, yf, wf, z)) for z in zs])
+    hv = np.array([float(h_full(state.lam, Xf, yf, wf, z)) for z in zs])
     fe = float(np.mean(hv)) if np.all(np.isfinite(hv)) else float("nan")
     fse = float(np.std(hv) / math.sqrt(len(hv))) if np.all(np.isfinite(hv)) else float("nan")
     if not np.isfinite(fe) and not status.startswith("diverged"):
-        status = "diverged: the final ELBO is not finite"
-    return snapshot(fe, fse)
+        status = core.diverged_status("the final ELBO is not finite")
+    return replace(assemble(trace, fe, fse), status=status, note=note)
+
+
+def per_epoch(trace: core.Trace) -> dict:
+    """The per-epoch view of a :func:`vi_train` Trace: ``elbo_epoch`` (one entry per finished epoch)
+    and the test metrics with an extra first entry for the start (epoch 0), ``epoch_seconds``."""
+    its = np.asarray(trace.iterations)
+    nb = int(trace.settings.get("iters_per_epoch", 1))
+    rows = [0] + [i for i, it in enumerate(its) if it > 0 and it % nb == 0 and np.isfinite(trace.extra["elbo"][i])]
+    out = {"elbo_epoch": np.asarray(trace.extra["elbo"])[rows[1:]],
+           "epoch_seconds": np.asarray(trace.extra["epoch_seconds"])[rows[1:]]}
+    for k in _TEST_METRICS:
+        out[k] = np.asarray(trace.extra[k])[rows]
+    return out
+
+
+def vi_rows(trace: core.Trace, label: str | None = None) -> list[dict]:
+    """One row per epoch (epoch 0 = start) of a :func:`vi_train` Trace, for tables and CSV."""
+    pe = per_epoch(trace)
+    s = trace.settings
+    label = s.get("label", "") if label is None else label
+    out = []
+    for e in range(len(pe["test_nlpd"])):
+        out.append({
+            "run": label, "optimizer": s.get("optimizer"), "model": s.get("model"), "dataset": s.get("dataset"),
+            "epoch": e, "elbo_epoch_avg": float(pe["elbo_epoch"][e - 1]) if e >= 1 else float("nan"),
+            "test_nlpd_mc": float(pe["test_nlpd"][e]), "test_err_mc": float(pe["test_err"][e]),
+            "test_nlpd_plugin": float(pe["test_nlpd_plugin"][e]), "test_err_plugin": float(pe["test_err_plugin"][e]),
+            "seconds": float(pe["epoch_seconds"][: e].sum()),
+        })
+    return out
+
+
+def vi_posterior(trace: core.Trace) -> tuple[np.ndarray, np.ndarray]:
+    """(mu, sigma) of the final q of a :func:`vi_train` Trace (numpy, float32)."""
+    lam = jnp.asarray(trace.state.lam)
+    P = lam.shape[0] // 2
+    return np.asarray(lam[:P]), np.asarray(_sigma(lam, P, trace.settings["optimizer"]))
 
 
 @partial(jax.jit, static_argnums=0)
@@ -469,19 +573,20 @@ def _mean_softmax(net: CNN, thetas, X):
     return jnp.mean(jax.lax.map(lambda th: jax.nn.softmax(net.apply_batch(th, X)), thetas), axis=0)
 
 
-def predictive(net: CNN, mu, sigma, X, n_samples: int = 20, seed: int = 0) -> np.ndarray:
+def predictive(net: CNN, mu, sigma, X, n_samples: int = 20, *, key=None) -> np.ndarray:
     """Monte Carlo predictive probabilities p(y | x) = (1/S) sum_s softmax(f(x, theta_s)), theta_s ~ q
-    = N(mu, diag(sigma^2)) (the VI posterior). n_samples = 0 gives the plug-in softmax(f(x, mu)).
-    Returns (N, K) numpy."""
+    = N(mu, diag(sigma^2)) (the VI posterior), the draws from ``key``. n_samples = 0 gives the
+    plug-in softmax(f(x, mu)) (no key needed). Returns (N, K) numpy."""
     mu = jnp.asarray(mu, jnp.float32)
     X = jnp.asarray(X, jnp.float32)
     if int(n_samples) <= 0:
         return np.asarray(_mean_softmax(net, mu[None], X))
-    z = jax.random.normal(jax.random.PRNGKey(seed), (int(n_samples), mu.shape[0]), jnp.float32)
+    _check_key(key, "predictive")
+    z = jax.random.normal(key, (int(n_samples), mu.shape[0]), jnp.float32)
     return np.asarray(_mean_softmax(net, mu + jnp.asarray(sigma, jnp.float32) * z, X))
 
 
-def online_predictive(net: CNN, belief, X, n_samples: int = 20, seed: int = 0) -> np.ndarray:
+def online_predictive(net: CNN, belief, X, n_samples: int = 20, *, key=None) -> np.ndarray:
     """The same Monte Carlo predictive for a BONG belief (Diag or DLR), with exact draws from it
     (vilab.online.families.sample: a DLR belief is not replaced by its marginal variances)."""
     from vilab.online.families import sample
@@ -489,7 +594,8 @@ def online_predictive(net: CNN, belief, X, n_samples: int = 20, seed: int = 0) -
     X = jnp.asarray(X, jnp.float32)
     if int(n_samples) <= 0:
         return np.asarray(_mean_softmax(net, jnp.asarray(belief.mu, jnp.float32)[None], X))
-    thetas = sample(jax.random.PRNGKey(seed), belief, int(n_samples))
+    _check_key(key, "online_predictive")
+    thetas = sample(key, belief, int(n_samples))
     return np.asarray(_mean_softmax(net, jnp.asarray(thetas, jnp.float32), X))
 
 
@@ -500,20 +606,20 @@ def predictive_entropy(probs) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------ online
-_F_CACHE: dict = {}
-_EV_CACHE: dict = {}
+#: the Monte Carlo draws of the online test metrics use this one fixed key, so that runs which
+#: differ in seed, method or prior are scored with common random numbers
+_EVAL_KEY = 123
+_EVALUATORS = ProgramCache("vilab.cnn.train online evaluators", maxsize=16)
 
 
+@memoize("vilab.cnn.train network functions", maxsize=32)
 def _filter_f(net: CNN):
     """f(x, theta) = net.apply(theta, x), the argument order of the filters (one function per network,
     so vilab.online's compiled step is reused across runs)."""
-    k = (net.name, net.n_params)
-    if k not in _F_CACHE:
-        _F_CACHE[k] = lambda x, theta: net.apply(theta, x)
-    return _F_CACHE[k]
+    return lambda x, theta: net.apply(theta, x)
 
 
-@lru_cache(maxsize=None)
+@memoize("vilab.cnn.train likelihoods", maxsize=16)
 def _categorical(n_classes: int):
     """One likelihood object per class count, so that vilab.online's compiled step (cached on
     (method, f, likelihood)) is reused across runs."""
@@ -527,29 +633,34 @@ def online_train(
     data: ImageData,
     method: str = "bong-lin-hess-dlr-10",
     *,
+    key,
     T: int = 1000,
     sigma0_2: float = 0.1,
     alpha: float | None = None,
     n_iter: int = 1,
     n_samples: int = 10,
-    seed: int = 0,
     n_checkpoints: int = 8,
     n_test: int | None = 500,
     n_mc: int = 20,
     which=("plugin", "mc", "lin"),
     progress: Callable[[float], None] | None = None,
-    on_checkpoint: Callable[[int, dict], None] | None = None,
+    on_chunk: Callable[[core.Trace], None] | None = None,
     dtype=jnp.float32,
-):
-    """Stream the first T training examples (seeded order) through a BONG-family method.
+) -> core.Trace:
+    """Stream T training examples (in an order drawn from ``key``) through a BONG-family method.
 
-    Uses vilab.online (grid.make_method, families.init_belief, runner.run_online/make_evaluator,
+    Uses vilab.online (grid.make_method, families.init_belief, runner.stream/make_evaluator,
     likelihoods.categorical): prior N(mu_0, sigma0_2 I) with mu_0 from the network initialiser,
     one example per step (Jones, Chang & Murphy Alg. 1), metrics at ``n_checkpoints`` evenly
-    spaced steps on the first ``n_test`` test images. Returns vilab.online.runner.OnlineRun
-    (``extra`` holds the settings, the device and the examples per second).
+    spaced steps on the first ``n_test`` test images. ``key`` is split into the start, the prior's
+    low-rank factor, the stream's draws and the order of the examples.
 
-    on_checkpoint(t, metrics) is called at every checkpoint as the stream runs (live charts).
+    Returns the :class:`vilab.core.Trace` of :func:`vilab.online.runner.stream`: one row per
+    checkpoint (``iterations``; 0 = the prior), ``extra[metric]`` for the metrics of ``which``,
+    ``state.belief`` the final belief, ``timings["seconds_per_step"]`` and
+    ``timings["examples_per_second"]``, the run's settings in ``settings`` and ``extra["device"]``.
+    on_chunk(Trace so far) is called as the stream runs, at least once per checkpoint (live charts).
+
     dtype: float32 by default, like the VI path; the BONG digest (Sec. 4.1) measured float32 vs
     float64 changing a DLR run's final NLL by up to 0.03 and recommends float64 on CPU for
     reproductions (pass ``dtype=jnp.float64``). One example per step: nothing to shard.
@@ -557,9 +668,10 @@ def online_train(
     try:
         from vilab.online.families import init_belief
         from vilab.online.grid import make_method
-        from vilab.online.runner import make_evaluator, run_online
+        from vilab.online.runner import make_evaluator, stream
     except ImportError as e:  # pragma: no cover
         raise ValueError("vilab.online (the BONG grid) is not available in this installation.") from e
+    _check_key(key, "online_train")
     if tuple(data.shape) != tuple(net.in_shape):
         raise ValueError(f"The model {net.name} expects {net.in_shape} images but the data set has {data.shape}.")
     T = int(T)
@@ -573,42 +685,28 @@ def online_train(
                          "use a diag or dlr family for CNNs.")
     dtype = jnp.dtype(dtype).type
     lik = _categorical(max(data.n_classes, net.out_dim))
-    key = jax.random.PRNGKey(int(seed))
-    k_init, k_w, k_run, _ = jax.random.split(key, 4)
+    k_init, k_w, k_run, k_order = jax.random.split(key, 4)
     mu0 = net.init(k_init, dtype)
     w0 = 0.1 if (m.family == "dlr" and m.alg in ("bog", "bbb")) else 0.0
     prior = init_belief(m.family, mu0, sigma0_2, m.rank, key=k_w, w0_scale=w0)
-    order = np.random.default_rng(1000 + int(seed)).permutation(data.n_train)[:T]
+    order = np.asarray(jax.random.permutation(k_order, data.n_train))[:T]
     Xs = jnp.asarray(data.x_train[order], dtype)
     ys = jnp.asarray(data.y_train[order])
     ne = len(data.y_test) if n_test is None else min(int(n_test), len(data.y_test))
     f = _filter_f(net)
-    # one evaluator (one compilation) per network and test set; its Monte Carlo draws use a fixed key,
-    # so runs that differ in seed, method or prior are scored with common random numbers
-    ekey = (net.name, net.n_params, data.name, data.source, data.n_train, ne, int(n_mc), tuple(which), dtype)
-    ev = _EV_CACHE.get(ekey)
-    if ev is None:
-        if len(_EV_CACHE) > 32:
-            _EV_CACHE.clear()
-        ev = _EV_CACHE[ekey] = make_evaluator(f, lik, jnp.asarray(data.x_test[:ne], dtype), data.y_test[:ne],
-                                              n_mc=int(n_mc), key=jax.random.PRNGKey(123), which=tuple(which))
+    # one evaluator (one compilation) per network and test set
+    ekey = (net, data.name, data.source, data.n_train, ne, int(n_mc), tuple(which), dtype)
+    ev = _EVALUATORS.get_or_build(ekey, lambda: make_evaluator(
+        f, lik, jnp.asarray(data.x_test[:ne], dtype), data.y_test[:ne], n_mc=int(n_mc),
+        key=jax.random.PRNGKey(_EVAL_KEY), which=tuple(which)))
     k = max(1, int(n_checkpoints))
     step = max(1, T // k)
     cps = sorted({0, T} | set(range(step, T, step)))
-    evaluate = ev
-    if on_checkpoint is not None:
-        seen = iter(cps)
-
-        def evaluate(b):  # run_online evaluates once per checkpoint, in order
-            out = ev(b)
-            on_checkpoint(next(seen), {k_: float(v) for k_, v in out.items()})
-            return out
-
-    run = run_online(m, f, lik, Xs, ys, prior, key=k_run, checkpoints=cps, evaluate=evaluate, progress=progress,
-                     keep_states=False)
-    run.extra.update({"name": m.name, "sigma0_2": float(sigma0_2), "alpha": m.alpha, "n_iter": m.n_iter,
-                      "n_samples": m.n_samples, "seed": int(seed), "model": net.name, "P": net.n_params,
-                      "dataset": data.name, "T": T, "n_test": ne, "dtype": jnp.dtype(dtype).name,
-                      "device": device_label(),
-                      "examples_per_second": 1.0 / run.seconds_per_step if run.seconds_per_step > 0 else float("nan")})
-    return run
+    tr = stream(m, f, lik, Xs, ys, prior, key=k_run, checkpoints=cps, evaluate=ev, progress=progress,
+                on_chunk=on_chunk, keep_states=False)
+    sps = float(tr.timings.get("seconds_per_step", float("nan")))
+    settings = {**tr.settings, "name": m.name, "sigma0_2": float(sigma0_2), "alpha": m.alpha, "n_iter": m.n_iter,
+                "n_samples": m.n_samples, "model": net.name, "P": net.n_params, "dataset": data.name, "T": T,
+                "n_test": ne, "dtype": jnp.dtype(dtype).name}
+    timings = {**tr.timings, "examples_per_second": 1.0 / sps if sps > 0 else float("nan")}
+    return replace(tr, settings=settings, timings=timings, extra={**tr.extra, "device": device_label()})

@@ -1,7 +1,8 @@
 """Figures of the CNN lab: ELBO and test metrics per epoch, online NLPD against examples seen,
 runtime bars, and a gallery of test digits with their predictive probabilities.
 
-Pure data in, ``go.Figure`` out. Runs are passed as plain dicts/arrays so the page can cache them.
+Pure data in, ``go.Figure`` out. Runs are passed as plain dicts/arrays so the page can cache them,
+or as the :class:`vilab.core.Trace` that ``vilab.cnn.train.vi_train`` / ``online_train`` return.
 """
 
 from __future__ import annotations
@@ -14,20 +15,40 @@ from plotly.subplots import make_subplots
 
 from . import color, style
 
-__all__ = ["elbo_curves", "metric_curves", "online_curves", "speed_bars", "digit_gallery", "probability_bars"]
+__all__ = ["as_run", "elbo_curves", "metric_curves", "online_curves", "speed_bars", "digit_gallery", "probability_bars"]
 
 
 def _key(label: str) -> str:
     return label.split(" ")[0].lower().replace("adam-natural", "nadam")
 
 
+_ONLINE_NAMES = ("nlpd_plugin", "nlpd_mc", "nlpd_lin", "err_plugin", "err_mc", "err_lin")
+
+
+def as_run(r) -> dict:
+    """A run as the dict these figures read: a dict is returned as it is; a Trace of
+    ``vilab.cnn.train.vi_train`` gives label, optimizer, elbo_epoch and the per-epoch test metrics,
+    one of ``online_train`` label, checkpoints and metrics."""
+    if isinstance(r, dict):
+        return r
+    s = r.settings
+    if "iters_per_epoch" in s:  # a vi_train Trace
+        from vilab.cnn.train import per_epoch
+
+        return dict(label=s.get("label", r.method), optimizer=s.get("optimizer", r.method),
+                    final_elbo=r.extra.get("final_elbo"), **per_epoch(r))
+    return dict(label=s.get("name", r.method), checkpoints=np.asarray(r.iterations),
+                metrics={k: np.asarray(r.extra[k]) for k in _ONLINE_NAMES if k in r.extra})
+
+
 def elbo_curves(runs: Sequence[dict], title: str = "Average ELBO per epoch (Tan Fig. 8 style)") -> go.Figure:
     """One line per run: epoch -> average of the per-iteration ELBO estimates in that epoch.
 
-    runs: dicts with 'label', 'elbo_epoch' (array), optional 'final_elbo' (shown in the hover).
+    runs: dicts with 'label', 'elbo_epoch' (array), optional 'final_elbo' (shown in the hover), or
+    vi_train Traces.
     """
     fig = go.Figure()
-    for i, r in enumerate(runs):
+    for i, r in enumerate(map(as_run, runs)):
         y = np.asarray(r["elbo_epoch"], float)
         if y.size == 0:
             continue
@@ -40,9 +61,9 @@ def elbo_curves(runs: Sequence[dict], title: str = "Average ELBO per epoch (Tan 
 
 def metric_curves(runs: Sequence[dict], key: str = "test_nlpd", title: str | None = None,
                   ylabel: str = "test NLPD (MC predictive)") -> go.Figure:
-    """One line per run of a per-epoch test metric (entry 0 = the start)."""
+    """One line per run of a per-epoch test metric (entry 0 = the start); dicts or vi_train Traces."""
     fig = go.Figure()
-    for i, r in enumerate(runs):
+    for i, r in enumerate(map(as_run, runs)):
         y = np.asarray(r[key], float)
         fig.add_trace(go.Scatter(x=np.arange(y.size), y=y, mode="lines+markers", name=r["label"],
                                  line=dict(color=color(_key(r.get("optimizer", r["label"])), i))))
@@ -60,9 +81,11 @@ def online_curves(runs: Sequence[dict],
                   title: str = "Online training: test metrics against examples seen (Jones, Chang & Murphy Figs 1-2 style)") -> go.Figure:
     """Panels of test metrics against t for online runs.
 
-    runs: dicts with 'label', 'checkpoints' (array) and 'metrics' ({name: array}); a metric a run
-    lacks (e.g. only the plug-in one was evaluated) leaves its panel empty for that run.
+    runs: dicts with 'label', 'checkpoints' (array) and 'metrics' ({name: array}), or online_train
+    Traces; a metric a run lacks (e.g. only the plug-in one was evaluated) leaves its panel empty
+    for that run.
     """
+    runs = [as_run(r) for r in runs]
     names = dict(_ONLINE_METRICS)
     metrics = [m for m in metrics if m in names]
     cols = 2 if len(metrics) > 1 else 1

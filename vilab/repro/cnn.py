@@ -59,15 +59,16 @@ def _bong_params():
 def vi_ordering(epochs: int = VI_SETTINGS["epochs"], seeds=VI_SETTINGS["seeds"], batch_size: int = VI_SETTINGS["batch_size"]):
     """Final ELBOs (Monte Carlo, full training set) of Adam and SNNGM per seed on digits."""
     from vilab.cnn import data, models, train
+    from vilab.core import as_key
 
     d = data.load_digits()
     net = models.lenet5_digits()
     out = {"adam": [], "snngm": []}
     for s in seeds:
         for opt, a in (("adam", VI_SETTINGS["adam_alpha"]), ("snngm", VI_SETTINGS["snngm_alpha0"])):
-            r = train.vi_train(net, d, opt, alpha=a, epochs=epochs, batch_size=batch_size,
-                               prior_var=VI_SETTINGS["prior_var"], seed=s, eval_samples=5, elbo_draws=10)
-            out[opt].append(r.final_elbo if not r.diverged else float("nan"))
+            r = train.vi_train(net, d, opt, key=as_key(s), alpha=a, epochs=epochs, batch_size=batch_size,
+                               prior_var=VI_SETTINGS["prior_var"], eval_samples=5, elbo_draws=10)
+            out[opt].append(r.extra["final_elbo"] if not r.diverged else float("nan"))
     return {k: np.asarray(v) for k, v in out.items()}
 
 
@@ -77,6 +78,7 @@ def online_ordering(T: int = ONLINE_SETTINGS["T"], seeds=ONLINE_SETTINGS["seeds"
     import jax.numpy as jnp
 
     from vilab.cnn import data, models, train
+    from vilab.core import as_key
 
     d = data.load_digits()
     net = models.bong_cnn((8, 8, 1))
@@ -84,9 +86,9 @@ def online_ordering(T: int = ONLINE_SETTINGS["T"], seeds=ONLINE_SETTINGS["seeds"
     for m, s2 in ONLINE_SETTINGS["sigma0_2"].items():
         vals = []
         for s in seeds:
-            r = train.online_train(net, d, m, T=T, sigma0_2=s2, seed=s, n_checkpoints=1, n_test=n_test,
+            r = train.online_train(net, d, m, key=as_key(s), T=T, sigma0_2=s2, n_checkpoints=1, n_test=n_test,
                                    n_samples=ONLINE_SETTINGS["n_samples"], which=("plugin",), dtype=jnp.float64)
-            vals.append(float(r.metrics["nlpd_plugin"][-1]) if not r.diverged else float("nan"))
+            vals.append(float(r.extra["nlpd_plugin"][-1]) if not r.diverged else float("nan"))
         out[m] = np.asarray(vals)
     return out
 
