@@ -9,8 +9,9 @@ Synthetic Epi II-shaped Poisson random-slope data with n = 10, 59, 200 subjects 
   gradients); dense: ``vilab.divergences.stochastic.grad_kl`` / ``grad_sdb`` on the d x d factor
   with the arrow mask (the paper's Tables 4-5 as written, O(d^3) per iteration for SDb).
 
-Both sides run jitted ``lax.scan`` windows of iterations with the same optimizer (compilation
-excluded); the time per iteration is the median over windows. Prints one row per (method, n) and the
+The sparse side runs through vilab.core.run (one host chunk per window), the dense side jitted
+``lax.scan`` windows, with the same optimizer (compilation excluded); the time per iteration is the
+median over windows. Prints one row per (method, n) and the
 scaling exponent k of time ~ n^k fitted by least squares on log-log over n = 10, 59, 200, and the
 local exponent between 59 and 200 (sparse: at most about 1, fixed per-iteration overheads still
 weigh at n = 10; dense: up to 2-3). Without --quick the sparse methods also run at n = 1000
@@ -41,8 +42,8 @@ ALPHA0 = 0.03
 def sparse_seconds_per_iter(model, method, n_iter, window):
     """Median seconds per iteration of vilab.hierarchical.fit over its windows (compilation excluded)."""
     kw = dict(alpha=ALPHA0) if method == "gva-snngm" else {}
-    f = fit(model, method, n_iter=n_iter, window=window, seed=0, **kw)
-    return float(np.median(np.diff(np.r_[0.0, f.seconds]) / np.diff(np.r_[0, f.iterations])))
+    f = fit(model, method, key=jax.random.PRNGKey(0), n_iter=n_iter, window=window, **kw)
+    return float(np.median(np.diff(f.extra["seconds"]) / np.diff(f.iterations)))
 
 
 def _dense_program(model, method):

@@ -1,9 +1,11 @@
 """Hierarchical models on real data: sparse Gaussian VI for GLMMs and stochastic volatility vs NUTS."""
 
+import jax
 import pandas as pd
 import streamlit as st
 
 import vilab_ui as ui
+from vilab.core import as_key
 from vilab.hierarchical import families as fam
 from vilab.hierarchical.fit import CHEN_T0, METHODS, available_methods, fit, sample_q
 from vilab.hierarchical.metrics import BANDWIDTH_NOTE, m_star, mode_error, sd_ratio
@@ -75,13 +77,14 @@ def _run(k, method, n, a0, B, rule, budget_s, seed):
         kw["batch"] = B
     if method == "bam":
         n = min(n, 2000)
-    f = fit(m, method, n_iter=n, seed=seed, tol=0.01 if rule else None, max_seconds=float(budget_s), **kw)
+    k_fit, k_eval = jax.random.split(as_key(seed))
+    f = fit(m, method, key=k_fit, n_iter=n, tol=0.01 if rule else None, max_seconds=float(budget_s), **kw)
     ref = _reference(k)
-    ms = m_star(lambda mm, s: sample_q(f, mm, s), ref.draws, ref.sd, n_rep=3, seed=seed)
-    sd = f.sd()
-    return dict(label=f.label, status=f.status, mu=f.mu, sd=sd, t=f.seconds, elbo=f.elbo, n=f.n_iter,
-                mstar=ms, mode=mode_error(f.mu, ref.mode, ref.sd)[:2], ratio=sd_ratio(sd, ref.sd)[:2],
-                start=f.settings.get("T0", ""))
+    ms = m_star(lambda mm, kk: sample_q(f, mm, kk), ref.draws, ref.sd, n_rep=3, key=k_eval)
+    mu, sd = f.mean[-1], f.sd[-1]
+    return dict(label=METHODS[method]["label"], status=f.status, mu=mu, sd=sd, t=f.extra["seconds"][1:],
+                elbo=f.extra["elbo"][1:], n=f.n_steps, mstar=ms, mode=mode_error(mu, ref.mode, ref.sd)[:2],
+                ratio=sd_ratio(sd, ref.sd)[:2], start=f.settings.get("T0", ""))
 
 
 @st.cache_data(show_spinner=False)
@@ -96,7 +99,7 @@ for lab in chosen:  # one guard per method: a failing method warns, the others a
         results[lab] = _run(key, labels[lab], n_iter, alpha0, batch, use_rule, budget, ui.seed())
 for lab, r in results.items():
     ui.report_status(r["status"], lab)
-capped = [f"{lab} ({r['status']})" for lab, r in results.items() if r["status"].startswith("max_steps")]
+capped = [f"{lab} ({r['status']})" for lab, r in results.items() if r["status"] in ("max_steps", "max_time")]
 if capped and use_rule:
     st.info("Truncated before the ELBO levelled off: " + "; ".join(capped) + ". Raise the maximum iterations "
             "or the time budget to see where they converge.")

@@ -24,6 +24,7 @@ import time
 import numpy as np
 
 import vilab  # noqa: F401  (float64)
+from vilab.core import as_key
 from vilab.hierarchical.models import get_model
 from vilab.hierarchical.reference import convergence, noncentred_state_space, run_nuts, save_reference
 
@@ -49,7 +50,7 @@ def main(keys):
             init = np.zeros(m.dim)
             init[-2] = np.log(np.mean(np.asarray(m.data[0]) ** 2))  # lam at the log mean square return
         t0 = time.perf_counter()
-        chains, infos = run_nuts(logdensity, m.dim, seed=SEED, init=init, to_theta=to_theta, **s)
+        chains, infos = run_nuts(logdensity, m.dim, key=as_key(SEED), init=init, to_theta=to_theta, **s)
         diag = convergence(chains)
         settings = dict(SETTINGS[key], model=m.name, dim=m.dim, seed=SEED, sampler="blackjax NUTS (window adaptation)",
                         chains=infos, seconds=time.perf_counter() - t0, diagnostics=diag,

@@ -10,17 +10,22 @@ import numpy as np
 import pytest
 
 import vilab  # noqa: F401
-from vilab import natgrad
+from vilab import core, natgrad
 from vilab.divergences import stochastic as sto
+from vilab.expectations import gaussian_cubature5
 from vilab.hierarchical import families as fam
 from vilab.hierarchical.data import load_epilepsy, load_exchange_returns
-from vilab.hierarchical.fit import (METHODS, available_methods, chen_fdb_grad_T, chen_fdb_grad_mu, chen_kld_grads,
-                                    chen_sdb_grads, final_elbo, fit)
+from vilab.hierarchical.fit import (METHODS, algorithm, available_methods, chen_fdb_grad_T, chen_fdb_grad_mu,
+                                    chen_kld_grads, chen_sdb_grads, final_elbo, final_q, fit, sample_q, start_state,
+                                    validity_code)
 from vilab.hierarchical.metrics import m_star, mmd2_unbiased, mode_error, sd_ratio
 from vilab.hierarchical.models import epilepsy_model, get_model, hessian_blocks, sparsity_patterns, sv_model
 from vilab.hierarchical.reference import ASSET_DIR, load_reference, noncentred_state_space
 
+from .reference import fisher as fisher_ref
+
 ROOT = Path(__file__).resolve().parents[1]
+KEY = jax.random.PRNGKey(0)
 
 
 def _random_factor(st, rng, scale=0.2):
@@ -134,10 +139,10 @@ def test_theorem4_blocks_equal_dense_formula_and_fisher_n3(variant):
                                                    jnp.asarray(E), sizes, st.g)
     assert np.allclose(fam.to_dense(NG, st), NG2, atol=1e-10) and np.allclose(nm, nm2, atol=1e-10)
     kw = dict(local_sizes=sizes, global_size=st.g)
-    Fish = natgrad.fisher_matrix("arrow_chol_prec", mu, Td, **kw)
-    flat = natgrad.flatten_params("arrow_chol_prec", gmu, E, **kw)
+    Fish = fisher_ref.fisher_matrix("arrow_chol_prec", mu, Td, **kw)
+    flat = fisher_ref.flatten_params("arrow_chol_prec", gmu, E, **kw)
     ng_bf = np.linalg.solve(Fish, np.asarray(flat))
-    ours = natgrad.flatten_params("arrow_chol_prec", np.asarray(nm), fam.to_dense(NG, st), **kw)
+    ours = fisher_ref.flatten_params("arrow_chol_prec", np.asarray(nm), fam.to_dense(NG, st), **kw)
     assert np.allclose(ng_bf, ours, rtol=1e-6, atol=1e-6)
     # the column-Fisher form (any pattern) is the same natural gradient
     nm3, NG3 = fam.natural_grad_columns(F, jnp.asarray(gmu), fam.from_dense(E, st), st)
@@ -157,7 +162,7 @@ def test_banded_natural_gradient_equals_brute_force_fisher():
         return jnp.sum(jnp.log(jnp.abs(jnp.diag(T)))) - 0.5 * r @ r
 
     lam0 = jnp.asarray(np.concatenate([mu, Td[rows, cols]]))
-    grid, w = natgrad.gaussian_cubature5(d)  # exact for the degree-4 integrand s s^T
+    grid, w = gaussian_cubature5(d)  # exact for the degree-4 integrand s s^T
     pts = mu + grid @ np.linalg.cholesky(np.linalg.inv(Td @ Td.T)).T
     S = np.asarray(jax.vmap(jax.grad(logq), in_axes=(None, 0))(lam0, jnp.asarray(pts)))
     Fish = (S * w[:, None]).T @ S
@@ -222,8 +227,8 @@ def test_metrics():
     sd = np.ones(3)
     assert abs(mmd2_unbiased(X, Y, sd)) < 0.01
     assert mmd2_unbiased(X + 1.0, Y, sd) > 0.1
-    same = m_star(lambda m, s: np.random.default_rng(s).normal(size=(m, 3)), Y, sd, n_rep=3)
-    shifted = m_star(lambda m, s: 1.0 + np.random.default_rng(s).normal(size=(m, 3)), Y, sd, n_rep=3)
+    same = m_star(lambda m, k: np.asarray(jax.random.normal(k, (m, 3))), Y, sd, n_rep=3, key=KEY)
+    shifted = m_star(lambda m, k: 1.0 + np.asarray(jax.random.normal(k, (m, 3))), Y, sd, n_rep=3, key=KEY)
     assert same[0] > shifted[0] + 2
     me = mode_error([1.0, 2.0], [0.0, 0.0], [1.0, 4.0])
     assert np.isclose(me[0], 0.75) and np.allclose(me[2], [1.0, 0.5])
@@ -236,20 +241,23 @@ def test_metrics():
 @pytest.mark.slow
 def test_fit_small_runs_and_bad_input():
     m = epilepsy_model("I", 4)
-    f = fit(m, "gva-snngm", n_iter=600, alpha=0.01, window=200)
-    assert f.status == "max_steps" and f.elbo.shape == (3,) and np.all(np.isfinite(f.mu))
-    assert f.elbo[-1] > f.elbo[0]
-    lb, se = final_elbo(m, f, n_draws=200)
+    f = fit(m, "gva-snngm", key=KEY, n_iter=600, alpha=0.01, window=200)
+    el = f.extra["elbo"][1:]  # window averages (row 0 is the start)
+    assert f.status == "max_steps" and el.shape == (3,) and np.all(np.isfinite(f.mean[-1]))
+    assert f.iterations.tolist() == [0, 200, 400, 600] and f.info["elbo"].shape == (600,)
+    assert np.isclose(el[-1], f.info["elbo"][400:].mean()) and np.allclose(f.objective[1:], -el)
+    assert el[-1] > el[0]
+    lb, se = final_elbo(m, f, key=KEY, n_draws=200)
     assert np.isfinite(lb) and se > 0
-    again = fit(m, "gva-snngm", n_iter=600, alpha=0.01, window=200)  # the cached compiled program
-    assert np.array_equal(again.mu, f.mu) and np.array_equal(again.elbo, f.elbo)
+    again = fit(m, "gva-snngm", key=KEY, n_iter=600, alpha=0.01, window=200)  # the cached compiled program
+    assert np.array_equal(again.mean, f.mean) and np.array_equal(again.extra["elbo"], f.extra["elbo"], equal_nan=True)
     sv = sv_model("GBP", 10)
     for bad in [dict(method="nope"), dict(method="kld", n_iter=0), dict(method="kld", init_scale=0.0),
                 dict(method="gva-adam", alpha=-1.0), dict(method="sdb", batch=1)]:
         with pytest.raises(ValueError):
-            fit(m, **{"n_iter": 10, **bad})
+            fit(m, **{"n_iter": 10, "key": KEY, **bad})
     with pytest.raises(ValueError):
-        fit(sv, "gva-vogn", n_iter=10)
+        fit(sv, "gva-vogn", key=KEY, n_iter=10)
     assert available_methods(m) == {k: "" for k in METHODS}
     why = available_methods(get_model("sv_gbp"))
     assert {k for k, v in why.items() if v} == {"gva-vogn", "fdr", "sdr", "bam"}
@@ -258,8 +266,9 @@ def test_fit_small_runs_and_bad_input():
 @pytest.mark.slow
 def test_fit_diverging_reports_status():
     m = epilepsy_model("I", 4)
-    f = fit(m, "gva-adam", n_iter=400, alpha=1e4, window=100)
-    assert f.status.startswith("diverged") and np.all(np.isfinite(f.mu))
+    f = fit(m, "gva-adam", key=KEY, n_iter=400, alpha=1e4, window=100)
+    assert f.status.startswith("diverged: ") and np.all(np.isfinite(f.mean)) and np.all(np.isfinite(f.sd))
+    assert f.n_steps == len(f.info["elbo"]) < 400
 
 
 @pytest.mark.slow
@@ -267,8 +276,109 @@ def test_fit_diverging_reports_status():
 def test_sv_short_runs_improve(method):
     """Chen's KLD and Tan's SNNGM with the banded natural gradient on the first 60 returns."""
     m = sv_model("GBP", 60)
-    f = fit(m, method, n_iter=2000, window=500, alpha=3e-3 if method == "gva-snngm" else None)
-    assert f.status == "max_steps" and f.elbo[-1] > f.elbo[0] and np.all(np.isfinite(f.sd()))
+    f = fit(m, method, key=KEY, n_iter=2000, window=500, alpha=3e-3 if method == "gva-snngm" else None)
+    el = f.extra["elbo"][1:]
+    assert f.status == "max_steps" and el[-1] > el[0] and np.all(np.isfinite(f.sd[-1]))
+
+
+
+def _manual(alg, key, state, n, switch=None):
+    """The runner's key schedule by hand (key, sub = split(key) each step), optionally with
+    state.hyper changed at step switch[0]."""
+    step = jax.jit(alg.step)
+    for i in range(n):
+        if switch is not None and i == switch[0]:
+            state = core.set_hyper(state, **switch[1])
+        key, sub = jax.random.split(key)
+        state, _ = step(sub, state, None)
+    return state
+
+
+@pytest.mark.parametrize("method", ["gva-snngm", "gva-adam", "gva-vogn"])
+def test_resume_with_a_new_step_size_equals_a_run_that_switched(method):
+    """Tan's methods: k steps, a new alpha through vilab.core.resume, k more == one run switching alpha at k."""
+    m = epilepsy_model("II", 3)
+    alg = algorithm(m, method)
+    s0 = start_state(m, method, KEY, alpha=0.002, window=20)
+    first = core.run(alg, KEY, s0, 40, record_every=20)
+    both = core.resume(alg, first, 40, hyper={"alpha": 0.01})
+    ref = _manual(alg, KEY, s0, 80, switch=(40, {"alpha": 0.01}))
+    row = alg.observe(ref)
+    np.testing.assert_allclose(both.mean[-1], row["mean"], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(both.extra["factor"][-1], row["factor"], rtol=1e-12, atol=1e-12)
+    assert not np.allclose(first.extra["factor"][-1], row["factor"])  # it moved after the switch
+    assert both.iterations.tolist() == [0, 20, 40, 60, 80] and both.settings["resumed_at"] == [40]
+    assert np.all(both.step_sizes[:40] == 0.002) and np.all(both.step_sizes[40:] == 0.01)
+    # the window average of the last row is that of the last 20 single-draw estimates
+    assert np.isclose(both.extra["elbo"][-1], both.info["elbo"][60:].mean())
+    with pytest.raises(ValueError):
+        core.resume(alg, first, 10, hyper={"rho": 0.1})  # not a setting of this method
+
+
+def test_chen_resume_and_host_chunks_equal_one_run():
+    """KLD (Adadelta: no run-time settings): 30 + 30 steps == 60 steps in one compiled call == host chunks."""
+    m = sv_model("GBP", 8)
+    alg = algorithm(m, "kld")
+    s0 = start_state(m, "kld", KEY, window=10)
+    one = core.run(alg, KEY, s0, 60, record_every=10)
+    two = core.resume(alg, core.run(alg, KEY, s0, 30, record_every=10), 30)
+    chunked = core.run(alg, KEY, s0, 60, record_every=10, chunk_size=10)
+    for tr in (two, chunked):
+        np.testing.assert_allclose(tr.mean, one.mean, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(tr.extra["factor"], one.extra["factor"], rtol=0, atol=1e-13)
+        np.testing.assert_allclose(tr.extra["elbo"], one.extra["elbo"], rtol=0, atol=1e-11, equal_nan=True)
+    np.testing.assert_allclose(final_q(one)[0], _manual(alg, KEY, s0, 60).params[0], rtol=0, atol=1e-13)
+    with pytest.raises(ValueError):
+        core.resume(alg, one, 10, hyper={"alpha": 0.1})  # Adadelta has no step size to change
+
+
+@pytest.mark.parametrize("method", ["gva-pga", "gva-nadam", "sdb", "fdb"])
+def test_fit_trace_layout_and_status_vocabulary(method):
+    """Every fit returns a vilab.core.Trace: rows per window, the status vocabulary, draws from the last q."""
+    m = epilepsy_model("II", 3)
+    f = fit(m, method, key=KEY, n_iter=90, window=30)
+    assert isinstance(f, core.Trace) and f.status == "max_steps"
+    assert f.iterations.tolist() == [0, 30, 60, 90] and np.isnan(f.extra["elbo"][0])
+    assert f.extra["factor"].shape == (4, fam.n_free(fam.structure_of(m)))
+    assert np.all(np.diff(f.extra["seconds"]) >= 0) and f.settings["structure"] == fam.structure_of(m)
+    mu, F, st = final_q(f)
+    np.testing.assert_allclose(f.sd[-1], fam.marginal_sd(F, st), rtol=1e-12)
+    X = sample_q(f, 4000, KEY)
+    assert X.shape == (4000, m.dim) and np.allclose(X.mean(0), mu, atol=5 * f.sd[-1].max() / np.sqrt(4000) + 1e-12)
+    assert np.array_equal(sample_q(f, 5, KEY), sample_q(f, 5, KEY))
+    stopped = fit(m, method, key=KEY, n_iter=90, window=10, tol=1e9)  # any slope is below it: the rule fires
+    assert stopped.status == "converged" and stopped.n_steps == 50
+    timed = fit(m, method, key=KEY, n_iter=10_000, window=10, max_seconds=1e-9)
+    assert timed.status == "max_time" and timed.n_steps == 10
+    for tr in (f, stopped, timed):
+        assert tr.status in core.STATUSES or tr.status.startswith("diverged: ")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["fdr", "bam"])
+def test_dense_methods_return_the_same_trace_layout(method):
+    """FDr and BaM (vilab.divergences.stochastic, dense factor) in this module's Trace layout."""
+    m = epilepsy_model("I", 3)
+    f = fit(m, method, key=KEY, n_iter=100, window=50, batch=20 if method == "bam" else None)
+    assert isinstance(f, core.Trace) and (f.status == "max_steps" or f.diverged)
+    mu, F, st = final_q(f)
+    T = fam.to_dense(F, st)
+    assert np.allclose(np.linalg.inv(T @ T.T).diagonal(), f.sd[-1] ** 2, rtol=1e-8)
+    assert f.extra["elbo"].shape == f.extra["seconds"].shape == (f.n_rows,) and sample_q(f, 3, KEY).shape == (3, m.dim)
+
+
+def test_validity_codes():
+    st = fam.Structure(3, 2, 2, 0)
+    F = fam.identity_factor(st)
+    mu = jnp.zeros(st.d)
+    assert int(validity_code(mu, F, 1.0)) == 0
+    assert int(validity_code(mu, F, jnp.nan)) == core.NONFINITE
+    assert int(validity_code(mu.at[0].set(jnp.inf), F, 1.0)) == core.NONFINITE
+    assert int(validity_code(mu, F._replace(gg=F.gg.at[1, 1].set(0.0)), 1.0)) == 5
+    assert core.CODES[5][0].startswith("diverged: ")
+    with pytest.raises(ValueError):
+        final_q(core.Trace(mean=np.zeros((1, 2)), cov=None, var=np.ones((1, 2)), objective=np.zeros(1),
+                           step_sizes=np.zeros(0), status="max_steps"))
 
 
 def test_sparsity_patterns_nest():

@@ -40,15 +40,21 @@ def mmd2_unbiased(X, Y, scale, h: float | None = None) -> float:
     return float(off(Kxx) + off(Kyy) - 2.0 * off(Kxy))
 
 
-def m_star(sample_q, mcmc_draws, mcmc_sd, n_rep: int = 10, seed: int = 0, h: float | None = None):
+def m_star(sample_q, mcmc_draws, mcmc_sd, n_rep: int = 10, *, key, h: float | None = None):
     """M* = -log(MMD^2_u + 1e-5) repeated ``n_rep`` times: (mean, s.d.).
 
-    ``sample_q(m, seed)`` returns m draws of q; m = number of stored MCMC draws.
+    ``sample_q(m, key)`` returns m draws of q for a jax PRNG key; m = number of stored MCMC draws.
+    Repeat r uses ``jax.random.fold_in(key, r)``.
     """
+    import jax
+
+    from ..core import as_key
+
+    key = as_key(key)
     Y = np.asarray(mcmc_draws, float)
     vals = []
     for rep in range(int(n_rep)):
-        X = sample_q(Y.shape[0], seed + 1000 * rep)
+        X = sample_q(Y.shape[0], jax.random.fold_in(key, rep))
         vals.append(-np.log(max(mmd2_unbiased(X, Y, mcmc_sd, h), 0.0) + 1e-5))
     vals = np.asarray(vals)
     return float(vals.mean()), float(vals.std(ddof=1) if len(vals) > 1 else 0.0)

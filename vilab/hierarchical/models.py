@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import gammaln
 
+from ..core.cache import memoize
 from ..targets import Target
 from .data import load_epilepsy, load_exchange_returns
 
@@ -373,13 +374,14 @@ MODELS = {
     "sv_gbp": ("Stochastic volatility, GBP (n = 945)", lambda: sv_model("GBP")),
 }
 
-_CACHE: dict = {}
-
-
 def get_model(key: str) -> HierModel:
-    """A cached model by key ("epi1", "epi2", "sv_gbp")."""
+    """A cached model by key ("epi1", "epi2", "sv_gbp"): the same object on every call (the compiled
+    fits are keyed on it), until ``vilab.clear_caches()``."""
     if key not in MODELS:
         raise ValueError(f"Unknown hierarchical model {key!r}; choose one of {', '.join(MODELS)}.")
-    if key not in _CACHE:
-        _CACHE[key] = MODELS[key][1]()
-    return _CACHE[key]
+    return _build_model(key)
+
+
+@memoize("vilab.hierarchical models", maxsize=len(MODELS))
+def _build_model(key: str) -> HierModel:
+    return MODELS[key][1]()

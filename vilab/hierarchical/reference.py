@@ -82,18 +82,21 @@ def noncentred_state_space(model):
 
 
 def run_nuts(logdensity, dim: int, *, n_warmup: int = 1000, n_samples: int = 4000, n_chains: int = 2,
-             seed: int = 0, init=None, target_accept: float = 0.8, to_theta=None):
+             key, init=None, target_accept: float = 0.8, to_theta=None):
     """NUTS draws (n_chains, n_samples, dim) with blackjax window adaptation; returns (draws, infos).
 
     Each chain: Stan's warm-up schedule (``blackjax.window_adaptation``, diagonal mass matrix) from
     ``init`` plus a small jitter, then ``n_samples`` draws under ``lax.scan``. ``to_theta`` maps the
-    sampling coordinates to the model's theta (see :func:`noncentred_state_space`).
+    sampling coordinates to the model's theta (see :func:`noncentred_state_space`). ``key``: a jax
+    PRNG key (scripts turn their int seed into one with ``vilab.core.as_key``).
     """
     import blackjax
     import jax
     import jax.numpy as jnp
 
-    key = jax.random.PRNGKey(seed)
+    from vilab.core import as_key
+
+    key = as_key(key)
     chains, infos = [], []
     for c in range(n_chains):
         key, k_init, k_warm, k_run = jax.random.split(key, 4)
