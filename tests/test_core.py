@@ -200,3 +200,36 @@ def test_program_cache_is_bounded_and_cleared_from_one_place():
 
     vilab.clear_caches()
     assert len(build.cache) == 0
+
+
+def test_a_host_stop_records_the_row_where_the_state_is():
+    key = jax.random.PRNGKey(0)
+    s0 = ALG.init(key, START)
+    tr = run(ALG, key, s0, 100, record_every=10, chunk_size=7, should_stop=lambda: True)
+    assert tr.status == "stopped" and tr.iterations.tolist() == [0, 7] and tr.n_steps == 7
+    more = resume(ALG, tr, 13, record_every=10)
+    ref = run(ALG, key, s0, 20)
+    np.testing.assert_array_equal(more.mean[-1], ref.mean[-1])
+    assert more.iterations.tolist() == [0, 7, 10, 20]
+
+
+def test_non_finite_states_are_caught_even_when_the_step_does_not_check():
+    class S(NamedTuple):
+        x: jax.Array
+
+    # x doubles each step and overflows to inf; the step reports no code
+    alg = Algorithm(lambda key, x: S(jnp.float64(x)), lambda key, s, b: (S(s.x * 1e100), {}),
+                    lambda s: {"mean": s.x[None], "var": jnp.ones(1), "objective": s.x})
+    tr = run(alg, jax.random.PRNGKey(0), alg.init(None, 1.0), 10)
+    assert tr.status == "diverged: non-finite values"
+    assert np.all(np.isfinite(tr.mean)) and tr.n_steps == 3  # 1e300 is the last finite iterate
+    thin = run(alg, jax.random.PRNGKey(0), alg.init(None, 1.0), 10, record_every=2)
+    assert thin.status == "diverged: non-finite values" and np.all(np.isfinite(thin.mean))
+
+
+def test_timings_say_whether_the_loop_was_compiled():
+    key = jax.random.PRNGKey(0)
+    s0 = ALG.init(key, START)
+    run(ALG, key, s0, 33)
+    again = run(ALG, key, ALG.init(key, START, rho=0.2), 40)  # same power-of-two bucket, new step size
+    assert again.timings["compiled"] is False

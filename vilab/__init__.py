@@ -7,8 +7,6 @@ wants float32 (the neural-network demos) asks for it explicitly.
 Nothing in this package imports streamlit: the UI lives in ``pages/`` and ``vilab_ui``.
 """
 
-import sys
-
 import jax
 
 jax.config.update("jax_enable_x64", True)
@@ -18,8 +16,8 @@ __all__ = ["__version__", "clear_caches"]
 
 
 def clear_caches() -> None:
-    """Drop every compiled program this process holds: JAX's jit caches and vilab's own caches of
-    ahead-of-time compiled loops (vilab.optim runners, vilab.hierarchical programs).
+    """Drop every compiled program this process holds: JAX's jit caches and vilab's own program caches
+    (every :class:`vilab.core.cache.ProgramCache`: the runner's compiled loops, memoized Algorithms).
 
     Each compiled XLA program keeps a few memory mappings alive; a long-lived process that compiles
     thousands of programs (a test session, a server explored for hours) can reach the kernel's limit
@@ -29,12 +27,6 @@ def clear_caches() -> None:
     from .core import cache
 
     cache.clear()
-    optim = sys.modules.get("vilab.optim")
-    if optim is not None:
-        optim._RUNNER_CACHE.clear()
-    fit = sys.modules.get("vilab.hierarchical.fit")
-    if fit is not None:
-        fit._program.cache_clear()
     jax.clear_caches()
 
 

@@ -608,10 +608,6 @@ def _algorithm(data: _Data, optimizer, param, diagonal, estimator, B, opt_items)
     )
 
 
-#: Kept for vilab.clear_caches(), which still reaches in here by name; the algorithms (and through
-#: them the runner's compiled loops) live in the memoize cache above.
-_RUNNER_CACHE = _algorithm.cache
-
 #: (algorithm, chunk, record_every, ...) whose chunk loop :func:`run` has compiled already.
 _WARM = core.ProgramCache("vilab.optim compiled chunk loops", maxsize=128)
 

@@ -88,25 +88,38 @@ def _loop(algorithm: Algorithm, n_buf: int, record_every: int, batch_fn, rel_on:
             new, info = algorithm.step(sub, st, _batch_at(batches, i, k))
             info = _as_dict(info)
             code = jnp.asarray(info.get("code", 0), jnp.int32)
-            code = jnp.where((code == 0) & ~finite_tree(new), NONFINITE, code)
+            # the per-step check reads only the small info values; states are checked where observed
+            # (a pass over a large state every step would cost as much as the step itself)
+            code = jnp.where((code == 0) & ~finite_tree(info), NONFINITE, code)
             code = jnp.clip(code, 0, n_codes - 1)
             failed = fail_tab[code]
-            st2 = jax.tree_util.tree_map(lambda a, b: jnp.where(failed, a, b), st, new)
+            if track:  # the stopping rules read the observation at every step
+                obs_new = algorithm.observe(new)
+                bad = ~failed & ~_finite_row(obs_new)
+                code = jnp.where(bad, NONFINITE, code)
+                failed = failed | bad
+                obs = _select(failed, c["obs"], obs_new)
+            st2 = _select(failed, st, new)
             k2 = jnp.where(failed, k, k + 1)
             conv = conv_tab[code]
-            if track:  # the stopping rules read the observation at every step
-                obs = algorithm.observe(st2)
+            if track:
                 cur = jnp.asarray(obs[rel_on])
                 conv = conv | (jnp.abs(cur - c["prev"]) < rel_tol * jnp.abs(cur)) \
                     | (jnp.asarray(obs[below_on]) < below_tol)
             conv = conv & ~failed
-            new_code = jnp.where(failed, code, jnp.where(conv, jnp.where(code != 0, code, CONVERGED), 0))
             # a row at multiples of record_every, at convergence, at the end, and the last valid
             # iterate when a step is rejected (unless it is recorded already)
             record = jnp.where(failed, c["last"] != k, ((k2 % r) == 0) | conv | (k2 >= n_total))
             if not track:  # observe only the rows that are recorded (observe may be expensive)
                 obs = jax.lax.cond(record, algorithm.observe, lambda _: c["obs"], st2)
+                bad = record & ~failed & ~_finite_row(obs)  # a non-finite state found at a row
+                code = jnp.where(bad, NONFINITE, code)
+                failed = failed | bad
+                conv = conv & ~bad
+                record = record & ~bad
+                obs = _select(bad, c["obs"], obs)
                 cur = c["prev"]
+            new_code = jnp.where(failed, code, jnp.where(conv, jnp.where(code != 0, code, CONVERGED), 0))
             nrow = c["nrow"]
             rows = {n: c["rows"][n].at[nrow].set(v) for n, v in obs.items()}
             rows["__iteration"] = c["rows"]["__iteration"].at[nrow].set(k2)
@@ -125,6 +138,17 @@ def _loop(algorithm: Algorithm, n_buf: int, record_every: int, batch_fn, rel_on:
     if vmapped:
         advance = jax.vmap(advance, in_axes=(0, None, None, None, None, None))
     return jax.jit(advance)
+
+
+def _select(pred, a, b):
+    """a where pred else b, leaf by leaf (pred a scalar)."""
+    return jax.tree_util.tree_map(lambda x, y: jnp.where(pred, x, y), a, b)
+
+
+def _finite_row(obs) -> jax.Array:
+    """Whether an observation's mean and covariance (or variances) are finite; the objective may be
+    NaN where it is unknown."""
+    return finite_tree((obs["mean"], obs.get("cov", obs.get("var"))))
 
 
 def _batch_at(batches, i, k):
@@ -281,6 +305,7 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
     track = rel_tol != _NEG_INF or below != _NEG_INF
     fn = _compiled(algorithm, n_buf, int(record_every), batches, rel_tol_on, below_on, track, False)
     n_total = jnp.int64(start_iteration + n_steps)
+    cache_before = fn._cache_size() if hasattr(fn, "_cache_size") else 0
     rows_list, infos_list, taken = [], [], []
     done, host_status, first = 0, None, None
     t_run0 = time.perf_counter()
@@ -318,7 +343,15 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
         if max_time is not None and done < n_steps and time.perf_counter() - t_run0 > max_time:
             host_status = "max_time"
             break
-    timings = {"total": time.perf_counter() - t0, "first_call": first or 0.0}
+    if host_status is not None and int(carry["last"]) != int(carry["k"]):
+        # stopped between chunks at an iteration that is not a multiple of record_every: record it,
+        # so that the trace ends where the state is (resume continues from there)
+        obs = _observe(algorithm, carry["state"])
+        row = {n: jnp.asarray(v)[None] for n, v in obs.items()}
+        row["__iteration"] = jnp.asarray(carry["k"])[None]
+        rows_list.append((row, 1))
+    timings = {"total": time.perf_counter() - t0, "first_call": first or 0.0,
+               "compiled": fn._cache_size() > cache_before if hasattr(fn, "_cache_size") else None}
     return _trace(algorithm, start_obs, start_iteration, rows_list, infos_list, taken, carry["code"], host_status,
                   carry, settings, timings)
 

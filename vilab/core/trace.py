@@ -43,7 +43,7 @@ class Trace:
       (e.g. why a backtracking run counts as converged).
     settings : what the run was asked to do (method settings, n_steps, record_every, tolerances).
     timings : seconds: "total", and "first_call" (the first compiled call, which includes compiling
-      the loop when it was not cached).
+      the loop when it was not cached); "compiled": whether this run had to compile its loop.
     state, key : the final state and PRNG key, from which :func:`vilab.core.resume` continues.
     """
 

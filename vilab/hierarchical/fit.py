@@ -656,16 +656,3 @@ def final_elbo(model, trace: Trace, *, key, n_draws: int = 2000) -> tuple[float,
     lp = np.asarray(model.target.value_batch(jnp.asarray(thetas)))
     h = lp - np.asarray(log_q(fam.log_abs_det(F), z))
     return float(h.mean()), float(h.std(ddof=1) / math.sqrt(n_draws))
-
-
-class _NoProgramCache:
-    """SHIM, to delete with the two lines in vilab/__init__.py's clear_caches that still call
-    ``vilab.hierarchical.fit._program.cache_clear()``: the compiled programs of this module now live
-    in vilab.core.cache (cleared by ``vilab.core.cache.clear()``)."""
-
-    @staticmethod
-    def cache_clear() -> None:
-        return None
-
-
-_program = _NoProgramCache()
