@@ -31,6 +31,8 @@ import vilab  # noqa: F401
 from vilab.divergences import fig1_grid, meanfield_variances, run_bam, run_sgd
 from vilab.targets import gaussian_target
 
+KEY = jax.random.PRNGKey(0)
+
 
 @jax.jit
 def _port_update(samples, vs, mu0, S0, reg):
@@ -83,9 +85,9 @@ def main(quick=False):
     for d in ((10,) if quick else (10, 50)):
         tg = _target(d)
         B, n = 50, (100 if quick else 200)
-        run_bam(tg, n_iter=n, batch_size=B, window=n, history=False)  # compile
+        run_bam(tg, key=KEY, n_iter=n, batch_size=B, window=n, history=False)  # compile
         t = time.perf_counter()
-        tr = run_bam(tg, n_iter=n, batch_size=B, window=n, history=False)
+        tr = run_bam(tg, key=KEY, n_iter=n, batch_size=B, window=n, history=False)
         ours = (time.perf_counter() - t) / n
         err_ours = np.abs(tr.cov[-1] - tg.cov).max()
         public_bam_port(tg.grad_batch, d, B, 3)  # compile
@@ -104,9 +106,9 @@ def main(quick=False):
     tg = _target(10)
     n_sgd = 4000 if quick else 20000
     for m in ("kl", "fdr", "sdr", "fdb", "sdb"):
-        run_sgd(tg, m, n_iter=2000, window=2000, batch_size=5)
+        run_sgd(tg, m, key=KEY, n_iter=2000, window=2000, batch_size=5)
         t = time.perf_counter()
-        run_sgd(tg, m, n_iter=n_sgd, window=2000, batch_size=5)
+        run_sgd(tg, m, key=KEY, n_iter=n_sgd, window=2000, batch_size=5)
         print(f"{m:<28}{(time.perf_counter() - t) / n_sgd * 1e6:>16.1f}")
 
     print()

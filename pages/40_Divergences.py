@@ -6,6 +6,7 @@ import streamlit as st
 
 import vilab_ui as ui
 from vilab import divergences as dv
+from vilab.core import as_key
 from vilab.plots import divergences as dplots
 from vilab.targets import gaussian_target
 from vilab.targets.univariate import univariate_target
@@ -65,7 +66,7 @@ def _fig5_target():
 @st.cache_data(show_spinner=False, max_entries=64)
 def _fig5(n_iter, batch, seed, mu0):
     tr = dv.run_sgd(_fig5_target(), "sdb", n_iter=n_iter, batch_size=batch, history=True, window=n_iter,
-                    seed=seed, mu0=[mu0])
+                    key=as_key(seed), mu0=[mu0])
     return tr.mean[:, 0], tr.cov[:, 0, 0], tr.extra["samples"][:, :, 0], tr.status
 
 
@@ -80,7 +81,8 @@ def _mf_runs(cov_key, n_iter, batch, seed):
     tg = _gauss_target(cov_key)
     out = {}
     for m in ("fdb", "sdb"):
-        tr = dv.run_sgd(tg, m, n_iter=n_iter, batch_size=batch, mask="diagonal", window=500, seed=seed)
+        tr = dv.run_sgd(tg, m, n_iter=n_iter, batch_size=batch, mask="diagonal", window=500,
+                       key=as_key(seed))
         out[m] = (dv.tail_average_variances(tr, 0.5), tr.status)
     return out
 

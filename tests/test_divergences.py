@@ -43,6 +43,9 @@ from vilab.targets import gaussian_target
 from vilab.targets.univariate import log_inverse_gamma_spec, skew_normal_spec, student_t, student_t_spec
 
 
+K0 = jax.random.PRNGKey(0)
+
+
 def _random_problem(d, seed):
     rng = np.random.default_rng(seed)
     A = rng.normal(size=(d, d))
@@ -201,13 +204,20 @@ def test_batch_fixed_points():
         lambda: precision_2d(0.5, sd1=0),
         lambda: student_t_spec(2),
         lambda: skew_normal_spec(0, -1, 1),
-        lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "adam"),
-        lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "sdb", batch_size=1),
-        lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "sdb", learning_rate=-1.0),
-        lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "kl", rho=1.5),
-        lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "kl", step="lbfgs"),
-        lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "kl", T0=[[1.0, 0.5], [0.0, 1.0]]),
-        lambda: run_bam(gaussian_target(np.zeros(2), cov=np.eye(2)), Sigma0=-np.eye(2)),
+        lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "adam", key=K0),
+        lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "sdb", batch_size=1, key=K0),
+        lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "sdb", learning_rate=-1.0, key=K0),
+        lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "kl", rho=1.5, key=K0),
+        lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "kl", step="lbfgs", key=K0),
+        lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "kl", T0=[[1.0, 0.5], [0.0, 1.0]], key=K0),
+        lambda: run_bam(gaussian_target(np.zeros(2), cov=np.eye(2)), Sigma0=-np.eye(2), key=K0),
+        lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "kl"),
+        lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "kl", key=0),
+        lambda: run_bam(gaussian_target(np.zeros(2), cov=np.eye(2))),
+        lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "kl", key=K0, n_iter=0),
+        lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "kl", key=K0, window=0),
+        lambda: run_sgd(gaussian_target(np.zeros(2), cov=np.eye(2)), "kl", key=K0, step="adam"),
+        lambda: run_bam(gaussian_target(np.zeros(2), cov=np.eye(2)), key=K0, lr_scale=-1.0),
     ],
 )
 def test_bad_input_raises_value_error(call):
@@ -371,9 +381,11 @@ def test_sparse_pattern():
 @pytest.mark.parametrize("method", ["kl", "fdr", "sdr", "fdb", "sdb"])
 def test_full_factor_converges_to_exact_target(method):
     tg = gaussian_target(np.array([1.0, -1.0]), precision=precision_2d(0.9))
-    tr = run_sgd(tg, method, n_iter=20_000, batch_size=5, seed=1)
+    tr = run_sgd(tg, method, n_iter=20_000, batch_size=5, key=jax.random.PRNGKey(1))
     assert tr.status == "max_steps"
-    assert tr.mean.shape == (21, 2) and tr.cov.shape == (21, 2, 2) and tr.step_sizes.shape == (20,)
+    assert tr.mean.shape == (21, 2) and tr.cov.shape == (21, 2, 2) and tr.step_sizes.shape == (20_000,)
+    assert np.all(tr.step_sizes == 1.0) and tr.info["effective_step_ratio"].shape == (20_000,)
+    assert np.array_equal(tr.iterations, np.arange(21) * 1000)
     assert np.allclose(tr.mean[-1], [1, -1], atol=0.03)
     assert np.allclose(tr.cov[-1], [[1, 0.9], [0.9, 1]], atol=0.03)
     assert tr.objective[-1] < 1e-3 < tr.objective[0]
@@ -384,7 +396,7 @@ def test_meanfield_runs_reach_the_divergence_optima():
     tg = gaussian_target(np.array([1.0, -1.0]), precision=precision_2d(0.9))
     expect = {"kl": 0.19, "fdr": 0.141226, "fdb": 0.19, "sdb": 0.141226}  # FDb -> KL, SDb -> Sigma(LSL)=1
     for m, v in expect.items():
-        tr = run_sgd(tg, m, n_iter=10_000, batch_size=5, seed=2, mask="diagonal", window=500)
+        tr = run_sgd(tg, m, n_iter=10_000, batch_size=5, key=jax.random.PRNGKey(2), mask="diagonal", window=500)
         var = np.diagonal(tr.cov[-8:], axis1=1, axis2=2).mean()
         assert abs(var - v) < 0.012, (m, var)
         assert np.allclose(tr.cov[-1], np.diag(np.diag(tr.cov[-1])))
@@ -400,7 +412,7 @@ def test_tail_average_variances_averages_the_second_half():
     np.testing.assert_allclose(tail_average_variances(tr), [np.mean([3, 4, 5, 6]) + 0.5, 45.0 + 0.5])
     np.testing.assert_allclose(tail_average_variances(tr, 1.0), [3.5, 30.5])
     np.testing.assert_allclose(tail_average_variances(tr, 1e-9), [6.5, 60.5])
-    one = Trace(mean=np.zeros((1, 2)), cov=covs[:1], objective=np.zeros(1), step_sizes=np.ones(0), status="x",
+    one = Trace(mean=np.zeros((1, 2)), cov=covs[:1], objective=np.zeros(1), step_sizes=np.ones(0), status="max_steps",
                 method="test", objective_name="none")
     np.testing.assert_allclose(tail_average_variances(one), [0.5, 0.5])
     for f in (0.0, 1.5, np.nan):
@@ -415,7 +427,7 @@ def test_tail_averaged_meanfield_runs_sit_on_the_batch_fixed_points():
     P = precision_2d(0.9)
     tg = gaussian_target(np.zeros(2), precision=P)
     for m in ("fdb", "sdb"):
-        tr = run_sgd(tg, m, n_iter=6000, batch_size=5, mask="diagonal", window=500, seed=0)
+        tr = run_sgd(tg, m, n_iter=6000, batch_size=5, mask="diagonal", window=500, key=jax.random.PRNGKey(0))
         v = tail_average_variances(tr)
         fixed = batch_meanfield_fixed_point(P, m)
         np.testing.assert_allclose(v, fixed, rtol=0.06)
@@ -423,7 +435,7 @@ def test_tail_averaged_meanfield_runs_sit_on_the_batch_fixed_points():
 
 def test_bam_large_batch_converges_in_a_handful_of_iterations():
     tg = gaussian_target(np.array([1.0, -1.0]), precision=precision_2d(0.9))
-    tr = run_bam(tg, n_iter=6, batch_size=500, seed=0, window=6)
+    tr = run_bam(tg, n_iter=6, batch_size=500, key=jax.random.PRNGKey(0), window=6)
     assert tr.n_steps == 6
     assert np.allclose(tr.mean[3], [1, -1], atol=1e-6) and np.allclose(tr.cov[3], tg.cov, atol=1e-6)
     assert tr.objective[3] < 1e-10
@@ -431,15 +443,17 @@ def test_bam_large_batch_converges_in_a_handful_of_iterations():
 
 def test_sdb_history_records_draws_and_a_diverging_run_reports_status():
     tg = gaussian_target(np.array([2.0]), cov=np.array([[1.5]]))
-    tr = run_sgd(tg, "sdb", n_iter=30, batch_size=5, history=True, window=30, seed=0)
+    tr = run_sgd(tg, "sdb", n_iter=30, batch_size=5, history=True, window=30, key=jax.random.PRNGKey(0))
     assert tr.extra["samples"].shape == (30, 5, 1) and tr.mean.shape == (31, 1)
-    bad = run_sgd(tg, "fdr", n_iter=200, step="sgd", learning_rate=1e3, window=50, mu0=[50.0])
-    assert bad.status.startswith("diverged")
+    bad = run_sgd(tg, "fdr", n_iter=200, step="sgd", learning_rate=1e3, window=50, mu0=[50.0],
+                  key=jax.random.PRNGKey(0))
+    assert bad.status.startswith("diverged: ")
     assert np.all(np.isfinite(bad.mean)) and np.all(np.isfinite(bad.cov))
+    assert bad.n_steps == len(bad.step_sizes) < 200 and bad.iterations[-1] == bad.n_steps
 
 
 def test_non_gaussian_target_uses_elbo_objective():
-    tr = run_sgd(student_t(5), "sdb", n_iter=3000, window=500, batch_size=10, seed=0, tol=0.01)
+    tr = run_sgd(student_t(5), "sdb", n_iter=3000, window=500, batch_size=10, key=jax.random.PRNGKey(0), tol=0.01)
     assert tr.objective_name.startswith("negative ELBO")
     assert tr.status in ("converged", "max_steps")
     assert abs(tr.mean[-1, 0]) < 0.2
@@ -453,7 +467,7 @@ def test_sparse_factor_keeps_its_pattern_and_fits_a_markov_target(method):
     Lam = 2.0 * np.eye(d) - 0.8 * (np.eye(d, k=1) + np.eye(d, k=-1))
     tg = gaussian_target(np.linspace(-1, 1, d), precision=Lam)
     pattern = sparse_pattern(n_local=d, block=1, ell=1, n_global=0)
-    tr = run_sgd(tg, method, n_iter=12_000, batch_size=10, mask=pattern, seed=4, window=2000)
+    tr = run_sgd(tg, method, n_iter=12_000, batch_size=10, mask=pattern, key=jax.random.PRNGKey(4), window=2000)
     T = tr.extra["T"][-1]
     assert np.all(T[~pattern] == 0)  # entries outside the band never move
     assert np.allclose(tr.mean[-1], tg.mean, atol=0.05)
@@ -466,7 +480,8 @@ def test_optax_step_rules_also_converge(step):
 
     tg = gaussian_target(np.array([1.0, -1.0]), precision=precision_2d(0.6))
     rule = optax.adam(0.01) if step == "optax-adam" else "rmsprop"
-    tr = run_sgd(tg, "sdb", n_iter=6000, batch_size=10, step=rule, learning_rate=0.01, seed=0, window=1000)
+    tr = run_sgd(tg, "sdb", n_iter=6000, batch_size=10, step=rule, learning_rate=0.01, key=jax.random.PRNGKey(0),
+                 window=1000)
     assert tr.status == "max_steps" and tr.objective[-1] < 0.01 < tr.objective[0]
 
 
@@ -504,3 +519,100 @@ def test_fig1_heatmap_has_a_clickable_layer_with_the_grid_values():
     assert fig.data[0].type == "heatmap" and np.isnan(np.asarray(fig.data[0].z, float)[~g["pd"]]).all()
     names = [t.name for t in fig.data]
     assert "score-based collapse" in names and "diagonally dominant" in names and "selected (a, b)" in names
+
+
+# --------------------------------------------------------------------- the Algorithms (vilab.core protocol)
+
+
+def _resume_case(alg, state, hyper_name, new_value, n=50):
+    """Run n steps, change the step size with core.resume, run n more; and the same run in a Python
+    loop over alg.step that switches at step n. The two must agree."""
+    from vilab import core
+
+    key = jax.random.PRNGKey(5)
+    first = core.run(alg, key, state, n)
+    both = core.resume(alg, first, n, hyper={hyper_name: new_value})
+    s, k, mus, step = state, key, [state.mu], jax.jit(alg.step)
+    for t in range(2 * n):
+        if t == n:
+            s = core.set_hyper(s, **{hyper_name: new_value})
+        k, sub = jax.random.split(k)
+        s, _ = step(sub, s, None)
+        mus.append(s.mu)
+    return both, np.asarray(mus), s
+
+
+def test_sgd_resume_with_a_new_learning_rate_equals_a_run_that_switched():
+    from vilab.divergences import stochastic as sto
+
+    tg = gaussian_target(np.array([1.0, -1.0]), precision=precision_2d(0.6))
+    alg = sto.algorithm(tg, "sdb", batch_size=10, step="rmsprop")
+    state = alg.init(jax.random.PRNGKey(3), learning_rate=0.05, window=20)
+    both, mus, final = _resume_case(alg, state, "learning_rate", 0.005)
+    assert both.status == "max_steps" and both.n_steps == 100 and np.array_equal(both.iterations, np.arange(101))
+    np.testing.assert_allclose(both.mean, mus, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(both.state.Ts, final.Ts, rtol=0, atol=1e-12)
+    assert np.all(both.step_sizes[:50] == 0.05) and np.all(both.step_sizes[50:] == 0.005)
+    assert both.info["effective_step_ratio"].shape == (100,) and both.settings["resumed_at"] == [50]
+    # the switch matters: a run that kept 0.05 ends elsewhere
+    from vilab import core
+
+    same = core.run(alg, jax.random.PRNGKey(5), state, 100)
+    assert np.abs(same.mean[-1] - both.mean[-1]).max() > 1e-4
+
+
+def test_bam_resume_with_a_new_lr_scale_equals_a_run_that_switched():
+    from vilab.divergences import stochastic as sto
+
+    tg = gaussian_target(np.array([1.0, -1.0]), precision=precision_2d(0.9))
+    alg = sto.bam(tg, batch_size=4)
+    state = alg.init(jax.random.PRNGKey(2), lr_scale=2.0, window=7)
+    both, mus, final = _resume_case(alg, state, "lr_scale", 0.5)
+    assert both.status == "max_steps" and both.n_steps == 100
+    np.testing.assert_allclose(both.mean, mus, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(both.cov[-1], final.Sigma, rtol=0, atol=1e-12)
+    t = np.arange(1, 101)
+    np.testing.assert_allclose(both.step_sizes, np.where(t <= 50, 2.0, 0.5) / t, rtol=1e-15)
+
+
+def test_run_sgd_is_core_run_with_the_window_stream():
+    """run_sgd and run_bam are core.run of the Algorithms: same rows, whatever the window or chunking;
+    the draws depend on the key only (a new key gives a new run, the same key the same run)."""
+    from vilab import core
+    from vilab.divergences import stochastic as sto
+
+    tg = gaussian_target(np.array([1.0, -1.0]), precision=precision_2d(0.9))
+    key = jax.random.PRNGKey(11)
+    tr = run_sgd(tg, "fdb", key=key, n_iter=300, window=100, batch_size=5)
+    alg = sto.algorithm(tg, "fdb", batch_size=5)
+    ref = core.run(alg, key, alg.init(key, window=100), 300, record_every=100)
+    assert np.array_equal(tr.mean, ref.mean) and np.array_equal(tr.cov, ref.cov)
+    assert np.array_equal(tr.iterations, [0, 100, 200, 300]) and tr.extra["elbo"].shape == (3,)
+    np.testing.assert_allclose(tr.extra["elbo"], [np.mean(tr.info["elbo"][a:a + 100]) for a in (0, 100, 200)])
+    assert np.array_equal(tr.extra["elbo_iterations"], [100, 200, 300]) and tr.extra["window_seconds"].shape == (3,)
+    again = run_sgd(tg, "fdb", key=key, n_iter=300, window=100, batch_size=5)
+    other = run_sgd(tg, "fdb", key=jax.random.PRNGKey(12), n_iter=300, window=100, batch_size=5)
+    assert np.array_equal(again.mean, tr.mean) and not np.allclose(other.mean, tr.mean)
+    b = run_bam(tg, key=key, n_iter=20, batch_size=5, window=10, history=False)
+    alg_b = sto.bam(tg, batch_size=5)
+    ref_b = core.run(alg_b, key, alg_b.init(key, window=10), 20, record_every=10)
+    assert np.array_equal(b.mean, ref_b.mean) and np.array_equal(b.iterations, [0, 10, 20])
+    assert sto.algorithm(tg, "fdb", batch_size=5) is alg and sto.bam(tg, batch_size=5) is alg_b  # memoized
+
+
+def test_statuses_of_the_stochastic_runs():
+    """The shared vocabulary: max_steps, converged (the paper's slope rule), stopped, max_time,
+    diverged: <reason>; non-Gaussian targets report minus the window-averaged ELBO."""
+    tg = gaussian_target(np.array([1.0, -1.0]), precision=precision_2d(0.6))
+    assert run_sgd(tg, "kl", key=K0, n_iter=200, window=100).status == "max_steps"
+    stopped = run_sgd(tg, "kl", key=K0, n_iter=400, window=100, should_stop=lambda: True)
+    assert stopped.status == "stopped" and stopped.n_steps == 100
+    timed = run_bam(tg, key=K0, n_iter=40, batch_size=5, window=10, max_time=0.0)
+    assert timed.status == "max_time" and timed.n_steps == 10
+    conv = run_sgd(student_t(5), "sdb", key=K0, n_iter=20_000, window=200, batch_size=10, tol=0.01)
+    assert conv.status == "converged" and conv.n_steps < 20_000 and conv.n_steps % 200 == 0
+    el = conv.extra["elbo"]
+    assert len(el) >= 5 and np.polyfit(np.arange(5.0), el[-5:], 1)[0] < 0.01
+    np.testing.assert_allclose(conv.objective[1:], -el)  # rows at the window ends
+    sing = run_bam(tg, key=K0, n_iter=5, batch_size=5, window=5, lr_scale=1e300)
+    assert sing.status.startswith("diverged: ") and np.all(np.isfinite(sing.cov))

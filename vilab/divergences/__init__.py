@@ -6,7 +6,9 @@ inference".  Submodules:
 * :mod:`.gaussian`   closed forms (Lemma 1), Monte Carlo estimates, mean-field optima (Sec. 2),
                      the non-negative quadratic program of the score-based divergence, Fig. 1 grid;
 * :mod:`.univariate` optimal Gaussians for non-Gaussian univariate targets (Sec. 3, Tables 1-3);
-* :mod:`.stochastic` KLD, FDr, SDr, FDb, SDb (Tables 4-5) and batch-and-match, returning Traces;
+* :mod:`.stochastic` KLD, FDr, SDr, FDb, SDb (Tables 4-5) and batch-and-match as vilab.core
+                     Algorithms (stochastic.algorithm, stochastic.bam); run_sgd / run_bam run them
+                     through vilab.core.run (key=..., a jax PRNG key) and return Traces;
                      tail_average_variances(trace) averages a run's variances after a burn-in;
 * :mod:`.gradvar`    gradient-variance formulas of Sec. 5.4 and their Monte Carlo counterpart.
 

@@ -13,19 +13,28 @@ Methods (all gradients written in the DESCENT convention, i.e. the step is ``-rh
 * ``"fdr"``, ``"sdr"``  reparameterisation-trick gradients of F and S (Table 4, right column;
   they need Hessian-vector products of log h).
 * ``"fdb"``, ``"sdb"``  gradients of the batch objectives F_hat, S_hat (Table 5, eq. 9).
-* :func:`run_bam` batch-and-match (Cai et al. 2024) with its closed-form update (Sec. 6.1).
+* ``"bam"``  batch-and-match (Cai et al. 2024) with its closed-form update (Sec. 6.1).
+
+Each method is a :class:`vilab.core.Algorithm`: :func:`algorithm` (the five SGD methods) and
+:func:`bam`, memoized on their settings, run by :func:`vilab.core.run` (resumable, with the step
+size in ``state.hyper``); :func:`run_sgd` and :func:`run_bam` are conveniences that add the paper's
+window-averaged ELBO and stopping rule (Sec. 7.1, :func:`chen_slope_rule`).
 
 Step sizes: Adadelta (Zeiler 2012), the paper's choice, through ``optax.adadelta`` with
 learning rate 1 (optax's update is exactly Zeiler's: E[g^2], then
 sqrt(E[dx^2] + eps) / sqrt(E[g^2] + eps) * g, then E[dx^2]); the paper leaves decay and eps
 unspecified, the defaults 0.95 and 1e-6 are Zeiler's / Tan & Nott's.  Any optax rule can be
 passed instead.  Every run returns a :class:`vilab.core.Trace`.
+
+Draws: the Algorithms draw from their own key stream (:func:`_draw_key`: one key per window of
+iterations, split per iteration), the stream vilab has always used, so seeded runs reproduce
+exactly; the runner's per-step key is not used.
 """
 
 from __future__ import annotations
 
 import time
-from functools import lru_cache, partial
+from dataclasses import replace
 from typing import NamedTuple
 
 import jax
@@ -33,7 +42,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..core.trace import Trace, diverged_status, first_failure
+from .. import gaussian
+from ..core import NONFINITE, Algorithm, Trace, is_key, run
+from ..core.cache import memoize
+from ..gaussian import check_factor, check_mean_cov
 
 __all__ = [
     "SGD_METHODS",
@@ -49,9 +61,15 @@ __all__ = [
     "grad_fdb_T",
     "batch_objectives",
     "bam_update",
+    "algorithm",
+    "bam",
+    "SGDState",
+    "BaMState",
+    "chen_slope_rule",
     "run_sgd",
     "run_bam",
     "make_optimizer",
+    "tail_average_variances",
 ]
 
 SGD_METHODS = ("kl", "fdr", "sdr", "fdb", "sdb")
@@ -217,7 +235,7 @@ def grad_fdb_T(mu_U, mu_W, T, st: BatchStats):
     U uses ``mu_U`` (Table 5 step 3, before the mean update), W uses ``mu_W`` (step 6, after it,
     in the paper's listing order); with mu_U = mu_W this is the exact gradient of F_hat.
 
-    ``run_sgd`` passes mu_U = mu_W = the current mean: SGD on F_hat (Sec. 6.3, lambda_{t+1} =
+    :func:`algorithm` passes mu_U = mu_W = the current mean: SGD on F_hat (Sec. 6.3, lambda_{t+1} =
     lambda_t - rho_t grad F_hat(lambda_t)). Table 5 is a two-column box flattened by the conversion
     (digest Sec. 6.2 and errata), and its listing order, W at the updated mean, made FDb unstable on
     the epilepsy GLMMs, while the exact gradient reproduces Table 7's FDb column (M* 2.85 vs 2.89).
@@ -263,8 +281,8 @@ def make_optimizer(step="adadelta", learning_rate=None, rho: float = 0.95, eps: 
 
     ``step``: "adadelta" (the paper's choice; optax.adadelta with decay ``rho``, ``eps`` and
     learning rate 1 unless ``learning_rate`` is given), "adam", "rmsprop", "adagrad", "sgd" (these
-    need ``learning_rate``), or any ``optax.GradientTransformation``.  Named rules are cached, so
-    repeated runs reuse the compiled chunk function.
+    need ``learning_rate``), or any ``optax.GradientTransformation``.  Named rules are cached (one
+    object per setting).
     """
     if isinstance(step, optax.GradientTransformation):
         return step
@@ -275,7 +293,7 @@ def make_optimizer(step="adadelta", learning_rate=None, rho: float = 0.95, eps: 
     return _make_optimizer(step, None if learning_rate is None else float(learning_rate), float(rho), float(eps))
 
 
-@lru_cache(maxsize=64)
+@memoize("vilab.divergences.stochastic optimizers", maxsize=64)
 def _make_optimizer(step, learning_rate, rho, eps):
     if step == "adadelta":
         return optax.adadelta(learning_rate=1.0 if learning_rate is None else learning_rate, rho=rho, eps=eps)
@@ -287,12 +305,92 @@ def _make_optimizer(step, learning_rate, rho, eps):
 
 
 # ---------------------------------------------------------------------------------------------
-# the SGD runner (Tables 4-5)
+# shared pieces of the Algorithms: log q of the draws, the draw keys, the window ELBO average
 
 
-class _Params(NamedTuple):
+def _logq(half_logdet_prec, z):
+    """log q(theta) at draws theta = mu + F z (F any factor with F F^T = Sigma), from the standard
+    normal z and 1/2 log |Sigma^{-1}| (= sum log T_ii for the precision factor T, = -sum log C_ii
+    for the covariance factor C): the one log q of the SGD methods and BaM."""
+    d = z.shape[-1]
+    return half_logdet_prec - 0.5 * jnp.sum(z**2, -1) - 0.5 * d * jnp.log(2 * jnp.pi)
+
+
+def _draw_key(chain, wkey, t, window):
+    """The key of iteration t's draws, and the updated (chain, window key).
+
+    Draws come in windows of ``window`` iterations: at the start of each window the chain key is
+    split into (chain, window key), and iteration t draws with ``fold_in(window key, t mod window)``
+    (= ``split(window key, window)[t mod window]``). This is the stream vilab's stochastic runs have
+    always used, so seeded runs and the published numbers are unchanged; it does not depend on how
+    the runner chunks the run.
+    """
+    first = (t % window) == 0
+    chain, wkey = jax.lax.cond(first, lambda c, w: tuple(jax.random.split(c)), lambda c, w: (c, w), chain, wkey)
+    return jax.random.fold_in(wkey, (t % window).astype(jnp.uint32)), chain, wkey, first
+
+
+def _window_elbo(state, elbo, first):
+    """Running sum and count of the current window's ELBO estimates (non-finite ones flag the window)."""
+    ok = jnp.isfinite(elbo)
+    esum = jnp.where(first, 0.0, state.esum) + jnp.where(ok, elbo, 0.0)
+    ecount = jnp.where(first, 0, state.ecount) + 1
+    ebad = jnp.where(first, False, state.ebad) | ~ok
+    return esum, ecount, ebad
+
+
+def _window_average(state):
+    return jnp.where((state.ecount > 0) & ~state.ebad, state.esum / jnp.maximum(state.ecount, 1), jnp.nan)
+
+
+def _check_target(target):
+    if not hasattr(target, "log_density") or not hasattr(target, "dim"):
+        raise ValueError("The target must be a vilab.targets.Target (with log_density and dim).")
+    return int(target.dim)
+
+
+def _exact_kl_of(target):
+    """observe's objective for a Gaussian target: KL(q || p) by :func:`vilab.gaussian.kl`; else None."""
+    if target.mean is None or target.cov is None or not getattr(target, "quadratic", False):
+        return None
+    p = gaussian.MeanCov(jnp.asarray(target.mean, float), jnp.asarray(target.cov, float))
+    return lambda mu, cov: gaussian.kl(gaussian.MeanCov(mu, cov), p)
+
+
+def _check_window(window):
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
+        raise ValueError("The window (iterations per ELBO average) must be a whole number of at least 1; "
+                         f"got {window!r}.")
+    return int(window)
+
+
+# ---------------------------------------------------------------------------------------------
+# the SGD methods (Tables 4-5) as an Algorithm
+
+
+class SGDState(NamedTuple):
+    """State of :func:`algorithm`: the variational parameters (mu, T*) with T* the factor T of the
+    precision on the log scale on its diagonal, the step rule's states, the iteration count t, the
+    draw keys, the current window's ELBO sum, the last draws, and ``hyper`` = {"learning_rate"}."""
+
     mu: jax.Array
-    Ts: jax.Array  # T*, lower triangular, log diagonal
+    Ts: jax.Array
+    opt_mu: object
+    opt_T: object
+    t: jax.Array
+    window: jax.Array
+    chain: jax.Array
+    wkey: jax.Array
+    esum: jax.Array
+    ecount: jax.Array
+    ebad: jax.Array
+    draws: jax.Array
+    hyper: dict
+
+
+#: Codes of the stochastic Algorithms beyond vilab.core.CODES: none (they use 2, 3 and 5).
+_SINGULAR = 5
+_NOT_PD = 3
 
 
 def _T_of(Ts, mask):
@@ -308,221 +406,402 @@ def _to_Ts_grad(gT, T, mask):
     return g * jnp.where(jnp.eye(d, dtype=bool), jnp.diag(T)[None, :] * jnp.ones((d, 1)), 1.0)
 
 
-def _logq(T, z):
-    d = z.shape[-1]
-    return jnp.sum(jnp.log(jnp.diag(T))) - 0.5 * jnp.sum(z**2, -1) - 0.5 * d * jnp.log(2 * jnp.pi)
+def _cov_of_T(T):
+    """Sigma = T^{-T} T^{-1} of the precision factor T."""
+    Ti = _tri_solve(T, jnp.eye(T.shape[0], dtype=T.dtype))
+    return Ti.T @ Ti
 
 
-@partial(jax.jit, static_argnames=("method", "logh", "opt", "n", "B", "history"))
-def _sgd_chunk(params, states, key, mask, *, method, logh, opt, n, B, history):
+def _rule(step, rho, eps):
+    """The step rule with learning rate 1 (the learning rate multiplies its updates, from state.hyper);
+    its default learning rate; and a label."""
+    if isinstance(step, optax.GradientTransformation):
+        return step, 1.0, "optax transformation"
+    if not (0.0 < rho < 1.0 and eps > 0.0):
+        raise ValueError(f"Adadelta needs a decay rho in (0, 1) and eps > 0; got rho={rho}, eps={eps}.")
+    if step not in ("adadelta", "adam", "rmsprop", "sgd", "adagrad"):
+        raise ValueError("step must be 'adadelta', 'adam', 'rmsprop', 'adagrad', 'sgd' or an optax transformation.")
+    return _make_optimizer(step, 1.0, float(rho), float(eps)), (1.0 if step == "adadelta" else None), str(step)
+
+
+def algorithm(target, method: str, *, batch_size: int = 5, mask="dense", step="adadelta", rho: float = 0.95,
+              eps: float = 1e-6, record_samples: bool = False):
+    """KLD, FDr, SDr, FDb or SDb (Chen, Nott & Tan Tables 4-5) as a :class:`vilab.core.Algorithm`.
+
+    Each step draws z ~ N(0, I) (one draw; B draws for FDb/SDb), forms theta = mu + T^{-T} z and
+    takes one step of the rule ``step`` along the method's gradient in lambda = (mu, T*):
+
+    * ``"kl"``  Tan & Nott (2018), Table 4 left column (:func:`grad_kl`);
+    * ``"fdr"``, ``"sdr"``  Table 4 right column, reparameterisation gradients of F and S
+      (Sec. 5.2; :func:`grad_fdr`, :func:`grad_sdr`);
+    * ``"fdb"``, ``"sdb"``  Table 5, gradients of the batch objectives F_hat, S_hat of eq. (9)
+      (:func:`grad_fdb_mu` / :func:`grad_fdb_T`, :func:`grad_sdb`). FDb uses the exact gradient
+      of F_hat at the current (mu, T), not Table 5's listing order (see :func:`grad_fdb_T`).
+
+    The update is lambda_{t+1} = lambda_t + learning_rate * u_t, u_t the step rule's update with
+    learning rate 1 (Adadelta, Zeiler 2012, the paper's choice: optax.adadelta with decay ``rho``
+    and ``eps``); ``learning_rate`` lives in ``state.hyper`` (``init(key, start, learning_rate=)``,
+    :func:`vilab.core.resume`). mask : free entries of T ("dense", "diagonal" or a pattern, Sec. 4).
+
+    State: :class:`SGDState`; ``init(key, start=None, learning_rate=None, window=1000)`` with start
+    (mu0, T0) (default 0 and I) or a :class:`vilab.gaussian.CholPrec`; ``window`` is the number of
+    iterations per ELBO average (and per draw key, see :func:`_draw_key`). Info per step: code,
+    step_size (the learning rate), ``elbo`` (the single-batch ELBO estimate at the iterate before the
+    step) and ``effective_step_ratio`` (||u|| / ||gradient||, Adadelta's adaptive step). observe:
+    mean, cov, the factor ``T``, ``elbo`` (the running average of the current window) and the
+    objective, KL(q || p) for a Gaussian target (``vilab.gaussian.kl``) else minus that average
+    (``samples``: the last step's draws, when ``record_samples``).
+    """
+    if method not in SGD_METHODS:
+        raise ValueError(f"Unknown method {method!r}; choose one of {', '.join(SGD_METHODS)} (or bam).")
+    d = _check_target(target)
+    if method in ("fdb", "sdb") and batch_size < 2:
+        raise ValueError("The batch methods need a batch of at least B = 2 draws.")
+    m = make_mask(mask, d)
+    opt, lr_default, label = _rule(step, rho, eps)
+    B = int(batch_size) if method in ("fdb", "sdb") else 1
+    return _sgd_algorithm(target, method, B, m.tobytes(), opt, lr_default, label, float(rho), float(eps),
+                          bool(record_samples))
+
+
+@memoize("vilab.divergences.stochastic SGD algorithms", maxsize=64)
+def _sgd_algorithm(target, method, B, mask_bytes, opt, lr_default, label, rho, eps, record_samples):
+    d = int(target.dim)
+    m_np = np.frombuffer(mask_bytes, dtype=bool).reshape(d, d)
+    mask = jnp.asarray(m_np)
+    logh = target.log_density
     score = jax.grad(logh)
+    exact_kl = _exact_kl_of(target)
 
     def hvp(theta, v):
         return jax.jvp(score, (theta,), (v,))[1]
 
-    def step(carry, k):
-        p, (s_mu, s_T) = carry
-        T = _T_of(p.Ts, mask)
-        d = p.mu.shape[0]
+    def init(key, start=None, learning_rate=None, window: int = 1000):
+        if isinstance(start, gaussian.Natural | gaussian.MeanCov | gaussian.CholCov | gaussian.Expectation
+                      | gaussian.MeanField):
+            start = gaussian.convert(start, "chol_prec")
+        mu0, T0 = (None, None) if start is None else start
+        mu0 = np.zeros(d) if mu0 is None else mu0
+        T0 = np.eye(d) if T0 is None else T0
+        lr = lr_default if learning_rate is None else learning_rate
+        if lr is None:
+            raise ValueError(f"The {label} rule needs a positive learning_rate.")
+        return _init_arrays(jnp.asarray(key), jnp.asarray(mu0, float).reshape(d), jnp.asarray(T0, float).reshape(d, d),
+                            jnp.float64(lr), jnp.int64(_check_window(window)))
+
+    @jax.jit
+    def _init_arrays(key, mu0, T0, lr, window):
+        T0 = jnp.where(mask, T0, 0.0)
+        eye = jnp.eye(d, dtype=bool)
+        Ts0 = jnp.tril(jnp.where(eye, jnp.log(jnp.abs(jnp.diag(T0)))[None, :] * jnp.ones((d, 1)), T0))
+        return SGDState(mu0, Ts0, opt.init(mu0), opt.init(Ts0), jnp.int64(0), window, key, key, jnp.float64(0.0),
+                        jnp.int64(0), jnp.asarray(False), jnp.zeros((B if record_samples else 0, d)),
+                        {"learning_rate": lr})
+
+    def step(key, s, batch):  # key unused: the draws follow the window stream of _draw_key
+        k, chain, wkey, first = _draw_key(s.chain, s.wkey, s.t, s.window)
+        T = _T_of(s.Ts, mask)
+        lr = s.hyper["learning_rate"]
         if method in ("kl", "fdr", "sdr"):
-            z = jax.random.normal(k, (d,), dtype=p.mu.dtype)
+            z = jax.random.normal(k, (d,), dtype=s.mu.dtype)
             if method == "kl":
-                g_mu, g_T = grad_kl(score, p.mu, T, z)
+                g_mu, g_T = grad_kl(score, s.mu, T, z)
             elif method == "fdr":
-                g_mu, g_T = grad_fdr(score, hvp, p.mu, T, z)
+                g_mu, g_T = grad_fdr(score, hvp, s.mu, T, z)
             else:
-                g_mu, g_T = grad_sdr(score, hvp, p.mu, T, z)
+                g_mu, g_T = grad_sdr(score, hvp, s.mu, T, z)
             zs = z[None, :]
-            thetas = p.mu + _tri_solve(T, z, trans=True)[None, :]
-            u_mu, s_mu = opt.update(g_mu, s_mu, p.mu)
-            mu_new = optax.apply_updates(p.mu, u_mu)
+            thetas = s.mu + _tri_solve(T, z, trans=True)[None, :]
         else:
-            zs = jax.random.normal(k, (B, d), dtype=p.mu.dtype)
-            thetas = p.mu + _tri_solve(T, zs.T, trans=True).T
-            gs = jax.vmap(score)(thetas)
-            st = batch_statistics(thetas, gs)
+            zs = jax.random.normal(k, (B, d), dtype=s.mu.dtype)
+            thetas = s.mu + _tri_solve(T, zs.T, trans=True).T
+            st = batch_statistics(thetas, jax.vmap(score)(thetas))
             if method == "sdb":
-                g_mu, g_T = grad_sdb(p.mu, T, st)
-                u_mu, s_mu = opt.update(g_mu, s_mu, p.mu)
-                mu_new = optax.apply_updates(p.mu, u_mu)
+                g_mu, g_T = grad_sdb(s.mu, T, st)
             else:
-                g_mu = grad_fdb_mu(p.mu, T, st)
-                u_mu, s_mu = opt.update(g_mu, s_mu, p.mu)
-                mu_new = optax.apply_updates(p.mu, u_mu)
-                # the exact gradient of F_hat at the current (mu, T), not Table 5's listing order
-                # (W after the mean step): see grad_fdb_T
-                g_T = grad_fdb_T(p.mu, p.mu, T, st)
+                g_mu = grad_fdb_mu(s.mu, T, st)
+                g_T = grad_fdb_T(s.mu, s.mu, T, st)  # the exact gradient of F_hat (see grad_fdb_T)
+        u_mu, opt_mu = opt.update(g_mu, s.opt_mu, s.mu)
+        u_mu = u_mu * lr
+        mu_new = optax.apply_updates(s.mu, u_mu)
         gTs = _to_Ts_grad(g_T, T, mask)
-        u_T, s_T = opt.update(gTs, s_T, p.Ts)
-        Ts_new = optax.apply_updates(p.Ts, u_T)
-        elbo = jnp.mean(jax.vmap(logh)(thetas) - _logq(T, zs))
+        u_T, opt_T = opt.update(gTs, s.opt_T, s.Ts)
+        u_T = u_T * lr
+        Ts_new = optax.apply_updates(s.Ts, u_T)
+        elbo = jnp.mean(jax.vmap(logh)(thetas) - _logq(jnp.sum(jnp.log(jnp.diag(T))), zs))
         gn = jnp.sqrt(jnp.sum(g_mu**2) + jnp.sum(gTs**2))
         un = jnp.sqrt(jnp.sum(u_mu**2) + jnp.sum(u_T**2))
-        stepsize = un / jnp.maximum(gn, 1e-300)
-        newp = _Params(mu_new, Ts_new)
-        out = (elbo, stepsize)
-        if history:
-            out = out + (mu_new, _T_of(Ts_new, mask), thetas)
-        return (newp, (s_mu, s_T)), out
+        esum, ecount, ebad = _window_elbo(s, elbo, first)
+        new = SGDState(mu_new, Ts_new, opt_mu, opt_T, s.t + 1, s.window, chain, wkey, esum, ecount, ebad,
+                       thetas if record_samples else s.draws, s.hyper)
+        diag = jnp.exp(jnp.diag(Ts_new))
+        code = jnp.where(~jnp.all(jnp.isfinite(diag)), NONFINITE, jnp.where(jnp.any(diag == 0), _SINGULAR, 0))
+        return new, {"code": code, "step_size": lr, "elbo": elbo,
+                     "effective_step_ratio": un / jnp.maximum(gn, 1e-300)}
 
-    keys = jax.random.split(key, n)
-    (params, states), outs = jax.lax.scan(step, (params, states), keys)
-    return params, states, outs
+    def observe(s):
+        T = _T_of(s.Ts, mask)
+        cov = _cov_of_T(T)
+        avg = _window_average(s)
+        obj = exact_kl(s.mu, cov) if exact_kl is not None else -avg
+        out = {"mean": s.mu, "cov": cov, "objective": obj, "T": T, "elbo": avg}
+        if record_samples:
+            out["samples"] = s.draws
+        return out
 
-
-def _check_target(target):
-    if not hasattr(target, "log_density") or not hasattr(target, "dim"):
-        raise ValueError("The target must be a vilab.targets.Target (with log_density and dim).")
-    return int(target.dim)
-
-
-def _init_mu_T(target, mu0, T0, d):
-    mu0 = np.zeros(d) if mu0 is None else np.asarray(mu0, float).reshape(d)
-    T0 = np.eye(d) if T0 is None else np.asarray(T0, float).reshape(d, d)
-    if not np.all(np.isfinite(mu0)) or not np.all(np.isfinite(T0)):
-        raise ValueError("The starting mean and factor must be finite.")
-    if np.any(np.diag(T0) <= 0) or np.any(np.triu(T0, 1) != 0):
-        raise ValueError("The starting factor T0 must be lower triangular with a positive diagonal.")
-    return mu0, T0
+    return Algorithm(init, step, observe, name=METHOD_LABELS[method],
+                     objective_name="KL(q||p)" if exact_kl is not None else "negative ELBO (window average)",
+                     settings={"method": method, "batch_size": B, "mask": m_np, "step": label, "rho": rho, "eps": eps})
 
 
-def _exact_kl(target, mean, cov):
-    if target.mean is None or target.cov is None or not getattr(target, "quadratic", False):
-        return None
-    nu = np.asarray(target.mean, float)
-    Sp = np.asarray(target.cov, float)
-    Lam = np.linalg.inv(Sp)
-    d = nu.shape[0]
-    out = np.full(mean.shape[0], np.nan)
-    _, ldL = np.linalg.slogdet(Lam)
-    for k in range(mean.shape[0]):
-        sgn, ldS = np.linalg.slogdet(cov[k])
-        if sgn <= 0 or not np.all(np.isfinite(cov[k])):
-            continue
-        r = mean[k] - nu
-        out[k] = 0.5 * (np.trace(Lam @ cov[k]) + r @ Lam @ r - d - ldS - ldL)
+# ---------------------------------------------------------------------------------------------
+# batch and match as an Algorithm
+
+
+class BaMState(NamedTuple):
+    """State of :func:`bam`: mean, covariance and its Cholesky factor, the iteration count, the draw
+    keys, the window ELBO sum, the last draws, and ``hyper`` = {"lr_scale"}."""
+
+    mu: jax.Array
+    Sigma: jax.Array
+    C: jax.Array
+    t: jax.Array
+    window: jax.Array
+    chain: jax.Array
+    wkey: jax.Array
+    esum: jax.Array
+    ecount: jax.Array
+    ebad: jax.Array
+    draws: jax.Array
+    hyper: dict
+
+
+def bam(target, *, batch_size: int = 50, record_samples: bool = False):
+    """Batch-and-match (Cai et al. 2024, Algorithm 1 with the closed-form update of their Sec. 3;
+    as run by Chen, Nott & Tan Sec. 6.1 / 7) as a :class:`vilab.core.Algorithm`.
+
+    Iteration t (1, 2, ...) draws B points theta_b = mu + C z_b from q_t (Sigma = C C^T), takes their
+    scores and applies :func:`bam_update` with learning rate rho_t = ``lr_scale`` / t (the paper:
+    lr_scale = B d). Full covariance, no sparsity. ``lr_scale`` lives in ``state.hyper``
+    (``init(key, start=None, lr_scale=None, window=50)``, start (mu0, Sigma0) or a
+    :class:`vilab.gaussian.MeanCov`; ``window``: iterations per ELBO average and per draw key).
+    Info: code (3 when the new covariance is not positive definite), step_size rho_t, ``elbo``.
+    observe: mean, cov, ``elbo`` (running window average), objective KL(q || p) for a Gaussian
+    target else minus that average (``samples`` when ``record_samples``).
+    """
+    d = _check_target(target)
+    if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
+        raise ValueError(f"The batch size must be a whole number of at least 1; got {batch_size!r}.")
+    return _bam_algorithm(target, int(batch_size), bool(record_samples), d)
+
+
+@memoize("vilab.divergences.stochastic BaM algorithms", maxsize=32)
+def _bam_algorithm(target, B, record_samples, d):
+    logh = target.log_density
+    score = jax.grad(logh)
+    exact_kl = _exact_kl_of(target)
+
+    def init(key, start=None, lr_scale=None, window: int = 50):
+        if isinstance(start, gaussian.Natural | gaussian.CholPrec | gaussian.CholCov | gaussian.Expectation
+                      | gaussian.MeanField):
+            start = gaussian.to_mean_cov(start)
+        mu0, S0 = (None, None) if start is None else start
+        mu0 = np.zeros(d) if mu0 is None else mu0
+        S0 = np.eye(d) if S0 is None else S0
+        scale = float(B * d) if lr_scale is None else lr_scale
+        return _init_arrays(jnp.asarray(key), jnp.asarray(mu0, float).reshape(d), jnp.asarray(S0, float).reshape(d, d),
+                            jnp.float64(scale), jnp.int64(_check_window(window)))
+
+    @jax.jit
+    def _init_arrays(key, mu0, S0, scale, window):
+        return BaMState(mu0, S0, jnp.linalg.cholesky(S0), jnp.int64(0), window, key, key, jnp.float64(0.0),
+                        jnp.int64(0), jnp.asarray(False), jnp.zeros((B if record_samples else 0, d)),
+                        {"lr_scale": scale})
+
+    def step(key, s, batch):  # key unused: the draws follow the window stream of _draw_key
+        k, chain, wkey, first = _draw_key(s.chain, s.wkey, s.t, s.window)
+        z = jax.random.normal(k, (B, d), dtype=s.mu.dtype)
+        thetas = s.mu + z @ s.C.T
+        gs = jax.vmap(score)(thetas)
+        rho = s.hyper["lr_scale"] / (s.t + 1).astype(s.mu.dtype)
+        mu_new, S_new = bam_update(s.mu, s.Sigma, thetas, gs, rho)
+        C_new = jnp.linalg.cholesky(S_new)
+        elbo = jnp.mean(jax.vmap(logh)(thetas) - _logq(-jnp.sum(jnp.log(jnp.diag(s.C))), z))
+        esum, ecount, ebad = _window_elbo(s, elbo, first)
+        new = BaMState(mu_new, S_new, C_new, s.t + 1, s.window, chain, wkey, esum, ecount, ebad,
+                       thetas if record_samples else s.draws, s.hyper)
+        finite = jnp.all(jnp.isfinite(mu_new)) & jnp.all(jnp.isfinite(S_new))
+        code = jnp.where(~finite, NONFINITE, jnp.where(jnp.all(jnp.isfinite(C_new)), 0, _NOT_PD))
+        return new, {"code": code, "step_size": rho, "elbo": elbo}
+
+    def observe(s):
+        avg = _window_average(s)
+        obj = exact_kl(s.mu, s.Sigma) if exact_kl is not None else -avg
+        out = {"mean": s.mu, "cov": s.Sigma, "objective": obj, "elbo": avg}
+        if record_samples:
+            out["samples"] = s.draws
+        return out
+
+    return Algorithm(init, step, observe, name="BaM",
+                     objective_name="KL(q||p)" if exact_kl is not None else "negative ELBO (window average)",
+                     settings={"method": "bam", "batch_size": B})
+
+
+# ---------------------------------------------------------------------------------------------
+# conveniences: run_sgd / run_bam (the paper's window averages and stopping rule)
+
+
+def _window_means(values, window):
+    """Averages of consecutive windows of per-step values (the last may be partial); NaN for a window
+    with a non-finite value."""
+    v = np.asarray(values, float)
+    out = []
+    for a in range(0, v.shape[0], window):
+        w = v[a:a + window]
+        out.append(float(np.mean(w)) if np.all(np.isfinite(w)) else np.nan)
     return out
 
 
-def _converged(elbos, tol):
-    """The paper's stopping rule (Sec. 7.1): slope of a line fitted to the last five averages < tol."""
+def chen_slope_rule(elbos, tol) -> bool:
+    """The stopping rule of Chen, Nott & Tan Sec. 7.1: the slope of a least-squares line through the
+    last five window averages of the ELBO estimate (x = 0..4) is below ``tol`` (the paper: 0.01).
+
+    (The slope is signed and per window, unlike :func:`vilab.core.slope_rule`'s relative |slope|:
+    the paper's rule is kept so that runs stop where they always did.)
+    """
     if tol is None or len(elbos) < 5:
         return False
-    y = np.asarray(elbos[-5:])
-    x = np.arange(5.0)
-    slope = np.polyfit(x, y, 1)[0]
+    slope = np.polyfit(np.arange(5.0), np.asarray(elbos[-5:]), 1)[0]
     return bool(slope < tol)
 
 
-def run_sgd(target, method: str, *, n_iter: int = 10_000, batch_size: int = 5, mask="dense", mu0=None,
+def _check_key(key, who):
+    if key is None or not is_key(key):
+        raise ValueError(f"{who} needs a jax PRNG key, e.g. key=jax.random.PRNGKey(0) "
+                         f"(pages and scripts turn a seed into one with vilab.core.as_key(seed)); got {key!r}.")
+    return key
+
+
+def _drive(alg, key, state, n_iter, window, history, tol, max_time, should_stop, progress):
+    """core.run in windows of ``window`` iterations, with the paper's stopping rule between windows;
+    then the window averages of the ELBO (``extra["elbo"]``) and the wall time at the end of each
+    window (``extra["window_seconds"]``, the first compilation included)."""
+    if isinstance(n_iter, bool) or not isinstance(n_iter, (int, np.integer)) or n_iter < 1:
+        raise ValueError(f"n_iter must be a whole number of at least 1; got {n_iter!r}.")
+    t0 = time.perf_counter()
+    seconds, averages = [], []
+
+    def on_chunk(tr):
+        seconds.append(time.perf_counter() - t0)
+        averages[:] = _window_means(tr.info["elbo"], window)
+
+    several = tol is not None or n_iter > window  # (one window: its time is taken at the end)
+    tr = run(alg, key, state, int(n_iter), record_every=1 if history else window, chunk_size=window,
+             on_chunk=on_chunk if several else None,
+             host_stop=(lambda rows: chen_slope_rule(averages, tol)) if tol is not None else None,
+             max_time=max_time, should_stop=should_stop, progress=progress)
+    el = _window_means(tr.info["elbo"], window)
+    if len(seconds) < len(el):
+        seconds.append(time.perf_counter() - t0)
+    status = tr.status
+    if status == "max_steps" and chen_slope_rule(el, tol):  # the rule holds after the last window too
+        status = "converged"
+    extra = dict(tr.extra)
+    el_its = np.minimum(np.arange(1, len(el) + 1) * window, tr.n_steps)
+    if not history and alg.objective_name.startswith("negative ELBO"):
+        # rows are the window ends: the objective is minus the window averages, as averaged on the host
+        obj = np.asarray(tr.objective, float).copy()
+        rows = np.searchsorted(tr.iterations, el_its)
+        ok = rows < obj.shape[0]
+        obj[rows[ok]] = -np.asarray(el)[ok]
+        tr = replace(tr, objective=obj)
+    if "samples" in extra:  # the draws of step k (from row k - 1) sit on row k
+        extra["samples"] = np.asarray(extra["samples"])[1:]
+    extra.update({"elbo": np.asarray(el, float), "elbo_iterations": el_its,
+                  "window_seconds": np.asarray(seconds[:len(el)], float)})
+    return replace(tr, status=status, extra=extra)
+
+
+def run_sgd(target, method: str, *, key=None, n_iter: int = 10_000, batch_size: int = 5, mask="dense", mu0=None,
             T0=None, step="adadelta", learning_rate=None, rho: float = 0.95, eps: float = 1e-6,
-            window: int = 1000, tol: float | None = None, seed: int = 0, history: bool = False) -> Trace:
-    """Run KLD, FDr, SDr, FDb or SDb (Chen, Nott & Tan Tables 4-5) and return a Trace.
+            window: int = 1000, tol: float | None = None, history: bool = False, max_time: float | None = None,
+            should_stop=None, progress=None) -> Trace:
+    """Run KLD, FDr, SDr, FDb or SDb (Chen, Nott & Tan Tables 4-5; the Algorithm is
+    :func:`algorithm`) through :func:`vilab.core.run` and return its Trace.
 
     Parameters
     ----------
     target : vilab.targets.Target (FDr/SDr need its Hessian-vector products, via autodiff).
     method : "kl", "fdr", "sdr", "fdb", "sdb".
+    key : jax PRNG key (``vilab.core.as_key(seed)`` turns a seed into one).
     n_iter : maximum number of iterations; batch_size : B of the batch methods.
     mask : free entries of T: "dense", "diagonal" (mean field) or a boolean pattern (Sec. 4).
     mu0, T0 : start (default 0 and I; the paper does not give its starting values).
-    step, learning_rate, rho, eps : the step rule (Adadelta by default, see module docstring).
-    window : iterations per ELBO average (the paper averages every 1000); also the chunk length.
-    tol : stop when the slope of the last five window averages of the ELBO estimate is below
-        ``tol`` (the paper uses 0.01); None runs all ``n_iter`` iterations.
-    history : record every iteration (and the draws, ``extra["samples"]``) instead of every window.
+    step, learning_rate, rho, eps : the step rule (Adadelta by default, see module docstring); with
+        an optax transformation ``learning_rate`` is ignored (its updates are taken as they are).
+    window : iterations per ELBO average (the paper averages every 1000) and per draw key.
+    tol : stop ("converged") when the slope of the last five window averages of the ELBO estimate is
+        below ``tol`` (:func:`chen_slope_rule`; the paper uses 0.01); None runs all ``n_iter``.
+    history : record every iteration and its draws (``extra["samples"][k]``: the draws of step k + 1),
+        instead of every window.
+    max_time, should_stop, progress : passed to :func:`vilab.core.run` (checked between windows).
 
-    The Trace's objective is the exact KL(q||p) for Gaussian targets, else minus the
-    window-averaged ELBO estimate (``extra["elbo"]`` always holds the window averages, and
-    ``extra["window_seconds"]`` the wall time at the end of each window, the first compilation included).
+    The Trace's objective is the exact KL(q||p) for Gaussian targets, else minus the window-averaged
+    ELBO estimate; ``extra["elbo"]`` holds the window averages (at iterations
+    ``extra["elbo_iterations"]``), ``extra["T"]`` the factor at every row and
+    ``extra["window_seconds"]`` the wall time at the end of each window. ``step_sizes`` is the
+    learning rate of every step; ``info["effective_step_ratio"]`` Adadelta's ||update|| / ||gradient||.
     """
-    if method not in SGD_METHODS:
-        raise ValueError(f"Unknown method {method!r}; choose one of {', '.join(SGD_METHODS)} (or run_bam).")
+    _check_key(key, "run_sgd")
     d = _check_target(target)
-    if n_iter < 1 or window < 1:
-        raise ValueError("n_iter and window must be at least 1.")
-    if method in ("fdb", "sdb") and batch_size < 2:
-        raise ValueError("The batch methods need a batch of at least B = 2 draws.")
-    mu0, T0 = _init_mu_T(target, mu0, T0, d)
-    m = make_mask(mask, d)
-    T0 = np.where(m, T0, 0.0)
-    Ts0 = np.where(np.eye(d, dtype=bool), np.log(np.abs(np.diag(T0)))[None, :] * np.ones((d, 1)), T0)
-    params = _Params(jnp.asarray(mu0), jnp.asarray(np.tril(Ts0)))
-    opt = make_optimizer(step, learning_rate, rho, eps)
-    states = (opt.init(params.mu), opt.init(params.Ts))
-    key = jax.random.PRNGKey(seed)
-    logh = target.log_density
-    mjnp = jnp.asarray(m)
-    B = batch_size if method in ("fdb", "sdb") else 1
-
-    means, Ts, steps, elbos, samples = [mu0], [np.asarray(_T_of(params.Ts, mjnp))], [], [], []
-    status, done, t0, elapsed = "max_steps", 0, time.perf_counter(), []
-    while done < n_iter:
-        n = min(window, n_iter - done)
-        key, sub = jax.random.split(key)
-        params, states, outs = _sgd_chunk(params, states, sub, mjnp, method=method, logh=logh, opt=opt, n=n,
-                                          B=B, history=history)
-        elbo, ss = np.asarray(outs[0]), np.asarray(outs[1])
-        done += n
-        if history:
-            means.extend(np.asarray(outs[2]))
-            Ts.extend(np.asarray(outs[3]))
-            samples.extend(np.asarray(outs[4]))
-            steps.extend(ss)
-        else:
-            means.append(np.asarray(params.mu))
-            Ts.append(np.asarray(_T_of(params.Ts, mjnp)))
-            steps.append(float(np.mean(ss)))
-        elbos.append(float(np.mean(elbo)) if np.all(np.isfinite(elbo)) else np.nan)
-        elapsed.append(time.perf_counter() - t0)
-        if not (np.all(np.isfinite(np.asarray(params.mu))) and np.all(np.isfinite(np.asarray(params.Ts)))):
-            status = diverged_status("non-finite parameters")
-            break
-        if _converged(elbos, tol):
-            status = "converged"
-            break
-    return _finish(target, METHOD_LABELS[method], means, Ts, steps, elbos, samples, status, done, window,
-                   history, t0, {"batch_size": B, "mask": m, "step": str(step), "window_seconds": np.asarray(elapsed)})
+    if learning_rate is not None and not (np.isfinite(learning_rate) and learning_rate > 0):
+        raise ValueError(f"The learning rate must be a positive number; got {learning_rate}.")
+    window = _check_window(window)
+    alg = algorithm(target, method, batch_size=batch_size, mask=mask, step=step, rho=rho, eps=eps,
+                    record_samples=history)
+    mu0, T0 = _init_mu_T(mu0, T0, d)
+    lr = None if isinstance(step, optax.GradientTransformation) else learning_rate
+    state = alg.init(key, (mu0, T0), learning_rate=lr, window=window)
+    return _drive(alg, key, state, n_iter, window, history, tol, max_time, should_stop, progress)
 
 
-def _cov_from_T(T):
-    with np.errstate(all="ignore"):
-        Ti = np.linalg.inv(T)
-        return np.einsum("...ji,...jk->...ik", Ti, Ti)  # T^{-T} T^{-1}
+def _init_mu_T(mu0, T0, d):
+    mu0 = np.zeros(d) if mu0 is None else np.asarray(mu0, float).reshape(d)
+    T0 = np.eye(d) if T0 is None else np.asarray(T0, float).reshape(d, d)
+    mu0, T0 = check_factor(mu0, T0, "T0")
+    if np.any(np.diag(T0) <= 0):
+        raise ValueError("The starting factor T0 must have a positive diagonal.")
+    return mu0, T0
 
 
-def _finish(target, label, means, Ts, steps, elbos, samples, status, done, window, history, t0, extra,
-            covs=None):
-    mean = np.asarray(means, float)
-    cov = np.asarray(covs, float) if covs is not None else _cov_from_T(np.asarray(Ts, float))
-    step_sizes = np.asarray(steps, float)
-    k, reason = first_failure(cov, mean)
-    if k is not None:
-        status = reason
-        k = max(k, 1)
-        mean, cov, step_sizes = mean[:k], cov[:k], step_sizes[: k - 1]
-        if Ts is not None and len(Ts):
-            Ts = Ts[:k]
-    kl = _exact_kl(target, mean, cov)
-    if kl is not None:
-        objective, name = kl, "KL(q||p)"
-    else:
-        el = np.asarray(elbos, float)
-        if history:
-            objective = np.full(mean.shape[0], np.nan)
-        else:
-            objective = np.concatenate([[np.nan], -el])[: mean.shape[0]]
-        name = "negative ELBO (window average)"
-    iters = np.arange(mean.shape[0]) if history else np.minimum(np.arange(mean.shape[0]) * window, done)
-    ex = dict(extra)
-    ex.update({"elbo": np.asarray(elbos, float), "iterations": iters, "n_iter": done,
-               "seconds": time.perf_counter() - t0})
-    if Ts is not None and len(Ts):
-        ex["T"] = np.asarray(Ts, float)[: mean.shape[0]]
-    if samples:
-        ex["samples"] = np.asarray(samples, float)[: mean.shape[0] - 1]
-    return Trace(mean=mean, cov=cov, objective=objective, step_sizes=step_sizes, status=status, method=label,
-                 objective_name=name, extra=ex)
+def run_bam(target, *, key=None, n_iter: int = 200, batch_size: int = 50, mu0=None, Sigma0=None, lr_scale=None,
+            window: int = 50, tol: float | None = None, history: bool = True, max_time: float | None = None,
+            should_stop=None, progress=None) -> Trace:
+    """Batch-and-match (Cai et al. 2024; the Algorithm is :func:`bam`), as run by Chen, Nott & Tan
+    Sec. 6.1 / 7, through :func:`vilab.core.run`; returns its Trace.
+
+    Learning rate rho_t = ``lr_scale`` / t with the paper's lr_scale = B d (rho_t = B d / t;
+    ``step_sizes`` holds rho_t). The ELBO is averaged over ``window`` iterations (the paper: 50) for
+    the stopping rule ``tol`` (:func:`chen_slope_rule`); history : record every iteration (and its
+    draws) instead of every window. A step whose covariance is not positive definite (or not finite)
+    ends the run with status "diverged: ..." and the Trace keeps the iterates before it.
+    """
+    _check_key(key, "run_bam")
+    d = _check_target(target)
+    window = _check_window(window)
+    mu0 = np.zeros(d) if mu0 is None else np.asarray(mu0, float).reshape(d)
+    S0 = np.eye(d) if Sigma0 is None else np.asarray(Sigma0, float).reshape(d, d)
+    mu0, S0 = check_mean_cov(mu0, S0, "Sigma0")
+    scale = float(batch_size * d) if lr_scale is None else float(lr_scale)
+    if not (np.isfinite(scale) and scale > 0):
+        raise ValueError(f"lr_scale must be a positive number; got {lr_scale}.")
+    alg = bam(target, batch_size=batch_size, record_samples=history)
+    state = alg.init(key, (mu0, S0), lr_scale=scale, window=window)
+    return _drive(alg, key, state, n_iter, window, history, tol, max_time, should_stop, progress)
+
+
+# ---------------------------------------------------------------------------------------------
+# iterate averaging
 
 
 def tail_average_variances(trace: Trace, fraction: float = 0.5) -> np.ndarray:
@@ -544,84 +823,3 @@ def tail_average_variances(trace: Trace, fraction: float = 0.5) -> np.ndarray:
     n = cov.shape[0]
     start = n - max(1, int(np.ceil(fraction * n)))
     return np.diagonal(cov[start:], axis1=1, axis2=2).mean(0)
-
-
-# ---------------------------------------------------------------------------------------------
-# batch and match
-
-
-@partial(jax.jit, static_argnames=("logh", "n", "B", "history"))
-def _bam_chunk(mu, Sigma, t0, key, lr_scale, *, logh, n, B, history):
-    score = jax.grad(logh)
-    d = mu.shape[0]
-
-    def step(carry, inp):
-        mu, S = carry
-        k, t = inp
-        C = jnp.linalg.cholesky(S)
-        z = jax.random.normal(k, (B, d), dtype=mu.dtype)
-        thetas = mu + z @ C.T
-        gs = jax.vmap(score)(thetas)
-        rho = lr_scale / t
-        mu_new, S_new = bam_update(mu, S, thetas, gs, rho)
-        logq = -jnp.sum(jnp.log(jnp.diag(C))) - 0.5 * jnp.sum(z**2, 1) - 0.5 * d * jnp.log(2 * jnp.pi)
-        elbo = jnp.mean(jax.vmap(logh)(thetas) - logq)
-        out = (elbo, rho)
-        if history:
-            out = out + (mu_new, S_new, thetas)
-        return (mu_new, S_new), out
-
-    keys = jax.random.split(key, n)
-    ts = t0 + jnp.arange(n, dtype=mu.dtype)
-    (mu, Sigma), outs = jax.lax.scan(step, (mu, Sigma), (keys, ts))
-    return mu, Sigma, outs
-
-
-def run_bam(target, *, n_iter: int = 200, batch_size: int = 50, mu0=None, Sigma0=None, lr_scale=None,
-            window: int = 50, tol: float | None = None, seed: int = 0, history: bool = True) -> Trace:
-    """Batch-and-match (Cai et al. 2024), as run by Chen, Nott & Tan Sec. 6.1 / 7.
-
-    Learning rate rho_t = ``lr_scale`` / t with the paper's lr_scale = B d (rho_t = B d / t).
-    Each iteration draws B points from q_t and applies :func:`bam_update` (full covariance, no
-    sparsity).  The ELBO is averaged over ``window`` iterations (the paper: 50) for the stopping rule.
-    """
-    d = _check_target(target)
-    if batch_size < 1 or n_iter < 1:
-        raise ValueError("batch_size and n_iter must be at least 1.")
-    mu0 = np.zeros(d) if mu0 is None else np.asarray(mu0, float).reshape(d)
-    S0 = np.eye(d) if Sigma0 is None else np.asarray(Sigma0, float).reshape(d, d)
-    if np.linalg.eigvalsh(0.5 * (S0 + S0.T))[0] <= 0:
-        raise ValueError("The starting covariance Sigma0 must be positive definite.")
-    scale = float(batch_size * d) if lr_scale is None else float(lr_scale)
-    if not scale > 0:
-        raise ValueError("lr_scale must be positive.")
-    mu, S = jnp.asarray(mu0), jnp.asarray(S0)
-    key = jax.random.PRNGKey(seed)
-    means, covs, steps, elbos, samples = [mu0], [S0], [], [], []
-    status, done, t0, elapsed = "max_steps", 0, time.perf_counter(), []
-    while done < n_iter:
-        n = min(window, n_iter - done)
-        key, sub = jax.random.split(key)
-        mu, S, outs = _bam_chunk(mu, S, float(done + 1), sub, scale, logh=target.log_density, n=n, B=batch_size,
-                                 history=history)
-        done += n
-        if history:
-            means.extend(np.asarray(outs[2]))
-            covs.extend(np.asarray(outs[3]))
-            samples.extend(np.asarray(outs[4]))
-            steps.extend(np.asarray(outs[1]))
-        else:
-            means.append(np.asarray(mu))
-            covs.append(np.asarray(S))
-            steps.append(float(np.mean(np.asarray(outs[1]))))
-        el = np.asarray(outs[0])
-        elbos.append(float(np.mean(el)) if np.all(np.isfinite(el)) else np.nan)
-        elapsed.append(time.perf_counter() - t0)
-        if not (np.all(np.isfinite(np.asarray(mu))) and np.all(np.isfinite(np.asarray(S)))):
-            status = diverged_status("non-finite mean or covariance (ill-conditioned update)")
-            break
-        if _converged(elbos, tol):
-            status = "converged"
-            break
-    return _finish(target, "BaM", means, None, steps, elbos, samples, status, done, window, history, t0,
-                   {"batch_size": batch_size, "lr_scale": scale, "window_seconds": np.asarray(elapsed)}, covs=covs)
