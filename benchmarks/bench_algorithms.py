@@ -1,6 +1,7 @@
-"""Speed of the update catalogue (vilab.algorithms): compile time and run time of 1,000 steps on 2-D
-targets, the backtracking Poisson toy, a vmapped step-size sweep, the re-use of a compiled loop
-when a slider moves, and the continuous-time flows.
+"""Speed of the update catalogue (vilab.algorithms on the vilab.core runner): compile time and run time
+of 1,000 steps on 2-D targets, the backtracking Poisson toy, a vmapped step-size sweep (run_many), the
+re-use of a compiled loop when a slider moves, a pause-and-resume with a new step size
+(vilab.core.resume), and the continuous-time flows.
 
     python benchmarks/bench_algorithms.py          representative methods
     python benchmarks/bench_algorithms.py --all    every method of the catalogue on T2 (slower: one compile each)
@@ -12,10 +13,12 @@ compiled loop (milliseconds; the issue asks for milliseconds for a 2-D run of 1,
 import sys
 import time
 
+import jax
 import numpy as np
 
 import vilab  # noqa: F401
-from vilab.algorithms import METHODS, run, run_sweep
+from vilab import core
+from vilab.algorithms import METHODS, algorithm, run, run_sweep
 from vilab.flows import flow
 from vilab.gaussian import CholCov
 from vilab.targets import gaussian_target
@@ -53,6 +56,15 @@ def main(all_methods: bool = False):
     first, best = timed(lambda: run("srvn", t2, CholCov(np.array([1.0, -1.0]), 0.5 * np.eye(2)), 700, 0.002,
                                     kl_tol=1e-12))
     rows.append(("srvn on T2, slider moved", "700 steps, new start/rho/tol", first, best))
+    # the runner directly, and a pause/resume with a new step size (no compile: rho is in the state)
+    alg = algorithm("srvn", t2)
+    key = jax.random.PRNGKey(0)
+    state = alg.init(key, init2, rho=0.001, target=t2)
+    first, best = timed(lambda: core.run(alg, key, state, 1000))
+    rows.append(("srvn on T2, vilab.core.run", "1000 steps, prebuilt state", first, best))
+    half = core.run(alg, key, state, 500)
+    first, best = timed(lambda: core.resume(alg, half, 500, hyper={"rho": 0.002}))
+    rows.append(("srvn on T2, resumed", "500 more steps, new rho", first, best))
     crab = horseshoe_crab_toy()
     first, best = timed(lambda: run("gd-mv", crab, (np.array([0.0]), np.array([[0.1]])), 1000, 1.0,
                                     schedule="backtracking", rel_tol=1e-7))

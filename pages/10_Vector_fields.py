@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 import vilab_ui as ui
+from vilab_ui import starts as starts_ui
 from vilab import fields as vf
 from vilab.plots import fields as fplots
 from vilab.targets import gaussian_target
@@ -57,7 +58,7 @@ def _add_start(starts_key, mu=None, s2=None):
     mu = st.session_state.get("nmu") if mu is None else mu
     s2 = st.session_state.get("ns2") if s2 is None else s2
     try:
-        st.session_state[starts_key] = vf.append_start(st.session_state.get(starts_key, ""), float(mu), float(s2))
+        st.session_state[starts_key] = starts_ui.append_start(st.session_state.get(starts_key, ""), float(mu), float(s2))
     except (ValueError, TypeError) as exc:  # not added: a full list (the message says so) or an invalid point
         st.session_state["_vf_start_msg"] = str(exc)
 
@@ -108,11 +109,11 @@ sched = "backtracking" if schedule.startswith("backtracking") else "constant"
 
 with ui.guard("vector fields"):
     target = _target(*tkey)
-    starts = vf.parse_starts(starts_text, max_starts=None)
-    if len(starts) > vf.MAX_STARTS:
-        st.info(f"Only the first {vf.MAX_STARTS} of the {len(starts)} starting points are drawn; remove some from "
+    starts = starts_ui.parse_starts(starts_text, max_starts=None)
+    if len(starts) > starts_ui.MAX_STARTS:
+        st.info(f"Only the first {starts_ui.MAX_STARTS} of the {len(starts)} starting points are drawn; remove some from "
                 "the text box to draw the others.")
-        starts = starts[: vf.MAX_STARTS]
+        starts = starts[: starts_ui.MAX_STARTS]
     if crab:
         opt = target.info["optimum"]
         window = ((-0.25, 2.25), (0.0005, 0.11))

@@ -5,8 +5,9 @@ import pandas as pd
 import streamlit as st
 
 import vilab_ui as ui
-from vilab import geometry as geo
+from vilab import stability
 from vilab.algorithms import run
+from vilab.core import as_key
 from vilab.gaussian import CholCov
 from vilab.plots import density_contour
 from vilab.plots import trajectories as tplots
@@ -65,33 +66,29 @@ def _options(tgt, grads, n_samples, tol):
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _run(tkey, method, rho, grads, n_samples, seed, m0, c0, n_steps, tol):
-    import jax
-
     tgt = _target(*tkey)
     opts = _options(tgt, grads, n_samples, tol)
     return run(method, tgt, CholCov(np.asarray(m0), c0 * np.eye(2)), int(n_steps), float(rho),
-               key=jax.random.PRNGKey(int(seed)), **opts)
+               key=as_key(int(seed)), **opts)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _contour(tkey, bounds):
-    return geo.log_density_grid(_target(*tkey), bounds)
+    return tplots.log_density_grid(_target(*tkey), bounds)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _limits(tkey, m0, c0):
-    return geo.step_size_limits(_target(*tkey), CholCov(np.asarray(m0), c0 * np.eye(2)))["limits"]
+    return stability.step_size_limits(_target(*tkey), CholCov(np.asarray(m0), c0 * np.eye(2)))["limits"]
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _sweep(tkey, method, grads, n_samples, seed, m0, c0, n_steps, tol):
-    import jax
-
     tgt = _target(*tkey)
     opts = _options(tgt, grads, n_samples, tol)
     steps = np.logspace(-4, 0.25, 18)  # quarter decades, 1 included
-    its, sts, _ = geo.step_size_sweep(method, tgt, CholCov(np.asarray(m0), c0 * np.eye(2)), steps, int(n_steps),
-                                      key=jax.random.PRNGKey(int(seed)), **opts)
+    its, sts, _ = stability.step_size_sweep(method, tgt, CholCov(np.asarray(m0), c0 * np.eye(2)), steps, int(n_steps),
+                                      key=as_key(int(seed)), **opts)
     return steps, its, sts
 
 
@@ -147,7 +144,7 @@ with ui.guard("runs"):
                       float(tol)) for m in methods}
     # the target's window, widened to show the start (and, without a window, the paths)
     pts = [m0] if target.bounds is not None else np.concatenate([t.mean for t in traces.values()] + [np.array([m0])])
-    bounds = geo.plot_window(target.bounds, pts)
+    bounds = tplots.plot_window(target.bounds, pts)
     vals, xs, ys = _contour(tkey, bounds)
     contour = density_contour(vals, xs, ys)
     truth = (target.mean, target.cov) if gauss else None
@@ -178,7 +175,7 @@ with ui.guard("runs"):
     else:
         st.markdown("Iterations to tolerance over 18 step sizes from 1e-4 to 1.78 (one compiled, vectorised loop per "
                     "method). Crosses: diverged; open circles: no convergence within the step limit. Dotted lines: "
-                    "1-D linear-stability limits on a Gaussian target (vilab.geometry.stability_thresholds; Kumar "
+                    "1-D linear-stability limits on a Gaussian target (vilab.stability.stability_thresholds; Kumar "
                     "et al. digest Secs. 2.5, 8.1): 1/lambda_max for GD in (m, C) and BW-GD, min(2/lambda_max, "
                     "4/lambda_max^2) for GD in (m, V), 1/lambda_max for FB-GVI (beyond it FB-GVI stalls at a wrong "
                     "covariance rather than blowing up), 1 for VN, the start-dependent SR-VN limit.")

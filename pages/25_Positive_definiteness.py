@@ -5,7 +5,8 @@ import pandas as pd
 import streamlit as st
 
 import vilab_ui as ui
-from vilab import geometry as geo
+from vilab import definiteness
+from vilab.core import as_key
 from vilab.plots import pd as pdplots
 from vilab.targets.papers import bivariate_cauchy
 
@@ -31,18 +32,19 @@ def _cauchy():
 
 @st.cache_resource(show_spinner=False)
 def _mixture(delta):
-    return geo.two_component_mixture(delta)
+    return definiteness.two_component_mixture(delta)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _single(theta1, theta2, s2):
-    return geo.single_sample_updates(_cauchy(), [0.0, 0.0], s2 * np.eye(2), [theta1, theta2], RHO_GRID)
+    return definiteness.single_sample_updates(_cauchy(), [0.0, 0.0], s2 * np.eye(2), [theta1, theta2], RHO_GRID)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _monte_carlo(target_name, delta, mu1, mu2, s2, rho, n_runs, n_steps, seed):
     tgt = _cauchy() if target_name == "bivariate Cauchy" else _mixture(delta)
-    return geo.pd_loss_fraction(tgt, [mu1, mu2], s2 * np.eye(2), rho, n_runs=n_runs, n_steps=n_steps, seed=seed)
+    return definiteness.pd_loss_fraction(tgt, [mu1, mu2], s2 * np.eye(2), rho, n_runs=n_runs, n_steps=n_steps,
+                                         key=as_key(int(seed)))
 
 
 mode = ui.radio("View", "mode", ["single update (Cauchy example)", "Monte Carlo"], "single update (Cauchy example)",

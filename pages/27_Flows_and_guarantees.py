@@ -1,13 +1,11 @@
 """Flows and guarantees (Kumar et al. 2025): KL along continuous-time flows, Theorem 1's bound, VN vs SR-VN."""
 
-from dataclasses import replace
-
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 import vilab_ui as ui
-from vilab import geometry as geo
+from vilab import discretisation, guarantees, stability
 from vilab.flows import flow
 from vilab.gaussian import CholCov
 from vilab.plots import density_contour
@@ -61,30 +59,27 @@ def _flow(tkey, kind, m0, c0):
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _discrete(tkey, name, m0, c0, rho, n_steps):
-    return geo.thinned_run(name, _target(*tkey), _init(m0, c0), float(rho), int(n_steps))
+    return discretisation.thinned_run(name, _target(*tkey), _init(m0, c0), float(rho), int(n_steps))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _theorem1(tkey, m0, c0, t_end):
-    f = _flow(tkey, "natural-mv", m0, c0)
-    keep = f.t <= t_end + 1e-9
-    return geo.theorem1_report(_target(*tkey), replace(f, t=f.t[keep], mean=f.mean[keep], cov=f.cov[keep],
-                                                       objective=f.objective[keep]))
+    return guarantees.theorem1_report(_target(*tkey), guarantees.cut_flow(_flow(tkey, "natural-mv", m0, c0), t_end))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _gap(tkey, m0, c0):
-    return geo.vn_srvn_gap(_target(*tkey), _init(m0, c0), np.logspace(-5, 0, 16))
+    return discretisation.vn_srvn_gap(_target(*tkey), _init(m0, c0), np.logspace(-5, 0, 16))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _limits(tkey, m0, c0):
-    return geo.step_size_limits(_target(*tkey), _init(m0, c0))
+    return stability.step_size_limits(_target(*tkey), _init(m0, c0))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _contour(tkey, bounds):
-    return geo.log_density_grid(_target(*tkey), bounds)
+    return tplots.log_density_grid(_target(*tkey), bounds)
 
 
 # ------------------------------------------------------------------------------------------ controls
@@ -114,21 +109,22 @@ with ui.guard("flows"):
     curves, markers = {}, {}
     for name in flows:
         f = _flow(tkey, FLOWS[name][0], m0, float(c0))
-        keep = f.t <= t_end + 1e-9
-        curves[name + ("" if f.status == "ok" else f" ({f.status})")] = (f.t[keep], f.objective[keep], FLOWS[name][1])
+        t_f = f.extra["t"]
+        keep = t_f <= t_end + 1e-9
+        curves[name + (f" ({f.status})" if f.diverged else "")] = (t_f[keep], f.objective[keep], FLOWS[name][1])
     for name in methods:
         tr = _discrete(tkey, name, m0, float(c0), float(rho), int(np.ceil(T_MAX / float(rho))))
-        t_iter = geo.flow_times(name, float(rho), tr.extra["k"])
+        t_iter = discretisation.flow_times(name, float(rho), tr.iterations)
         keep = t_iter <= t_end + 1e-9
         label = f"{name}, rho = {rho:g}" + (f" ({tr.status})" if tr.diverged else "")
         markers[label] = (t_iter[keep], tr.objective[keep], DISCRETE[name])
         ui.report_status(tr, name)
     th = _theorem1(tkey, m0, float(c0), float(t_end))
     nat = _flow(tkey, "natural-mv", m0, float(c0))
-    t_ref = nat.t[nat.t <= t_end + 1e-9]
+    t_ref = nat.extra["t"][nat.extra["t"] <= t_end + 1e-9]
     kl_nat = nat.objective[: len(t_ref)]
     refs = {}
-    asym = geo.natural_kl_asymptote(t_ref, kl_nat)  # e^{-2t} through the last point above round-off
+    asym = guarantees.natural_kl_asymptote(t_ref, kl_nat)  # e^{-2t} through the last point above round-off
     if asym is not None:
         refs["e^{-2t} (through the natural flow)"] = (t_ref, asym)
     refs[f"Thm 1 bound, printed mu = {th['rates']['paper']:.3g}"] = (t_ref, th["bounds"]["paper"])
@@ -162,7 +158,7 @@ with ui.guard("flows"):
     lim = _limits(tkey, m0, float(c0))
     thr = lim["limits"]
     st.caption(f"Target precision eigenvalues {lim['lam_min']:.4g}, {lim['lam_max']:.4g}. Step-size limits here "
-               f"(linear stability, vilab.geometry.stability_thresholds): GD in (m, C) and BW-GD rho < 1/lambda_max "
+               f"(linear stability, vilab.stability.stability_thresholds): GD in (m, C) and BW-GD rho < 1/lambda_max "
                f"= {thr['gd-mc']:.3g}; GD in (m, V) rho < min(2/lambda_max, 4/lambda_max^2) = {thr['gd-mv']:.3g}; "
                f"FB-GVI beyond 1/lambda_max = {thr['fbgvi']:.3g} does not blow up but stalls at a wrong covariance "
                f"(until the mean's own limit 2/lambda_max = {2 / lim['lam_max']:.3g}); "
@@ -186,7 +182,7 @@ with ui.guard("VN vs SR-VN"):
     for r in (float(rho_s), float(rho_l)):
         n = max(int(np.ceil(HORIZON / r)), 30)
         pairs[r] = {name: _discrete(tkey, name, m0, float(c0), r, n) for name in ("vn", "srvn")}
-    bounds = geo.plot_window(target.bounds, np.concatenate([t.mean for p in pairs.values() for t in p.values()]))
+    bounds = tplots.plot_window(target.bounds, np.concatenate([t.mean for p in pairs.values() for t in p.values()]))
     vals, xs, ys = _contour(tkey, bounds)
     rows = []
     for col, (r, runs) in zip(st.columns(2), pairs.items()):
@@ -197,9 +193,9 @@ with ui.guard("VN vs SR-VN"):
                     key=f"paths_{'small' if r == float(rho_s) else 'large'}")
         for name, tr in runs.items():
             hit = np.flatnonzero(tr.objective < 1e-8)
-            rows.append({"method": name, "rho": r, "steps run": int(tr.extra["k"][-1]),
+            rows.append({"method": name, "rho": r, "steps run": int(tr.iterations[-1]),
                          "recorded every": int(tr.extra["every"]),
-                         "steps to KL < 1e-8": (f"{int(tr.extra['k'][hit[0]])}" + ("" if tr.extra["every"] == 1 else
+                         "steps to KL < 1e-8": (f"{int(tr.iterations[hit[0]])}" + ("" if tr.extra["every"] == 1 else
                                                 " (to within the recording interval)")) if hit.size else "not reached",
                          "final KL": f"{max(float(tr.objective[-1]), 0.0):.3g}", "status": tr.status})
     st.dataframe(pd.DataFrame(rows), hide_index=True)

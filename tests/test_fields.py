@@ -11,6 +11,7 @@ from vilab.algorithms import run
 from vilab.gaussian import MeanCov
 from vilab.targets import gaussian_target
 from vilab.targets.papers import horseshoe_crab_toy, kumar_t2
+from vilab_ui import starts as starts_ui
 
 STARTS = [(0.0, 0.1), (0.5, 0.02), (2.0, 0.01)]
 
@@ -158,25 +159,25 @@ def test_chart_window_and_grid(crab):
 
 
 def test_parse_and_append_starts():
-    assert vf.parse_starts("(0, 0.1); 0.5,0.02;2 0.01") == STARTS
-    assert len(vf.parse_starts("; ".join(["0,1"] * 12))) == 8
+    assert starts_ui.parse_starts("(0, 0.1); 0.5,0.02;2 0.01") == STARTS
+    assert len(starts_ui.parse_starts("; ".join(["0,1"] * 12))) == 8
     for bad, msg in [("1,-3", "positive variance"), ("1", "could not read"), ("a,b", "could not read"), ("", "at least")]:
         with pytest.raises(ValueError, match=msg):
-            vf.parse_starts(bad)
-    assert vf.append_start("0,0.1", 1.23456, 0.0123456) == "0,0.1; 1.23,0.0123"
-    assert vf.append_start("  ", 1.0, 2.0) == "1,2"
+            starts_ui.parse_starts(bad)
+    assert starts_ui.append_start("0,0.1", 1.23456, 0.0123456) == "0,0.1; 1.23,0.0123"
+    assert starts_ui.append_start("  ", 1.0, 2.0) == "1,2"
     with pytest.raises(ValueError):
-        vf.append_start("0,1", 0.0, 0.0)
+        starts_ui.append_start("0,1", 0.0, 0.0)
 
 
 def test_starts_beyond_the_maximum_are_refused_or_reported():
     """At most MAX_STARTS starts are drawn: parse_starts(max_starts=None) returns them all (the page says
     which are dropped), and append_start refuses a start beyond the maximum with a sentence."""
-    eight = "; ".join(f"{k},0.1" for k in range(vf.MAX_STARTS))
-    assert len(vf.parse_starts(eight + "; 9,0.2", max_starts=None)) == vf.MAX_STARTS + 1
-    assert vf.parse_starts(eight + "; 9,0.2")[-1] == (vf.MAX_STARTS - 1.0, 0.1)
-    with pytest.raises(ValueError, match=f"At most {vf.MAX_STARTS} starting points"):
-        vf.append_start(eight, 9.0, 0.2)
+    eight = "; ".join(f"{k},0.1" for k in range(starts_ui.MAX_STARTS))
+    assert len(starts_ui.parse_starts(eight + "; 9,0.2", max_starts=None)) == starts_ui.MAX_STARTS + 1
+    assert starts_ui.parse_starts(eight + "; 9,0.2")[-1] == (starts_ui.MAX_STARTS - 1.0, 0.1)
+    with pytest.raises(ValueError, match=f"At most {starts_ui.MAX_STARTS} starting points"):
+        starts_ui.append_start(eight, 9.0, 0.2)
     seven = eight.rsplit(";", 1)[0] + ";  ;"  # empty parts are not starts
-    assert vf.append_start(seven, 9.0, 0.2).endswith("; 9,0.2")
-    assert vf.append_start(eight, 9.0, 0.2, max_starts=None).endswith("; 9,0.2")
+    assert starts_ui.append_start(seven, 9.0, 0.2).endswith("; 9,0.2")
+    assert starts_ui.append_start(eight, 9.0, 0.2, max_starts=None).endswith("; 9,0.2")

@@ -1,4 +1,4 @@
-"""Parametric target families (Target.family / params / family_fn) and the driver's per-family loops.
+"""Parametric target families (Target.family / params / family_fn) and the catalogue's per-family Algorithms.
 
 A member of a family carries its parameters as data; vilab.algorithms compiles one loop per family
 and passes the parameters at run time. The results must be those of the same target without the
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import vilab  # noqa: F401
-from vilab.algorithms import driver, list_methods, run, run_sweep
+from vilab.algorithms import catalogue, list_methods, run, run_sweep, trace_count
 from vilab.gaussian import CholCov
 from vilab.targets import Target, banana, family_jits, gaussian_2d, gaussian_target, rotated_gaussian_2d, student_t_2d
 
@@ -161,22 +161,22 @@ def test_family_loops_match_the_plain_loops(name):
 
 
 def test_a_new_member_reuses_the_compiled_loop():
-    """Counted on the driver (traces and cache entries), not timed."""
+    """Counted on the catalogue (step traces and memoized Algorithms), not timed."""
     init = CholCov(np.array([0.5, -0.5]), 0.3 * np.eye(2))
     run("vn", _corr_gaussian(2.0), init, 50, 1.0, kl_tol=1e-10)
     run_sweep("srvn", student_t_2d(7.0, 0.1), init, 20, [0.1, 0.2], grads="first")
     run("bwgd", banana(0.3, 1.0), init, 20, 0.01, grads="second")
-    n_traces, n_entries = driver.trace_count(), len(driver._CACHE)
+    n_traces, n_entries = trace_count(), len(catalogue._ALGORITHMS)
     traces = []
     for kappa in (5.0, 50.0, 500.0):
         traces.append(run("vn", _corr_gaussian(kappa), init, 50, 1.0, kl_tol=1e-10))
     for df, rho in ((1.0, 0.9), (30.0, -0.5)):
         run_sweep("srvn", student_t_2d(df, rho), init, 20, [0.1, 0.2], grads="first")
     run("bwgd", banana(1.0, 2.0), init, 20, 0.01, grads="second")
-    assert driver.trace_count() == n_traces and len(driver._CACHE) == n_entries
+    assert trace_count() == n_traces and len(catalogue._ALGORITHMS) == n_entries
     for kappa, tr in zip((5.0, 50.0, 500.0), traces):  # VN with rho = 1 is exact in one step: the new parameters are used
         assert tr.status == "converged" and tr.n_steps == 1
         np.testing.assert_allclose(tr.cov[-1], np.linalg.inv(R @ np.diag([1.0, kappa]) @ R.T), rtol=1e-10)
-    # a target without a family is keyed by identity: its own loop (so the counter can move)
+    # a target without a family is keyed by identity: its own Algorithm and loop (so the counters move)
     run("vn", _plain(_corr_gaussian(5.0)), init, 50, 1.0, kl_tol=1e-10)
-    assert driver.trace_count() == n_traces + 1 and len(driver._CACHE) == n_entries + 1
+    assert trace_count() > n_traces and len(catalogue._ALGORITHMS) == n_entries + 1

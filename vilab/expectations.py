@@ -10,6 +10,9 @@
   Hessian, Stein's lemma E[hess f] = E[grad f(theta) z^T] C^-1, symmetrised;
   cf. Tan (2025) Thm 2, first-order estimators);
   ``"mc-second"`` averages sampled Hessians (Price's theorem; Tan (2025) Thm 2, second order).
+
+Quadrature: ``hermite_nodes`` (1-D Gauss-Hermite), ``gaussian_cubature5(d)`` (Stroud's fully
+symmetric degree-5 rule over N(0, I_d), 2 d^2 + 1 points).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from jax.scipy.linalg import solve_triangular
 from .gaussian import check_mean_cov
 from .targets import Target
 
-__all__ = ["expected_grad_hess", "METHODS", "gauss_hermite_glm", "hermite_nodes", "monte_carlo"]
+__all__ = ["expected_grad_hess", "METHODS", "gauss_hermite_glm", "hermite_nodes", "monte_carlo", "gaussian_cubature5"]
 
 METHODS = ("exact", "gauss-hermite", "mc-first", "mc-second")
 
@@ -118,3 +121,19 @@ def expected_grad_hess(target: Target, mu, Sigma, method: str = "auto", key=None
             raise ValueError(f"The number of Monte Carlo samples must be at least 1; got {n_samples}.")
         return monte_carlo(target, mu, Sigma, key, n_samples, order=1 if method == "mc-first" else 2)
     raise ValueError(f"Unknown expectation method {method!r}; choose one of {METHODS} or 'auto'.")
+
+
+def gaussian_cubature5(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes (n, d) and weights (n,) of Stroud's fully symmetric degree-5 rule for E over N(0, I_d)
+    (Stroud 1967; Genz & Keister 1996): the centre with weight 2/(d+2); +-sqrt(d+2) e_i with weight
+    (4-d)/(2(d+2)^2); sqrt((d+2)/2)(+-e_i +-e_j), i < j, with weight 1/(d+2)^2. Exact for every
+    polynomial of degree <= 5 with 2 d^2 + 1 points (a tensor product rule would need 3^d)."""
+    eye = np.eye(d)
+    r, s = np.sqrt(d + 2.0), np.sqrt((d + 2.0) / 2.0)
+    axes = np.concatenate([r * eye, -r * eye])
+    i, j = np.triu_indices(d, 1)
+    pairs = [s * (a * eye[i] + b * eye[j]) for a in (1.0, -1.0) for b in (1.0, -1.0)]
+    nodes = np.concatenate([np.zeros((1, d)), axes, *pairs])
+    weights = np.concatenate([[2.0 / (d + 2.0)], np.full(2 * d, (4.0 - d) / (2.0 * (d + 2.0) ** 2)),
+                              np.full(4 * len(i), 1.0 / (d + 2.0) ** 2)])
+    return nodes, weights

@@ -31,8 +31,7 @@ Runs (IEEE scalar arithmetic, as the paper's code; same options and Trace as vil
     run_1d(rule, target, mu0, s2_0, step_size, schedule, rel_tol, n_steps) -> Trace
     euclidean_kappa_ieee(target, mu0, s2_0, ...) = run_1d("gd-mv", ...)   (Tan Table 2, Euclidean column)
     RULES_1D: gd-mv, kappa, xi, lambda, tan-1N (C = sigma), tan-2N (T = 1/sigma), tan-2N-cor1
-
-Starting points typed by a student: ``parse_starts("0,0.1; 0.5,0.02")``, ``append_start(text, mu, s2)``.
+(Starting points typed by a student are parsed by the pages' helper ``vilab_ui.starts``.)
 """
 
 from __future__ import annotations
@@ -44,15 +43,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from .algorithms import oracle
-from .targets import Target
+from .core import memoize
 from .core.trace import Trace, diverged_status
+from .targets import Target
 
 __all__ = ["elbo_grads_1d", "elbo_grid_1d", "gradient_field_1d", "GEOMETRIES", "CHARTS", "to_chart",
            "from_chart", "chart_fields", "chart_labels", "chart_window", "chart_grid", "RULES_1D", "run_1d",
-           "euclidean_kappa_ieee", "parse_starts", "append_start", "MAX_STARTS"]
+           "euclidean_kappa_ieee"]
 
 GEOMETRIES = ("euclidean-var", "euclidean-sd", "euclidean-prec", "natural", "wasserstein")
-_CACHE: dict = {}
 _CHUNK = 1024  # grid points per compiled call: one compilation serves every grid size
 
 
@@ -89,20 +88,15 @@ def _gaussian_elbo(m, a):
     return L, grads
 
 
+@memoize("vilab.fields ELBO grids", maxsize=32)
 def _jitted_fields(target):
-    hit = _CACHE.get(id(target))
-    if hit is not None and hit[0] is target:
-        return hit[1]
-
     def one(m, v):
         mu, S = jnp.reshape(m, (1,)), jnp.reshape(v, (1, 1))
         L = oracle.elbo_exact(target, mu, S, jnp.log(v))
         g, G = oracle.exact_elbo_grads(target, mu, S)
         return L, g[0], G[0, 0]
 
-    fn = jax.jit(jax.vmap(one))
-    _CACHE[id(target)] = (target, fn)
-    return fn
+    return jax.jit(jax.vmap(one))
 
 
 def elbo_grads_1d(target: Target, mu, var):
@@ -448,46 +442,3 @@ def euclidean_kappa_ieee(target: Target, mu0: float, s2_0: float, step_size: flo
     the "Euclidean" column of Tan (2025) Table 2 (``run_1d("gd-mv", ...)``; see :func:`run_1d`)."""
     return run_1d("gd-mv", target, mu0, s2_0, step_size, schedule, rel_tol, n_steps, backtrack_factor,
                   max_backtracks)
-
-
-# ---------------------------------------------------------------------------------------------
-# Starting points typed by a student
-
-
-MAX_STARTS = 8  # starting points drawn at most (each one runs every chosen rule)
-
-
-def parse_starts(text: str, max_starts: int | None = MAX_STARTS) -> list[tuple[float, float]]:
-    """'0,0.1; 0.5,0.02' -> [(0.0, 0.1), (0.5, 0.02)] (parentheses and spaces allowed), at most
-    ``max_starts`` (None: all of them); ValueError with a sentence a student understands otherwise."""
-    out = []
-    for part in str(text).replace("(", "").replace(")", "").split(";"):
-        if not part.strip():
-            continue
-        bits = [b for b in part.replace(" ", ",").split(",") if b]
-        try:
-            mu, s2 = (float(b) for b in bits) if len(bits) == 2 else (None, None)
-        except ValueError:
-            mu = None
-        if mu is None:
-            raise ValueError(f"Write starting points as 'mu,sigma^2; mu,sigma^2'; could not read {part.strip()!r}.")
-        if not (math.isfinite(mu) and math.isfinite(s2) and s2 > 0):
-            raise ValueError(f"A starting point needs a finite mean and a positive variance; got ({mu:g}, {s2:g}).")
-        out.append((mu, s2))
-    if not out:
-        raise ValueError("Give at least one starting point, e.g. '0,0.1'.")
-    return out if max_starts is None else out[: int(max_starts)]
-
-
-def append_start(text: str, mu: float, s2: float, max_starts: int | None = MAX_STARTS) -> str:
-    """``text`` with the start (mu, s2) appended (3 significant digits), for the page's text box.
-    ValueError when the point is not a start, or when ``text`` already holds ``max_starts`` starts
-    (None: no limit), since :func:`parse_starts` would not draw it."""
-    if not (math.isfinite(mu) and math.isfinite(s2) and s2 > 0):
-        raise ValueError(f"A starting point needs a finite mean and a positive variance; got ({mu:g}, {s2:g}).")
-    n = sum(1 for part in str(text).split(";") if part.strip())
-    if max_starts is not None and n >= int(max_starts):
-        raise ValueError(f"At most {int(max_starts)} starting points are drawn, and there are {n} already: remove one "
-                         "from the text box (or press 'reset starts') before adding another.")
-    new = f"{mu:.3g},{s2:.3g}"
-    return f"{text.strip()}; {new}" if str(text).strip() else new

@@ -1,7 +1,8 @@
 """Continuous-time gradient flows of the ELBO over Gaussians q = N(m, V) (Kumar digest Sec. 2.7-2.8).
 
-``flow(kind, target, init, t_end, n_times=201)`` -> :class:`Flow` (times, means, covariances,
-objective). Kinds (ascent of the ELBO L; Kumar's descent form uses g = -grad_m L, H = -E hess log p):
+``flow(kind, target, init, t_end, n_times=201)`` -> :class:`vilab.core.Trace` (one row per time:
+means, covariances, objective; the times in ``extra["t"]``, how it was solved in ``extra["how"]``).
+Kinds (ascent of the ELBO L; Kumar's descent form uses g = -grad_m L, H = -E hess log p):
 
 * ``natural-mv``     dm = V grad_m L, dV = 2 V grad_V L V                 (Kumar Eq. 9: dV = V - V H V)
 * ``natural-mc``     dm = C C^T grad_m L, dC = C tril_half(C^T grad_C L)  (Kumar Eq. 15, Tan Thm 1(i))
@@ -21,8 +22,6 @@ solve_ivp method on request) using exact expectations (Gaussian and GLM targets)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -32,30 +31,15 @@ from scipy.linalg import expm
 from . import natgrad as ng
 from .algorithms import oracle
 from .algorithms.driver import initial_state
+from .core import memoize
+from .core.trace import Trace, first_failure
 from .linalg import tril_half
 from .targets import Target, check_point
 
-__all__ = ["Flow", "FLOWS", "SOLVERS", "flow"]
+__all__ = ["FLOWS", "SOLVERS", "flow"]
 
 FLOWS = ("natural-mv", "natural-mc", "natural-lambda", "wasserstein", "euclidean-mv", "euclidean-mc")
 _CLOSED = ("natural-mv", "natural-mc", "natural-lambda", "wasserstein")
-
-
-@dataclass
-class Flow:
-    """A solved flow: t (n,), mean (n, d), cov (n, d, d), objective (n,) (KL for Gaussian
-    targets, else negative ELBO), how ("closed form" or "solve_ivp LSODA rtol=..."), status
-    ("ok" or "diverged: <reason>" when the ODE solver failed or left the PD cone)."""
-
-    kind: str
-    t: np.ndarray
-    mean: np.ndarray
-    cov: np.ndarray
-    objective: np.ndarray
-    objective_name: str
-    how: str
-    status: str = "ok"
-    extra: dict = field(default_factory=dict)
 
 
 def _closed_form(kind, m_t, A, m0, V0, ts):
@@ -108,11 +92,18 @@ def _rhs_builder(kind, target, d, n_points):
     return jax.jit(rhs), jax.jit(jax.jacfwd(rhs))
 
 
-_RHS: dict = {}
+@memoize("vilab.flows right-hand sides", maxsize=32)
+def _rhs(kind, target, n_points):
+    return _rhs_builder(kind, target, target.dim, n_points)
+
+
+@memoize("vilab.flows objectives", maxsize=32)
+def _elbo_fn(target, n_points):
+    return jax.jit(jax.vmap(lambda m, V, l: oracle.elbo_exact(target, m, V, l, n_points)))
+
+
 SOLVERS = ("LSODA", "Radau", "BDF", "DOP853", "RK45")
 
-
-_OBJ: dict = {}
 
 
 def _objectives(target, means, covs, n_points):
@@ -127,10 +118,7 @@ def _objectives(target, means, covs, n_points):
         kl = 0.5 * (np.einsum("ij,nij->n", P, covs) - means.shape[1] - np.linalg.slogdet(P)[1] - ld
                     + np.einsum("ni,ij,nj->n", r, P, r))
         return kl, "KL(q || p)"
-    key = (id(target), n_points)
-    if key not in _OBJ or _OBJ[key][0] is not target:
-        _OBJ[key] = (target, jax.jit(jax.vmap(lambda m, V, l: oracle.elbo_exact(target, m, V, l, n_points))))
-    L = _OBJ[key][1](jnp.asarray(means), jnp.asarray(covs), jnp.asarray(ld))
+    L = _elbo_fn(target, n_points)(jnp.asarray(means), jnp.asarray(covs), jnp.asarray(ld))
     return -np.asarray(L), "negative ELBO"
 
 
@@ -139,10 +127,15 @@ def _gaussian(target):
 
 
 def flow(kind: str, target: Target, init, t_end: float, n_times: int = 201, method: str = "auto",
-         rtol: float = 1e-10, atol: float = 1e-12, n_points: int = 40, solver: str = "LSODA") -> Flow:
+         rtol: float = 1e-10, atol: float = 1e-12, n_points: int = 40, solver: str = "LSODA",
+         times=None) -> Trace:
     """Solve the flow ``kind`` from ``init`` (vilab.gaussian parameterization or (mu, Sigma)) on
-    [0, t_end] at ``n_times`` equally spaced times. ``method``: "auto" (closed form when the target
-    is Gaussian and the flow has one), "closed" or "ode". ``solver``: scipy's solve_ivp method;
+    [0, t_end] at ``n_times`` equally spaced times; a :class:`vilab.core.Trace` with one row per
+    time (``extra["t"]`` the times, ``extra["how"]`` "closed form" or the solver and tolerances,
+    ``step_sizes`` the time steps), status "max_steps" (solved to t_end) or "diverged: <reason>"
+    (the ODE solver stopped, or the covariance left the PD cone: the rows before it are kept).
+    ``times``: instead of ``n_times`` equally spaced times, these increasing times from 0 to t_end.
+    ``method``: "auto" (closed form when the target is Gaussian and the flow has one), "closed" or "ode". ``solver``: scipy's solve_ivp method;
     the default LSODA switches to a stiff (BDF) scheme with the jax Jacobian of the right-hand
     side where needed (the Euclidean and Wasserstein flows are stiff when the target is
     ill-conditioned: explicit DOP853 needs ~30x more evaluations on Kumar's T2 and is less accurate)."""
@@ -171,16 +164,18 @@ def flow(kind: str, target: Target, init, t_end: float, n_times: int = 201, meth
     m0 = np.asarray(st.mu)
     C0 = np.asarray(st.M)
     V0 = C0 @ C0.T
-    ts = np.linspace(0.0, float(t_end), int(n_times))
-    status = "ok"
+    if times is None:
+        ts = np.linspace(0.0, float(t_end), int(n_times))
+    else:
+        ts = np.asarray(times, dtype=float)
+        if ts.ndim != 1 or ts.size < 2 or ts[0] != 0.0 or np.any(np.diff(ts) <= 0) or ts[-1] != float(t_end):
+            raise ValueError("times must increase from 0 to t_end.")
+    status = "max_steps"
     if (method == "closed") or (method == "auto" and gauss and kind in _CLOSED):
         means, covs = _closed_form(kind, np.asarray(target.mean), np.linalg.inv(target.cov), m0, V0, ts)
         how = "closed form"
     else:
-        key = (kind, id(target), n_points)
-        if key not in _RHS or _RHS[key][0] is not target:
-            _RHS[key] = (target, _rhs_builder(kind, target, d, n_points))
-        rhs, jac = _RHS[key][1]
+        rhs, jac = _rhs(kind, target, int(n_points))
         if kind in ("natural-mc", "euclidean-mc"):
             y0 = np.concatenate([m0, C0.ravel()])
         elif kind == "natural-lambda":
@@ -208,12 +203,14 @@ def flow(kind: str, target: Target, init, t_end: float, n_times: int = 201, meth
                 means.append(y[:d]); covs.append(0.5 * (y[d:].reshape(d, d) + y[d:].reshape(d, d).T))
         means, covs = np.array(means).reshape(-1, d), np.array(covs).reshape(-1, d, d)
         how = f"solve_ivp {solver} rtol={rtol:g} atol={atol:g}"
-    keep = len(ts)
-    for i in range(len(ts)):
-        if not (np.all(np.isfinite(covs[i])) and np.all(np.isfinite(means[i]))) \
-                or np.linalg.eigvalsh(covs[i])[0] <= 0:
-            status = "diverged: covariance lost positive definiteness"
-            keep = i
-            break
+    keep, why = first_failure(covs, means)
+    if keep is not None:
+        status = why
+    else:
+        keep = len(ts)
     objs, name = _objectives(target, means[:keep], covs[:keep], n_points)
-    return Flow(kind, ts[:keep], means[:keep], covs[:keep], objs, name, how, status)
+    ts = ts[:keep]
+    return Trace(mean=means[:keep], cov=covs[:keep], objective=objs, step_sizes=np.diff(ts), status=status,
+                 method=kind, objective_name=name, extra={"t": ts, "how": how},
+                 settings={"kind": kind, "t_end": float(t_end), "n_times": int(n_times), "method": method,
+                           "solver": solver, "rtol": rtol, "atol": atol, "how": how})

@@ -149,24 +149,24 @@ def test_trajectories_extremes(params):
 def test_trajectories_target_sliders_redraw_without_recompiling():
     """Moving the condition number or the Student-t sliders builds a new member of the target's family:
     the figure changes and no loop of vilab.algorithms is traced again (the parameters are run-time data)."""
-    from vilab.algorithms import driver
+    from vilab.algorithms import trace_count
 
     at = _app("20_Trajectories.py", tgt="correlated Gaussian")
     assert not at.exception and not _errors(at)
     specs = [at.get("plotly_chart")[0].proto.spec]
-    n_traces = driver.trace_count()
+    n_traces = trace_count()
     for kappa in (1000.0, 1.0):
         at.select_slider(key="kappa").set_value(kappa).run()
         assert not at.exception and not _errors(at)
         assert any(f"(condition number {kappa:g})" in m.value for m in at.markdown)
         specs.append(at.get("plotly_chart")[0].proto.spec)
     assert len(set(specs)) == 3
-    assert driver.trace_count() == n_traces
+    assert trace_count() == n_traces
 
     at.selectbox(key="tgt").set_value("Student-t").run()
     assert not at.exception and not _errors(at)
     specs = [at.get("plotly_chart")[0].proto.spec]
-    n_traces = driver.trace_count()
+    n_traces = trace_count()
     at.slider(key="trho").set_value(-0.95).run()
     assert not at.exception and not _errors(at)
     specs.append(at.get("plotly_chart")[0].proto.spec)
@@ -175,7 +175,7 @@ def test_trajectories_target_sliders_redraw_without_recompiling():
         assert not at.exception and not _errors(at)
         specs.append(at.get("plotly_chart")[0].proto.spec)
     assert len(set(specs)) == 4
-    assert driver.trace_count() == n_traces
+    assert trace_count() == n_traces
 
 
 @pytest.mark.slow

@@ -174,23 +174,38 @@ def _u_fbgvi(mu, M, gr, rho, o):
     return mu + rho * gr[0], ng.sym((Q * new) @ Q.T)
 
 
+#: what an update of each chart consumes besides grad_mu = dL/dmu (ascent, Euclidean gradients)
+TAKES = {"mean_cov": "grad_Sigma", "mean_prec": "grad_Sigma", "chol_cov": "grad_C", "chol_prec": "grad_T"}
+
+
 @dataclass(frozen=True)
 class Method:
-    """One update rule: its chart, update, gradient source and provenance.
+    """One update rule: its chart, update, gradient estimator and provenance.
 
-    ``grad`` is "sigma" (the update consumes (grad_mu, grad_Sigma)) or "factor" (it consumes
-    (grad_mu, grad_F), F the chart's triangular factor; stochastic modes then use Tan's Thm 2
-    estimators G1/F1 or G2/F2).
+    The update consumes ``(grad_mu, grad_X)`` with X = :attr:`takes`: ``grad_Sigma`` = dL/dSigma for
+    the (mu, Sigma) and (mu, Sigma^-1) charts, ``grad_C`` = tril dL/dC or ``grad_T`` = tril dL/dT
+    for the Cholesky charts (C C^T = Sigma, T T^T = Sigma^-1); every method of one chart takes the
+    same gradient (srvn and gd-mc take grad_C, like tan-1N and tan-1E).
+
+    ``estimator`` says how the stochastic modes ("first", "second") estimate that gradient:
+    "thm2" draws theta = mu + F-factor z and uses Tan (2025) Thm 2's factor estimators (G1/F1 for C,
+    G2/F2 for T); "sigma" estimates (grad_mu, grad_Sigma) by Stein / Price (Tan Sec. 5.1) from
+    draws of the chart's own square root and maps grad_Sigma to the chart (grad_C = tril(2 G C)).
     """
 
     name: str
     chart: str
-    grad: str
+    estimator: str
     update: Callable
     paper: str
     description: str
     modes: tuple = oracle.MODES
     structure: tuple = ()
+
+    @property
+    def takes(self) -> str:
+        """The gradient the update consumes besides grad_mu: "grad_Sigma", "grad_C" or "grad_T"."""
+        return TAKES[self.chart]
 
     def init(self, mu, M) -> State:
         """The method's initial state (mean and chart matrix)."""
@@ -209,19 +224,19 @@ _M = [
            "natural gradient in xi = (mu, vech Sigma^-1): P -= 2 rho G, mean with the old Sigma"),
     Method("lambda", "mean_prec", "sigma", _u_lambda, "Tan (2025) Table 1",
            "natural parameter: P -= 2 rho G first, mean with the new Sigma"),
-    Method("tan-1E", "chol_cov", "factor", _u_1E, "Tan (2025) Alg. 1E (Table 3)",
+    Method("tan-1E", "chol_cov", "thm2", _u_1E, "Tan (2025) Alg. 1E (Table 3)",
            "Euclidean gradient in (mu, C)"),
-    Method("tan-1N", "chol_cov", "factor", _u_1N, "Tan (2025) Thm 1(i), Alg. 1N (Table 3)",
+    Method("tan-1N", "chol_cov", "thm2", _u_1N, "Tan (2025) Thm 1(i), Alg. 1N (Table 3)",
            "natural gradient in (mu, C): C += rho C tril_half(C^T G)"),
-    Method("tan-2E", "chol_prec", "factor", _u_2E, "Tan (2025) Alg. 2E (Table 4)",
+    Method("tan-2E", "chol_prec", "thm2", _u_2E, "Tan (2025) Alg. 2E (Table 4)",
            "Euclidean gradient in (mu, T)"),
-    Method("tan-2N", "chol_prec", "factor", _u_2N, "Tan (2025) Thm 1(ii)",
+    Method("tan-2N", "chol_prec", "thm2", _u_2N, "Tan (2025) Thm 1(ii)",
            "natural gradient in (mu, T), mean with the old Sigma"),
-    Method("tan-2N-cor1", "chol_prec", "factor", _u_cor1, "Tan (2025) Corollary 1, Alg. 2N (Table 4)",
+    Method("tan-2N-cor1", "chol_prec", "thm2", _u_cor1, "Tan (2025) Corollary 1, Alg. 2N (Table 4)",
            "natural gradient in (mu, T), mean moved with the updated T"),
-    Method("tan-1S", "chol_cov", "factor", _u_1S, "Tan (2025) Sec. 7.1, Alg. 1S (Table 6)",
+    Method("tan-1S", "chol_cov", "thm2", _u_1S, "Tan (2025) Sec. 7.1, Alg. 1S (Table 6)",
            "block-diagonal C (option blocks=(sizes...))", structure=("blocks",)),
-    Method("tan-2S", "chol_prec", "factor", _u_2S, "Tan (2025) Thm 4, Alg. 2S (Table 6)",
+    Method("tan-2S", "chol_prec", "thm2", _u_2S, "Tan (2025) Thm 4, Alg. 2S (Table 6)",
            "arrow-shaped T of hierarchical models (options local_sizes=(...), global_size=g)",
            structure=("local_sizes", "global_size")),
     Method("gd-mv", "mean_cov", "sigma", _u_gd_mv, "Kumar et al. (2025) Eq. 4",
@@ -243,7 +258,7 @@ METHODS: dict[str, Method] = {m.name: m for m in _M}
 def list_methods() -> list[dict]:
     """Every method with its chart, supported gradient modes, step rules and source."""
     return [
-        {"name": m.name, "chart": m.chart, "modes": m.modes,
+        {"name": m.name, "chart": m.chart, "takes": m.takes, "estimator": m.estimator, "modes": m.modes,
          "step_rules": ("constant", "backtracking"), "needs": m.structure,
          "paper": m.paper, "description": m.description}
         for m in _M
@@ -262,8 +277,10 @@ def get_method(name: str) -> Method:
 
 def gradients(method: Method, target, state: State, mode: str, key, n_samples: int, n_points: int,
               opts: dict):
-    """Ascent gradients the method's update consumes, at ``state``: (grad_mu, grad_Sigma) for
-    "sigma" methods, (grad_mu, tril grad_F) for "factor" methods (exact or Tan Thm 2 estimates)."""
+    """The ascent gradients the method's update consumes at ``state``: (grad_mu, grad_X) with
+    X = ``method.takes`` (Sigma for the (mu, Sigma) and (mu, P) charts, tril grad_C or tril grad_T for
+    the Cholesky charts): exact expectations, or estimates by ``method.estimator`` (Tan Thm 2's
+    factor estimators, or Stein/Price in Sigma mapped to the chart)."""
     chart, mu, M = method.chart, state.mu, state.M
     Sigma = sigma_of(chart, M)
     d = mu.shape[-1]
@@ -275,13 +292,13 @@ def gradients(method: Method, target, state: State, mode: str, key, n_samples: i
         return g_mu, _mask(method, G, opts)
     order = 1 if mode == "first" else 2
     z = jax.random.normal(key, (n_samples, d), dtype=mu.dtype)
-    if method.grad == "factor":
+    if method.estimator == "thm2":
         if chart == "chol_cov":
             g_mu, G = oracle.chol_cov_grads_stochastic(target, mu, M, z, order)
         else:
             g_mu, G = oracle.chol_prec_grads_stochastic(target, mu, M, z, order)
         return g_mu, _mask(method, G, opts)
-    # "sigma" methods: draws from the chart's own factor
+    # Stein/Price estimates of grad_Sigma from draws of the chart's own square root
     theta = mu + z @ sqrt_of(chart, M).T
     g_mu, G_S = oracle.sigma_grads_stochastic(target, mu, Sigma, precision_of(chart, M), theta, order)
     if chart == "chol_cov":

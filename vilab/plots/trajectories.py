@@ -14,7 +14,8 @@ import plotly.graph_objects as go
 
 from . import color, ellipse, style
 
-__all__ = ["paths_figure", "objective_figure", "animation_figure", "sweep_figure", "frame_indices"]
+__all__ = ["paths_figure", "objective_figure", "animation_figure", "sweep_figure", "frame_indices", "plot_window",
+           "log_density_grid"]
 
 
 def _label(name: str, tr) -> str:
@@ -224,3 +225,36 @@ def sweep_figure(step_sizes, iterations: Mapping[str, np.ndarray], statuses: Map
     fig.update_xaxes(type="log", title="step size", exponentformat="power")
     fig.update_yaxes(type="log", title="iterations to tolerance")
     return style(fig, title=title, height=height)
+
+
+# ---------------------------------------------------------------------------------------------
+# Plot windows of 2-D targets (Trajectories and Flows pages)
+
+
+def plot_window(bounds, points, pad: float = 0.08, max_abs: float = 1e3):
+    """The box ((x0, x1), (y0, y1)) covering the target's window ``bounds`` (or None) and the finite
+    ``points`` (n, 2) (starts, iterates; points beyond ``max_abs`` are ignored), padded by ``pad`` of
+    its size on each side (plus 0.5 when there is no target window)."""
+    pts = np.asarray(points, float).reshape(-1, 2)
+    pts = pts[np.all(np.isfinite(pts), axis=1) & np.all(np.abs(pts) < max_abs, axis=1)]
+    if bounds is None and pts.size == 0:
+        raise ValueError("A plot window needs the target's window or at least one finite point.")
+    lo = np.min(pts, 0) if pts.size else np.full(2, np.inf)
+    hi = np.max(pts, 0) if pts.size else np.full(2, -np.inf)
+    if bounds is not None:
+        (b0, b1), (b2, b3) = bounds
+        lo, hi = np.minimum(lo, [b0, b2]), np.maximum(hi, [b1, b3])
+    margin = pad * (hi - lo) + (0.0 if bounds is not None else 0.5)
+    return (float(lo[0] - margin[0]), float(hi[0] + margin[0])), (float(lo[1] - margin[1]), float(hi[1] + margin[1]))
+
+
+def log_density_grid(target, bounds, n: int = 121):
+    """log p on an n x n grid over ``bounds`` (one vmapped, jitted call): (values (n, n), xs, ys),
+    rows = ys, as :func:`vilab.plots.density_contour` takes them."""
+    if target.dim != 2:
+        raise ValueError(f"Density contours need a 2-D target; {target.name!r} has dimension {target.dim}.")
+    xs, ys = np.linspace(*bounds[0], int(n)), np.linspace(*bounds[1], int(n))
+    X, Y = np.meshgrid(xs, ys)
+    import jax.numpy as jnp
+
+    return np.asarray(target.value_batch(jnp.asarray(np.stack([X.ravel(), Y.ravel()], 1)))).reshape(X.shape), xs, ys

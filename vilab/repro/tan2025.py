@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import brentq
 
+from ..core import memoize
 from . import Check, reproduction
 
 STARTS = ((0.0, 0.1), (0.5, 0.02), (2.0, 0.01))
@@ -73,35 +74,30 @@ def _optimum():
     ]
 
 
-_PD_FN = None
-
-
+@memoize("vilab.repro.tan2025 PD example", maxsize=1)
 def _pd_fn():
     """jit(rho -> (eig of the updated precision, diag of the updated T)) of :func:`pd_cauchy_updates`."""
-    global _PD_FN
-    if _PD_FN is None:
-        import jax
+    import jax
 
-        from .. import natgrad as ng
-        from ..targets.papers import bivariate_cauchy
+    from .. import natgrad as ng
+    from ..targets.papers import bivariate_cauchy
 
-        tgt = bivariate_cauchy()
-        mu = jnp.zeros(2)
-        P = 0.1 * jnp.eye(2)
-        theta = jnp.array([3.0, 0.0])
-        T = jnp.sqrt(0.1) * jnp.eye(2)
+    tgt = bivariate_cauchy()
+    mu = jnp.zeros(2)
+    P = 0.1 * jnp.eye(2)
+    theta = jnp.array([3.0, 0.0])
+    T = jnp.sqrt(0.1) * jnp.eye(2)
 
-        def f(rho):
-            Hh = ng.hess_h(tgt.hess(theta), P)
-            gh = ng.grad_h(tgt.grad(theta), theta, mu, P)
-            # precision (natural parameter) update with grad_Sigma ~ 1/2 hess h (Tan Sec. 5.1)
-            _, P_new = ng.update_lambda(mu, P, gh, 0.5 * Hh, rho)
-            # T-Cholesky natural update (Thm 1(ii)) with the second-order estimate F2 (Thm 2)
-            _, T_new = ng.update_chol_prec(mu, T, gh, jnp.tril(ng.estimator_F2(T, Hh)), rho)
-            return jnp.linalg.eigvalsh(P_new), jnp.diag(T_new)
+    def f(rho):
+        Hh = ng.hess_h(tgt.hess(theta), P)
+        gh = ng.grad_h(tgt.grad(theta), theta, mu, P)
+        # precision (natural parameter) update with grad_Sigma ~ 1/2 hess h (Tan Sec. 5.1)
+        _, P_new = ng.update_lambda(mu, P, gh, 0.5 * Hh, rho)
+        # T-Cholesky natural update (Thm 1(ii)) with the second-order estimate F2 (Thm 2)
+        _, T_new = ng.update_chol_prec(mu, T, gh, jnp.tril(ng.estimator_F2(T, Hh)), rho)
+        return jnp.linalg.eigvalsh(P_new), jnp.diag(T_new)
 
-        _PD_FN = jax.jit(jax.vmap(f))
-    return _PD_FN
+    return jax.jit(jax.vmap(f))
 
 
 def pd_cauchy_updates(rho):

@@ -1,0 +1,281 @@
+"""Every method of the catalogue as a :class:`vilab.core.Algorithm` (init / step / observe).
+
+    alg = algorithm("tan-2N-cor1", target, schedule="backtracking")      # memoized: one per settings
+    state = alg.init(key, MeanCov(mu0, Sigma0), rho=1.0)                 # host: checks the start
+    trace = vilab.core.run(alg, key, state, 1000, rel_tol=1e-7, rel_tol_on="elbo")
+
+One step of method ``name`` (see :mod:`vilab.algorithms.core` for the update rules and the paper
+equation of each) is: the gradients the update takes (``Method.takes``: exact expectations, or
+Tan (2025) Thm 2 / Stein-Price estimates from the step's key), then
+
+* ``schedule="constant"``: the update with rho = ``state.hyper["rho"]``; a proposal that is not a
+  Gaussian any more (non-PD, singular factor, non-finite, exploding) is reported with the shared
+  failure codes (2-6 of :data:`vilab.core.CODES`) and the runner rejects it;
+* ``schedule="backtracking"`` (Tan (2025) Sec. 4.1): the largest rho in {rho0, rho0 f, rho0 f^2, ...}
+  (f = ``backtrack_factor``, ``max_backtracks`` rungs, restarted at rho0 = ``hyper["rho"]`` every
+  step) whose update keeps q a Gaussian AND increases the exact ELBO. The ladder of the *next* step
+  is evaluated at the end of each step (``state.ahead``) so that a step after which no rung
+  increases the ELBO reports code 10 ("converged": stationary to machine precision) while still
+  counting as the step it is; when ``hyper["rho"]`` was changed (:func:`vilab.core.resume`) the
+  ladder is evaluated afresh.
+
+The state carries the ELBO (and, on Gaussian targets, KL(q || p)) of its iterate, computed by the
+step, so ``observe`` only reads them: Tan's Table 2 rule is ``run(..., rel_tol=1e-7,
+rel_tol_on="elbo")``, a KL tolerance ``run(..., below=1e-8, below_on="kl")``.
+
+A target of a parametric family (``target.family``) is served by one Algorithm per family: the
+member's parameters travel in the state (``state.params``) and the step rebuilds the target from
+them (``target.family_fn``), so a new member reuses the compiled loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..core import Algorithm
+from ..core.cache import ProgramCache, identity_key
+from ..targets import Target, check_point, check_positive
+from . import oracle
+from .core import State, get_method, gradients, logdet_sigma_of, sigma_of, sqrt_of, valid_code
+
+__all__ = ["algorithm", "CatalogueState", "Ahead", "SCHEDULES", "STALLED", "trace_count", "is_gaussian"]
+
+SCHEDULES = ("constant", "backtracking")
+STALLED = 10  # the backtracking ladder found no step size that increases the ELBO
+_CODES = {STALLED: ("converged", "no step size in the backtracking ladder increased the ELBO "
+                                 "(stationary to machine precision)")}
+_ALGORITHMS = ProgramCache("vilab.algorithms catalogue", maxsize=64)
+_TRACES = [0]
+
+
+def trace_count() -> int:
+    """How many times a catalogue step has been traced (compiled) in this process. A run or sweep
+    that reuses a compiled loop (a new start, step size, tolerance, key, or a new member of a cached
+    family) leaves it unchanged."""
+    return _TRACES[0]
+
+
+class Ahead(NamedTuple):
+    """The backtracking ladder's choice from an iterate: the accepted proposal (mean, chart matrix,
+    Sigma, ELBO, KL), its step size, whether any rung was accepted, and the rho0 it was built with."""
+
+    mu: jax.Array
+    M: jax.Array
+    Sigma: jax.Array
+    elbo: jax.Array
+    kl: jax.Array
+    rho: jax.Array
+    accept: jax.Array
+    rho0: jax.Array
+
+
+class CatalogueState(NamedTuple):
+    """mu, M (the chart's matrix: Sigma, P, C or T), Sigma, the ELBO and KL(q || p) of the iterate
+    (0 where the target is not Gaussian), ``hyper = {"rho": ...}``, the family member's params (None
+    for a target without a family) and the backtracking ladder's next proposal (None for a constant
+    step size)."""
+
+    mu: jax.Array
+    M: jax.Array
+    Sigma: jax.Array
+    elbo: jax.Array
+    kl: jax.Array
+    hyper: dict
+    params: Any
+    ahead: Any
+
+
+def is_gaussian(target: Target) -> bool:
+    return bool(target.quadratic and target.cov is not None)
+
+
+def _gaussian_terms(target: Target):
+    """(m, P = Sigma_p^-1, log det P) of a Gaussian target, for KL(q || p): numpy constants for a
+    concrete target, jax values of the traced parameters for a family member rebuilt in the step."""
+    if target.traced:
+        P = jnp.linalg.inv(target.cov)
+        return target.mean, P, jnp.linalg.slogdet(P)[1]
+    P = np.linalg.inv(target.cov)
+    return jnp.asarray(target.mean), jnp.asarray(P), float(np.linalg.slogdet(P)[1])
+
+
+def algorithm(name: str, target: Target, *, grads: str = "exact", schedule: str = "constant",
+              n_samples: int = 1, n_points: int = 40, backtrack_factor: float = 0.1, max_backtracks: int = 16,
+              blocks=None, local_sizes=None, global_size=None) -> Algorithm:
+    """Method ``name`` of the catalogue (:func:`vilab.algorithms.list_methods`) on ``target`` as a
+    :class:`vilab.core.Algorithm` (see the module docstring). Memoized: the same settings give the
+    same object (so the runner reuses its compiled loops); a member of a target family gives the
+    family's Algorithm. ValueError for unknown or inconsistent settings."""
+    if not isinstance(target, Target):
+        raise ValueError("target must be a vilab.targets.Target.")
+    method = get_method(name)
+    structure = {}
+    for k, v in (("blocks", blocks), ("local_sizes", local_sizes), ("global_size", global_size)):
+        if v is None:
+            continue
+        if k not in method.structure:
+            raise ValueError(f"The option {k} describes a sparse factor; only "
+                             f"{'tan-1S' if k == 'blocks' else 'tan-2S'} takes it, not {method.name}.")
+        structure[k] = tuple(int(x) for x in v) if k != "global_size" else int(v)
+    cfg = {"grads": grads, "schedule": schedule, "backtrack_factor": float(backtrack_factor),
+           "max_backtracks": int(max_backtracks), "n_samples": int(n_samples), "n_points": int(n_points)}
+    if grads not in oracle.MODES:
+        raise ValueError(f"grads must be one of {oracle.MODES}; got {grads!r}.")
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}; got {schedule!r}.")
+    if grads == "exact" and not oracle.has_exact(target):
+        raise ValueError(f"Exact gradients need a Gaussian or GLM target; {target.name!r} is neither. "
+                         "Use grads='first' or grads='second' (stochastic estimates).")
+    if schedule == "backtracking" and grads != "exact":
+        raise ValueError("The backtracking rule compares exact ELBO values; use it with grads='exact'.")
+    if not 0 < cfg["backtrack_factor"] < 1:
+        raise ValueError("backtrack_factor must lie strictly between 0 and 1.")
+    if cfg["max_backtracks"] < 1 or cfg["n_samples"] < 1 or cfg["n_points"] < 2:
+        raise ValueError("max_backtracks and n_samples must be at least 1, n_points at least 2.")
+    if method.structure:
+        _sizes(structure, "blocks" if method.name == "tan-1S" else "local_sizes", target.dim)
+    fam = target.family is not None
+    who = ("family", target.family, target.family_fn) if fam else identity_key(target)
+    key = (method.name, who, target.dim, tuple(sorted(cfg.items())), tuple(sorted(structure.items())))
+    return _ALGORITHMS.get_or_build(key, lambda: _build(method, target, cfg, structure))
+
+
+def _sizes(options, key, d):
+    if key == "blocks":
+        if options.get("blocks") is None:
+            raise ValueError("Method tan-1S needs the block sizes of C: pass blocks=(d1, d2, ...).")
+        sizes = tuple(int(s) for s in options["blocks"])
+        total = sum(sizes)
+    else:
+        if options.get("local_sizes") is None or options.get("global_size") is None:
+            raise ValueError("Method tan-2S needs local_sizes=(r1, ..., rn) and global_size=g (locals first).")
+        sizes = tuple(int(s) for s in options["local_sizes"])
+        total = sum(sizes) + int(options["global_size"])
+    if total != d:
+        raise ValueError(f"The block sizes add up to {total}, but the target has dimension {d}.")
+    return sizes
+
+
+def _build(method, target0: Target, cfg: dict, structure: dict) -> Algorithm:
+    from .driver import initial_state  # the host-side start (checks and chart conversion)
+
+    chart, d = method.chart, target0.dim
+    family = target0.family is not None
+    rebuild = target0.family_fn if family else (lambda _params, t=target0: t)
+    n_points, mode = cfg["n_points"], cfg["grads"]
+    gauss = is_gaussian(target0)
+    exact_elbo = oracle.has_exact(target0)
+    z0 = jax.random.normal(jax.random.PRNGKey(20250), (256, d), dtype=jnp.float64)  # common random numbers
+    J = cfg["max_backtracks"]
+    # rho_j = rho0 / (1/f)^j: for f = 0.1 this is rho0 * 10^-j correctly rounded (10^j is exact),
+    # which the chaotic Euclidean runs of Tan's Table 2 need (0.1^j accumulates rounding error)
+    divisors = jnp.asarray((1.0 / cfg["backtrack_factor"]) ** np.arange(J, dtype=np.float64))
+    backtracking = cfg["schedule"] == "backtracking"
+
+    def elbo_of(target, mu, M, Sigma):
+        ld = logdet_sigma_of(chart, M)
+        if exact_elbo:
+            return oracle.elbo_exact(target, mu, Sigma, ld, n_points)
+        return oracle.elbo_mc(target, mu, sqrt_of(chart, M), ld, z0)
+
+    def kl_of(target, mu, M, Sigma):
+        if not gauss:
+            return jnp.zeros((), jnp.float64)
+        m_t, P_t, ld_P = _gaussian_terms(target)
+        return oracle.kl_to_gaussian(mu, Sigma, logdet_sigma_of(chart, M), m_t, P_t, ld_P)
+
+    def propose(target, mu, M, grads, rho):
+        mu2, M2 = method.update(mu, M, grads, rho, structure)
+        S2 = sigma_of(chart, M2)
+        code = valid_code(chart, mu2, M2, S2)
+        safe = code == 0
+        S_safe = jnp.where(safe, S2, jnp.eye(d))
+        M_safe = jnp.where(safe, M2, jnp.eye(d))  # the chart matrix of N(0, I): a harmless stand-in
+        L2 = jnp.where(safe, elbo_of(target, mu2, M_safe, S_safe), jnp.nan)
+        return mu2, M2, S2, code, L2
+
+    def ladder(target, mu, M, L, rho0):
+        """Tan (2025) Sec. 4.1: every rung at once (vmapped), the largest accepted one."""
+        grads = gradients(method, target, State(mu, M), mode, None, cfg["n_samples"], n_points, structure)
+        props = jax.vmap(propose, in_axes=(None, None, None, None, 0))(target, mu, M, grads, rho0 / divisors)
+        ok = (props[3] == 0) & (props[4] > L)
+        j = jnp.argmax(ok)
+        mu2, M2, S2, _, L2 = (p[j] for p in props)
+        accept = jnp.any(ok)
+        kl2 = kl_of(target, mu2, M2, jnp.where(accept, S2, jnp.eye(d)))
+        return Ahead(mu2, M2, S2, L2, kl2, rho0 / divisors[j], accept, jnp.asarray(rho0, jnp.float64))
+
+    def start(params, mu, M, rho):
+        target = rebuild(params)
+        S = sigma_of(chart, M)
+        L = elbo_of(target, mu, M, S)
+        kl = kl_of(target, mu, M, S)
+        ahead = ladder(target, mu, M, L, rho) if backtracking else None
+        return S, L, kl, ahead
+
+    start_jit = jax.jit(start)
+
+    def init(key, start_point, rho: float = 1.0, target: Target | None = None) -> CatalogueState:
+        """The state at ``start_point`` (a vilab.gaussian parameterization or (mu, Sigma); host code:
+        checks the start and converts it to the method's chart) with step size ``rho``. ``target``:
+        the family member to run on (needed when this Algorithm serves a family)."""
+        if family and target is None:
+            raise ValueError("This algorithm serves a family of targets: pass target=<the member to run on>.")
+        tgt = target0 if target is None else target
+        if family:
+            if tgt.family != target0.family or tgt.family_fn is not target0.family_fn:
+                raise ValueError(f"The target {tgt.name!r} is not a member of the family this algorithm was built for.")
+        elif tgt is not target0:
+            raise ValueError("This algorithm was built for another target; build one with "
+                             "vilab.algorithms.algorithm(name, target).")
+        rho = check_positive(rho, "The step size")
+        st = initial_state(method, start_point, **structure)
+        if st.mu.shape != (d,):
+            raise ValueError(f"The start has dimension {st.mu.shape[0]}, the target {d}.")
+        check_point(tgt, np.asarray(st.mu))
+        params = tgt.params if family else None
+        S, L, kl, ahead = start_jit(params, st.mu, st.M, jnp.float64(rho))
+        return CatalogueState(st.mu, st.M, S, L, kl, {"rho": jnp.float64(rho)}, params, ahead)
+
+    def step(key, state: CatalogueState, batch):
+        """One update of ``method`` (see its paper equation in ``Method.paper``)."""
+        _TRACES[0] += 1  # a Python side effect: counts traces (compilations), not calls
+        target = rebuild(state.params)
+        rho0 = state.hyper["rho"]
+        if not backtracking:
+            grads = gradients(method, target, State(state.mu, state.M), mode, key, cfg["n_samples"], n_points,
+                              structure)
+            mu2, M2, S2, code, L2 = propose(target, state.mu, state.M, grads, rho0)
+            kl2 = kl_of(target, mu2, M2, jnp.where(code == 0, S2, jnp.eye(d)))
+            new = state._replace(mu=mu2, M=M2, Sigma=S2, elbo=L2, kl=kl2)
+            return new, {"code": code, "step_size": rho0}
+        a = jax.lax.cond(state.ahead.rho0 == rho0, lambda: state.ahead,
+                         lambda: ladder(target, state.mu, state.M, state.elbo, rho0))
+        # the ladder of the next step (from the accepted iterate); no rung accepted now (only after a
+        # change of rho) or next: stationary ("converged", code 10)
+        nxt = ladder(target, a.mu, a.M, a.elbo, rho0)
+        pick = lambda new, old: jnp.where(a.accept, new, old)  # noqa: E731
+        new = state._replace(mu=pick(a.mu, state.mu), M=pick(a.M, state.M), Sigma=pick(a.Sigma, state.Sigma),
+                             elbo=pick(a.elbo, state.elbo), kl=pick(a.kl, state.kl),
+                             ahead=jax.tree_util.tree_map(pick, nxt, state.ahead))
+        code = jnp.where(a.accept & nxt.accept, 0, STALLED)
+        return new, {"code": code, "step_size": jnp.where(a.accept, a.rho, jnp.nan)}
+
+    def observe(state: CatalogueState) -> dict:
+        row = {"mean": state.mu, "cov": state.Sigma, "objective": state.kl if gauss else -state.elbo,
+               "elbo": state.elbo, "factor": state.M}
+        if gauss:
+            row["kl"] = state.kl
+        return row
+
+    exact = mode == "exact" or exact_elbo
+    objective_name = "KL(q || p)" if gauss else ("negative ELBO" if exact
+                                                 else "negative ELBO (Monte Carlo, 256 fixed draws)")
+    settings = {"method": method.name, "chart": method.chart, "takes": method.takes, **cfg, **structure,
+                "paper": method.paper}
+    return Algorithm(init, step, observe, name=method.name, objective_name=objective_name, codes=_CODES,
+                     settings=settings)
