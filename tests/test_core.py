@@ -233,3 +233,30 @@ def test_timings_say_whether_the_loop_was_compiled():
     run(ALG, key, s0, 33)
     again = run(ALG, key, ALG.init(key, START, rho=0.2), 40)  # same power-of-two bucket, new step size
     assert again.timings["compiled"] is False
+
+
+def test_an_algorithm_that_ignores_the_key_gets_the_same_key_every_step():
+    class S(NamedTuple):
+        keys: jax.Array
+        t: jax.Array
+
+    def step(key, s, b):
+        return S(s.keys.at[s.t].set(jax.random.key_data(key) if not isinstance(key, jax.Array)
+                                    or key.dtype == jnp.uint32 else key), s.t + 1), {}
+
+    init = lambda key, _: S(jnp.zeros((4, 2), jnp.uint32), jnp.int32(0))  # noqa: E731
+    obs = lambda s: {"mean": jnp.zeros(1), "var": jnp.ones(1), "objective": jnp.float64(0)}  # noqa: E731
+    key = jax.random.PRNGKey(5)
+    fixed = run(Algorithm(init, step, obs, uses_key=False), key, init(None, None), 4)
+    assert (np.asarray(fixed.state.keys) == np.asarray(key)).all()
+    split = run(Algorithm(init, step, obs), key, init(None, None), 4)
+    assert len({tuple(k) for k in np.asarray(split.state.keys)}) == 4
+
+
+def test_a_start_that_meets_the_tolerance_takes_no_step():
+    key = jax.random.PRNGKey(0)
+    at_optimum = ALG.init(key, (M, np.linalg.inv(P)))
+    tr = run(ALG, key, at_optimum, 50, below=1e-8)
+    assert tr.status == "converged" and tr.n_steps == 0 and tr.n_rows == 1 and tr.step_sizes.shape == (0,)
+    many = run_many(ALG, jax.random.split(key, 2), core.stack([at_optimum, ALG.init(key, START)]), 50, below=1e-8)
+    assert many[0].n_steps == 0 and many[0].status == "converged" and many[1].n_steps > 0

@@ -57,6 +57,8 @@ class Algorithm:
     name, objective_name : labels the Trace carries.
     codes : the algorithm's own step codes (10 and up) -> (status, note), beside :data:`CODES`.
     settings : the constructor's settings, copied into every Trace (``Trace.settings``).
+    uses_key : False for an algorithm that ignores the key ``step`` is given (deterministic updates, or
+      draws from a stream the state carries); the runner then skips splitting a key every step.
 
     Algorithms compare and hash by identity: the runner keys its compiled loops on the object, so a
     constructor that should reuse compiled programs across calls is memoized
@@ -70,6 +72,7 @@ class Algorithm:
     objective_name: str = "negative ELBO"
     codes: Mapping[int, tuple[str, str]] = field(default_factory=dict)
     settings: Mapping[str, Any] = field(default_factory=dict)
+    uses_key: bool = True
 
     def all_codes(self) -> dict[int, tuple[str, str]]:
         return {**CODES, **dict(self.codes)}

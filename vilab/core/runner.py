@@ -84,7 +84,10 @@ def _loop(algorithm: Algorithm, n_buf: int, record_every: int, batch_fn, rel_on:
 
         def body(c):
             i, st, k = c["i"], c["state"], c["k"]
-            key, sub = jax.random.split(c["key"])
+            if algorithm.uses_key:
+                key, sub = jax.random.split(c["key"])
+            else:  # the algorithm draws from its own stream: no split per step
+                key = sub = c["key"]
             new, info = algorithm.step(sub, st, _batch_at(batches, i, k))
             info = _as_dict(info)
             code = jnp.asarray(info.get("code", 0), jnp.int32)
@@ -209,7 +212,8 @@ def _observe(algorithm: Algorithm, state, vmapped=False):
     return fn(state)
 
 
-def _start_carry(algorithm, key, state, start_iteration, rel_on, vmapped=False):
+def _start_carry(algorithm, key, state, start_iteration, rel_on, below=_NEG_INF, below_on="objective",
+                 vmapped=False):
     obs = _observe(algorithm, state, vmapped)
     for need in ("mean", "objective"):
         if need not in obs:
@@ -218,7 +222,9 @@ def _start_carry(algorithm, key, state, start_iteration, rel_on, vmapped=False):
         raise ValueError("An algorithm's observe() must return 'cov' or 'var'.")
     shape = jnp.shape(obs["objective"])
     k = jnp.full(shape, start_iteration, jnp.int64)
-    return {"state": state, "key": key, "k": k, "code": jnp.zeros(shape, jnp.int32),
+    # a start that already meets the `below` rule takes no step
+    code = jnp.where(jnp.asarray(obs[below_on]) < below, CONVERGED, 0).astype(jnp.int32)
+    return {"state": state, "key": key, "k": k, "code": code,
             "prev": jnp.asarray(obs[rel_on], jnp.float64), "obs": obs, "last": k}, obs
 
 
@@ -301,7 +307,7 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
     settings = {**dict(algorithm.settings), "n_steps": int(n_steps), "record_every": int(record_every),
                 "rel_tol": None if rel_tol == _NEG_INF else rel_tol, "below": None if below == _NEG_INF else below}
     t0 = time.perf_counter()
-    carry, start_obs = _start_carry(algorithm, key, state, start_iteration, rel_tol_on)
+    carry, start_obs = _start_carry(algorithm, key, state, start_iteration, rel_tol_on, below, below_on)
     track = rel_tol != _NEG_INF or below != _NEG_INF
     fn = _compiled(algorithm, n_buf, int(record_every), batches, rel_tol_on, below_on, track, False)
     n_total = jnp.int64(start_iteration + n_steps)
@@ -309,7 +315,7 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
     rows_list, infos_list, taken = [], [], []
     done, host_status, first = 0, None, None
     t_run0 = time.perf_counter()
-    while done < n_steps:
+    while done < n_steps and int(carry["code"]) == 0:
         n = min(chunk, n_steps - done)
         b = _loop_arg(_pad_batches(batches, done, n, n_buf))
         carry, rows, nrow, infos, steps = fn(carry, b, jnp.int32(n), n_total, jnp.float64(rel_tol),
@@ -376,11 +382,11 @@ def run_many(algorithm: Algorithm, keys, states, n_steps: int, *, batches=None, 
     states_p = jax.tree_util.tree_map(padded, states)
     n_buf = bucket(max(int(n_steps), 1))
     t0 = time.perf_counter()
-    carry, start_obs = _start_carry(algorithm, keys_p, states_p, 0, rel_tol_on, vmapped=True)
+    carry, start_obs = _start_carry(algorithm, keys_p, states_p, 0, rel_tol_on, below, below_on, vmapped=True)
     track = rel_tol != _NEG_INF or below != _NEG_INF
     fn = _compiled(algorithm, n_buf, int(record_every), batches, rel_tol_on, below_on, track, True)
     b = _loop_arg(_pad_batches(batches, 0, int(n_steps), n_buf))
-    if n_steps:
+    if n_steps and not bool(jnp.all(carry["code"] != 0)):
         carry, rows, nrow, infos, steps = fn(carry, b, jnp.int32(n_steps), jnp.int64(n_steps),
                                              jnp.float64(rel_tol), jnp.float64(below))
         chunks = ([(rows, nrow)], [infos], [steps])

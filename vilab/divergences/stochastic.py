@@ -551,7 +551,8 @@ def _sgd_algorithm(target, method, B, mask_bytes, opt, lr_default, label, rho, e
 
     return Algorithm(init, step, observe, name=METHOD_LABELS[method],
                      objective_name="KL(q||p)" if exact_kl is not None else "negative ELBO (window average)",
-                     settings={"method": method, "batch_size": B, "mask": m_np, "step": label, "rho": rho, "eps": eps})
+                     settings={"method": method, "batch_size": B, "mask": m_np, "step": label, "rho": rho, "eps": eps},
+                     uses_key=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -644,7 +645,7 @@ def _bam_algorithm(target, B, record_samples, d):
 
     return Algorithm(init, step, observe, name="BaM",
                      objective_name="KL(q||p)" if exact_kl is not None else "negative ELBO (window average)",
-                     settings={"method": "bam", "batch_size": B})
+                     settings={"method": "bam", "batch_size": B}, uses_key=False)
 
 
 # ---------------------------------------------------------------------------------------------

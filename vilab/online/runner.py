@@ -156,6 +156,7 @@ def algorithm(method: Method, f: Callable, lik, evaluate: Callable | None = None
         codes={UNHEALTHY: (diverged_status(_UNHEALTHY_REASON), "")},
         settings={"method": method.name, "label": method.label, "alpha": method.alpha, "n_iter": method.n_iter,
                   "n_samples": method.n_samples},
+        uses_key=False,  # draws of step t come from fold_in(state.key, t)
     )
 
 
