@@ -582,3 +582,17 @@ def test_online_train_small_float32_with_live_checkpoints():
         train.online_train(_TINY, d, "bong-lin-hess-diag", key=0, T=5)
     with pytest.raises(ValueError):
         train.online_train(_TINY, d, "bong-mc-hess-dlr-10", key=k, T=5)
+
+
+def test_vi_step_reports_the_core_codes_of_an_invalid_iterate():
+    """A non-finite iterate is code 2 (non-finite values), a zero on the factor's diagonal code 5."""
+    X, y, n = _tiny_batches(1)
+    alg = train.vi_algorithm(_TINY, "adam", n)
+    s0 = alg.init(jax.random.PRNGKey(0), alpha=1e-3)
+    P = _TINY.n_params
+    nan = s0._replace(lam=s0.lam.at[0].set(jnp.nan))
+    _, info = alg.step(jax.random.PRNGKey(1), nan, (X[0], y[0]))
+    assert int(info["code"]) == 2
+    from vilab.optim import Layout
+
+    assert int(Layout(P, "chol_cov", True).validity(s0.lam.at[P].set(0.0))) == 5  # what the step passes on

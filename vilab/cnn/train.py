@@ -266,8 +266,8 @@ def vi_algorithm(net: CNN, optimizer: str, n: int, *, prior_var: float = 100.0, 
         upd, opt = tx.update(fv, state.opt, lam)
         new = (lam + upd).astype(lam.dtype)
         opt = jax.tree_util.tree_map(lambda a, b: jnp.asarray(a).astype(jnp.asarray(b).dtype), opt, state.opt)
-        valid = layout.validity(new)  # 0 fine, 1 non-finite, 2 a zero on the factor's diagonal
-        code = jnp.where(jnp.isfinite(h) & (valid != 1), jnp.where(valid == 2, 5, 0), core.NONFINITE)
+        valid = layout.validity(new)  # a core code: 0 fine, 2 non-finite, 5 a zero on the factor's diagonal
+        code = jnp.where(jnp.isfinite(h), valid, core.NONFINITE)
         return (VIState(new, opt, h.astype(jnp.float32), state.hyper),
                 {"code": code.astype(jnp.int32), "step_size": state.hyper["alpha"], "elbo": h})
 
