@@ -193,8 +193,12 @@ def test_the_state_carries_mu_M_elbo_kl_and_the_step_size():
     with pytest.raises(ValueError, match="Unknown setting"):
         core.set_hyper(s, alpha=1.0)
     fam = algorithm("vn", __import__("vilab.targets", fromlist=["rotated_gaussian_2d"]).rotated_gaussian_2d(3.0))
-    with pytest.raises(ValueError, match="family"):
-        fam.init(None, T2_INIT, rho=0.5)
+    st = fam.init(None, T2_INIT, rho=0.5)  # the algorithm of a member starts on that member
+    assert st.params is not None
+    from vilab.targets import banana
+
+    with pytest.raises(ValueError, match="not a member of the family"):
+        fam.init(None, T2_INIT, rho=0.5, target=banana(0.5))
 
 
 def test_algorithm_is_memoized_on_its_settings_and_a_family():
@@ -278,3 +282,20 @@ def test_no_driver_loop_is_left_in_the_modules_moved_onto_the_runner():
         text = (ROOT / path).read_text()
         assert not re.search(r"lax\.(while_loop|scan|fori_loop)", text), path
     assert not (ROOT / "vilab/geometry.py").exists()
+
+
+def test_each_family_member_gets_an_algorithm_that_shares_the_compiled_loop():
+    from vilab import core
+    from vilab.algorithms import algorithm
+    from vilab.gaussian import MeanCov
+    from vilab.targets import gaussian_2d
+
+    t1, t2 = gaussian_2d(0.5), gaussian_2d(0.8)
+    a, b = algorithm("srvn", t1), algorithm("srvn", t2)
+    assert a is algorithm("srvn", t1) and a is not b and a.step is b.step
+    key = core.as_key(0)
+    start = MeanCov(np.array([1.0, -1.0]), np.eye(2))
+    core.run(a, key, a.init(key, start, rho=0.3), 200)
+    tb = core.run(b, key, b.init(key, start, rho=0.3), 200)
+    assert tb.timings["compiled"] is False  # the family's loop, compiled for t1, serves t2
+    np.testing.assert_allclose(tb.cov[-1], t2.cov, atol=1e-8)  # and it ran on t2

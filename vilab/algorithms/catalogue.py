@@ -23,13 +23,16 @@ The state carries the ELBO (and, on Gaussian targets, KL(q || p)) of its iterate
 step, so ``observe`` only reads them: Tan's Table 2 rule is ``run(..., rel_tol=1e-7,
 rel_tol_on="elbo")``, a KL tolerance ``run(..., below=1e-8, below_on="kl")``.
 
-A target of a parametric family (``target.family``) is served by one Algorithm per family: the
-member's parameters travel in the state (``state.params``) and the step rebuilds the target from
-them (``target.family_fn``), so a new member reuses the compiled loop.
+A target of a parametric family (``target.family``) is served by one step per family: the member's
+parameters travel in the state (``state.params``) and the step rebuilds the target from them
+(``target.family_fn``). ``algorithm(name, member)`` returns an Algorithm whose ``init`` runs on that
+member and whose step and observe are the family's, so a new member reuses the compiled loop.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -49,6 +52,7 @@ STALLED = 10  # the backtracking ladder found no step size that increases the EL
 _CODES = {STALLED: ("converged", "no step size in the backtracking ladder increased the ELBO "
                                  "(stationary to machine precision)")}
 _ALGORITHMS = ProgramCache("vilab.algorithms catalogue", maxsize=64)
+_MEMBERS = ProgramCache("vilab.algorithms catalogue, family members", maxsize=64)
 _TRACES = [0]
 
 
@@ -141,7 +145,13 @@ def algorithm(name: str, target: Target, *, grads: str = "exact", schedule: str 
     fam = target.family is not None
     who = ("family", target.family, target.family_fn) if fam else identity_key(target)
     key = (method.name, who, target.dim, tuple(sorted(cfg.items())), tuple(sorted(structure.items())))
-    return _ALGORITHMS.get_or_build(key, lambda: _build(method, target, cfg, structure))
+    alg = _ALGORITHMS.get_or_build(key, lambda: _build(method, target, cfg, structure))
+    if not fam:
+        return alg
+    # one Algorithm per member, whose init runs on that member; it shares the family's step and
+    # observe functions, hence the family's compiled loops
+    return _MEMBERS.get_or_build((key, identity_key(target)),
+                                 lambda: dataclasses.replace(alg, init=functools.partial(alg.init, target=target)))
 
 
 def _sizes(options, key, d):

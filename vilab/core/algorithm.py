@@ -60,9 +60,10 @@ class Algorithm:
     uses_key : False for an algorithm that ignores the key ``step`` is given (deterministic updates, or
       draws from a stream the state carries); the runner then skips splitting a key every step.
 
-    Algorithms compare and hash by identity: the runner keys its compiled loops on the object, so a
-    constructor that should reuse compiled programs across calls is memoized
-    (:func:`vilab.core.cache.memoize`).
+    Algorithms compare and hash by identity. The runner keys its compiled loops on the ``step`` and
+    ``observe`` functions (and the codes), so a constructor that should reuse compiled programs across
+    calls is memoized (:func:`vilab.core.cache.memoize`), and Algorithms that differ only in ``init``
+    (one per member of a target family) share their loops.
     """
 
     init: Callable[..., Any]

@@ -207,7 +207,7 @@ _OBSERVE = ProgramCache("vilab.core.runner observe", maxsize=128)
 
 
 def _observe(algorithm: Algorithm, state, vmapped=False):
-    fn = _OBSERVE.get_or_build((identity_key(algorithm), vmapped),
+    fn = _OBSERVE.get_or_build((identity_key(algorithm.observe), vmapped),
                                lambda: jax.jit(jax.vmap(algorithm.observe) if vmapped else algorithm.observe))
     return fn(state)
 
@@ -228,9 +228,17 @@ def _start_carry(algorithm, key, state, start_iteration, rel_on, below=_NEG_INF,
             "prev": jnp.asarray(obs[rel_on], jnp.float64), "obs": obs, "last": k}, obs
 
 
+def _identity(algorithm: Algorithm):
+    """What a compiled loop depends on: the step and observe functions, the codes, the key use. Two
+    Algorithms that share these (e.g. one per member of a target family, differing only in ``init``)
+    share their compiled loops."""
+    return (identity_key(algorithm.step), identity_key(algorithm.observe),
+            tuple(sorted(algorithm.all_codes().items())), algorithm.uses_key)
+
+
 def _compiled(algorithm, n_buf, record_every, batches, rel_on, below_on, track, vmapped):
     mode = "none" if batches is None else ("fn" if callable(batches) else "arrays")
-    key = (identity_key(algorithm), n_buf, record_every, mode, rel_on, below_on, track, vmapped,
+    key = (_identity(algorithm), n_buf, record_every, mode, rel_on, below_on, track, vmapped,
            identity_key(batches) if mode == "fn" else None)
     return _LOOPS.get_or_build(key, lambda: _loop(algorithm, n_buf, record_every, batches if mode == "fn" else None,
                                                   rel_on, below_on, track, vmapped))
