@@ -260,3 +260,23 @@ def test_a_start_that_meets_the_tolerance_takes_no_step():
     assert tr.status == "converged" and tr.n_steps == 0 and tr.n_rows == 1 and tr.step_sizes.shape == (0,)
     many = run_many(ALG, jax.random.split(key, 2), core.stack([at_optimum, ALG.init(key, START)]), 50, below=1e-8)
     assert many[0].n_steps == 0 and many[0].status == "converged" and many[1].n_steps > 0
+
+
+def test_nearby_thinning_values_share_one_compiled_loop():
+    key = jax.random.PRNGKey(0)
+    s0 = ALG.init(key, START)
+    run(ALG, key, s0, 1000, record_every=10)
+    again = run(ALG, key, s0, 1000, record_every=11)
+    assert again.timings["compiled"] is False
+    assert again.iterations.tolist() == list(range(0, 1000, 11)) + [1000]
+
+
+def test_keep_info_false_records_rows_only():
+    key = jax.random.PRNGKey(0)
+    s0 = ALG.init(key, START)
+    full = run(ALG, key, s0, 100, record_every=10)
+    lean = run(ALG, key, s0, 100, record_every=10, keep_info=False)
+    np.testing.assert_array_equal(full.mean, lean.mean)
+    assert lean.info == {} and lean.step_sizes.shape == (0,) and lean.n_steps == 100
+    longer = run(ALG, key, s0, 1000, record_every=100, keep_info=False)  # ten rows again: no new loop
+    assert longer.timings["compiled"] is False and longer.n_steps == 1000

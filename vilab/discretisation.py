@@ -88,7 +88,8 @@ def thinned_run(name: str, target: Target, init, step_size: float, n_steps: int,
                      settings=settings)
     alg = algorithm(name, target)
     key = jax.random.PRNGKey(0)
-    tr = core.run(alg, key, alg.init(key, init, rho=rho, target=target), n_steps, record_every=k)
+    tr = core.run(alg, key, alg.init(key, init, rho=rho, target=target), n_steps, record_every=k,
+                  keep_info=k == 1)
     status = tr.status
     if tr.diverged:
         status = f"{status} at step {tr.n_steps + 1}"

@@ -79,9 +79,10 @@ class Ahead(NamedTuple):
 
 class CatalogueState(NamedTuple):
     """mu, M (the chart's matrix: Sigma, P, C or T), Sigma, the ELBO and KL(q || p) of the iterate
-    (0 where the target is not Gaussian), ``hyper = {"rho": ...}``, the family member's params (None
-    for a target without a family) and the backtracking ladder's next proposal (None for a constant
-    step size)."""
+    (0 where the target is not Gaussian; kept by the backtracking rule, which computes them anyway,
+    NaN after a constant step: observe computes them where they are read), ``hyper = {"rho": ...}``,
+    the family member's params (None for a target without a family) and the backtracking ladder's
+    next proposal (None for a constant step size)."""
 
     mu: jax.Array
     M: jax.Array
@@ -259,10 +260,13 @@ def _build(method, target0: Target, cfg: dict, structure: dict) -> Algorithm:
         if not backtracking:
             grads = gradients(method, target, State(state.mu, state.M), mode, key, cfg["n_samples"], n_points,
                               structure)
-            mu2, M2, S2, code, L2 = propose(target, state.mu, state.M, grads, rho0)
-            kl2 = kl_of(target, mu2, M2, jnp.where(code == 0, S2, jnp.eye(d)))
-            new = state._replace(mu=mu2, M=M2, Sigma=S2, elbo=L2, kl=kl2)
-            return new, {"code": code, "step_size": rho0}
+            mu2, M2 = method.update(state.mu, state.M, grads, rho0, structure)
+            S2 = sigma_of(chart, M2)
+            code = valid_code(chart, mu2, M2, S2)
+            # the ELBO and KL of the new iterate are computed by observe, for the rows (or the
+            # stopping rules) that read them: a thinned run does not pay for them every step
+            nan = jnp.full((), jnp.nan, jnp.float64)
+            return state._replace(mu=mu2, M=M2, Sigma=S2, elbo=nan, kl=nan), {"code": code, "step_size": rho0}
         a = jax.lax.cond(state.ahead.rho0 == rho0, lambda: state.ahead,
                          lambda: ladder(target, state.mu, state.M, state.elbo, rho0))
         # the ladder of the next step (from the accepted iterate); no rung accepted now (only after a
@@ -276,10 +280,16 @@ def _build(method, target0: Target, cfg: dict, structure: dict) -> Algorithm:
         return new, {"code": code, "step_size": jnp.where(a.accept, a.rho, jnp.nan)}
 
     def observe(state: CatalogueState) -> dict:
-        row = {"mean": state.mu, "cov": state.Sigma, "objective": state.kl if gauss else -state.elbo,
-               "elbo": state.elbo, "factor": state.M}
+        if backtracking:  # the ladder computed them
+            elbo, kl = state.elbo, state.kl
+        else:
+            target = rebuild(state.params)
+            elbo = elbo_of(target, state.mu, state.M, state.Sigma)
+            kl = kl_of(target, state.mu, state.M, state.Sigma)
+        row = {"mean": state.mu, "cov": state.Sigma, "objective": kl if gauss else -elbo, "elbo": elbo,
+               "factor": state.M}
         if gauss:
-            row["kl"] = state.kl
+            row["kl"] = kl
         return row
 
     exact = mode == "exact" or exact_elbo

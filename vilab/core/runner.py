@@ -1,8 +1,8 @@
 """The one runner: drives any :class:`~vilab.core.Algorithm` and returns a :class:`~vilab.core.Trace`.
 
-There is one driver loop in vilab, :func:`_advance` below: a ``jax.lax.while_loop`` that steps the
+There is one driver loop in vilab, in :func:`_loop` below: a ``jax.lax.while_loop`` that steps the
 algorithm, rejects a diverging step, applies the stopping rules and writes rows into preallocated
-buffers. Two ways to use it:
+buffers (an inner loop takes the steps between two rows, so a thinned run pays for a row once). Two ways to use it:
 
 * **compiled** (default): the whole run is one call of the compiled loop. Buffers are sized to the
   next power of two above ``n_steps``, so moving a slider reuses the compiled program; a 1,000-step
@@ -60,15 +60,13 @@ def _failure_table(algorithm: Algorithm) -> tuple[np.ndarray, np.ndarray]:
     return fail, conv
 
 
-def _loop(algorithm: Algorithm, n_buf: int, record_every: int, batch_fn, rel_on: str, below_on: str,
-          track: bool, vmapped: bool):
+def _loop(algorithm: Algorithm, n_buf: int, n_rows: int, batch_fn, rel_on: str, below_on: str,
+          track: bool, vmapped: bool, keep_info: bool = True):
     """The compiled driver loop (see the module docstring); one per (algorithm, static settings)."""
     fail_tab, conv_tab = (jnp.asarray(a) for a in _failure_table(algorithm))
     n_codes = fail_tab.shape[0]
-    r = int(record_every)
-    n_rows = n_buf // r + 3
 
-    def advance(carry, batches, n_max, n_total, rel_tol, below_tol):
+    def advance(carry, batches, n_max, n_total, rel_tol, below_tol, r):
         if batch_fn is not None:
             batches = batch_fn
         obs0 = carry["obs"]
@@ -76,13 +74,14 @@ def _loop(algorithm: Algorithm, n_buf: int, record_every: int, batch_fn, rel_on:
         info_shape = _as_dict(info_shape)
         rows = jax.tree_util.tree_map(lambda v: jnp.zeros((n_rows,) + jnp.shape(v), jnp.result_type(v)), obs0)
         infos = {k: jnp.full((n_buf,) + s.shape, jnp.nan if jnp.issubdtype(s.dtype, jnp.inexact) else 0, s.dtype)
-                 for k, s in info_shape.items()}
-        c0 = dict(carry, i=jnp.int32(0), rows=rows, nrow=jnp.int32(0), infos=infos)
+                 for k, s in info_shape.items()} if keep_info else {}
+        c0 = dict(carry, i=jnp.int32(0), rows=rows, nrow=jnp.int32(0), infos=infos, pending=jnp.asarray(False))
 
-        def cond(c):
+        def running(c):
             return (c["i"] < n_max) & (c["code"] == 0)
 
-        def body(c):
+        def one_step(c):
+            """One step: the update, its checks and the stopping rules; no row is written here."""
             i, st, k = c["i"], c["state"], c["k"]
             if algorithm.uses_key:
                 key, sub = jax.random.split(c["key"])
@@ -96,6 +95,7 @@ def _loop(algorithm: Algorithm, n_buf: int, record_every: int, batch_fn, rel_on:
             code = jnp.where((code == 0) & ~finite_tree(info), NONFINITE, code)
             code = jnp.clip(code, 0, n_codes - 1)
             failed = fail_tab[code]
+            obs, prev = c["obs"], c["prev"]
             if track:  # the stopping rules read the observation at every step
                 obs_new = algorithm.observe(new)
                 bad = ~failed & ~_finite_row(obs_new)
@@ -109,37 +109,42 @@ def _loop(algorithm: Algorithm, n_buf: int, record_every: int, batch_fn, rel_on:
                 cur = jnp.asarray(obs[rel_on])
                 conv = conv | (jnp.abs(cur - c["prev"]) < rel_tol * jnp.abs(cur)) \
                     | (jnp.asarray(obs[below_on]) < below_tol)
+                prev = jnp.where(failed, c["prev"], jnp.asarray(cur, c["prev"].dtype))
             conv = conv & ~failed
+            new_code = jnp.where(failed, code, jnp.where(conv, jnp.where(code != 0, code, CONVERGED), 0))
             # a row at multiples of record_every, at convergence, at the end, and the last valid
             # iterate when a step is rejected (unless it is recorded already)
             record = jnp.where(failed, c["last"] != k, ((k2 % r) == 0) | conv | (k2 >= n_total))
-            if not track:  # observe only the rows that are recorded (observe may be expensive)
-                obs = jax.lax.cond(record, algorithm.observe, lambda _: c["obs"], st2)
-                bad = record & ~failed & ~_finite_row(obs)  # a non-finite state found at a row
-                code = jnp.where(bad, NONFINITE, code)
-                failed = failed | bad
-                conv = conv & ~bad
-                record = record & ~bad
-                obs = _select(bad, c["obs"], obs)
-                cur = c["prev"]
-            new_code = jnp.where(failed, code, jnp.where(conv, jnp.where(code != 0, code, CONVERGED), 0))
-            nrow = c["nrow"]
-            rows = {n: c["rows"][n].at[nrow].set(v) for n, v in obs.items()}
-            rows["__iteration"] = c["rows"]["__iteration"].at[nrow].set(k2)
             infos = {n: v.at[i].set(jnp.asarray(info[n], v.dtype)) for n, v in c["infos"].items()}
             return dict(c, i=i + 1, state=st2, key=jnp.where(failed, c["key"], key), k=k2, code=new_code,
-                        prev=jnp.where(failed, c["prev"], jnp.asarray(cur, c["prev"].dtype)), obs=obs,
-                        last=jnp.where(record, k2, c["last"]), rows=rows, nrow=nrow + record.astype(jnp.int32),
-                        infos=infos)
+                        prev=prev, obs=obs, infos=infos, pending=record)
+
+        def to_next_row(c):
+            """Steps until a row is due (or the run stops), then that row: thinned runs pay the
+            bookkeeping of a row once per row, not once per step."""
+            c = jax.lax.while_loop(lambda c: running(c) & ~c["pending"], one_step, dict(c, pending=jnp.asarray(False)))
+            record = c["pending"]
+            obs, code = c["obs"], c["code"]
+            if not track:  # observe only the rows that are recorded (observe may be expensive)
+                obs = jax.lax.cond(record, algorithm.observe, lambda _: c["obs"], c["state"])
+                bad = record & ~fail_tab[code] & ~_finite_row(obs)  # a non-finite state found at a row
+                code = jnp.where(bad, NONFINITE, code)
+                record = record & ~bad
+                obs = _select(bad, c["obs"], obs)
+            nrow = c["nrow"]
+            rows = {n: c["rows"][n].at[nrow].set(v) for n, v in obs.items()}
+            rows["__iteration"] = c["rows"]["__iteration"].at[nrow].set(c["k"])
+            return dict(c, code=code, obs=obs, rows=rows, nrow=nrow + record.astype(jnp.int32),
+                        last=jnp.where(record, c["k"], c["last"]), pending=jnp.asarray(False))
 
         c0["rows"]["__iteration"] = jnp.zeros((n_rows,), jnp.int64)
-        out = jax.lax.while_loop(cond, body, c0)
+        out = jax.lax.while_loop(running, to_next_row, c0)
         steps = out["i"] - fail_tab[out["code"]].astype(jnp.int32)  # a rejected step is not taken
         carry_out = {k: out[k] for k in ("state", "key", "k", "code", "prev", "obs", "last")}
         return carry_out, out["rows"], out["nrow"], out["infos"], steps
 
     if vmapped:
-        advance = jax.vmap(advance, in_axes=(0, None, None, None, None, None))
+        advance = jax.vmap(advance, in_axes=(0, None, None, None, None, None, None))
     return jax.jit(advance)
 
 
@@ -236,12 +241,19 @@ def _identity(algorithm: Algorithm):
             tuple(sorted(algorithm.all_codes().items())), algorithm.uses_key)
 
 
-def _compiled(algorithm, n_buf, record_every, batches, rel_on, below_on, track, vmapped):
+def _rows_for(n_buf: int, record_every: int) -> int:
+    """Row-buffer length of a loop of n_buf steps recording every record_every-th: rows at the
+    multiples, plus the end, convergence and a last valid iterate; a power of two, so that nearby
+    record_every values (a thinning slider) share one compiled loop."""
+    return bucket(n_buf // int(record_every) + 3, least=4)
+
+
+def _compiled(algorithm, n_buf, n_rows, batches, rel_on, below_on, track, vmapped, keep_info=True):
     mode = "none" if batches is None else ("fn" if callable(batches) else "arrays")
-    key = (_identity(algorithm), n_buf, record_every, mode, rel_on, below_on, track, vmapped,
+    key = (_identity(algorithm), n_buf, n_rows, mode, rel_on, below_on, track, vmapped, keep_info,
            identity_key(batches) if mode == "fn" else None)
-    return _LOOPS.get_or_build(key, lambda: _loop(algorithm, n_buf, record_every, batches if mode == "fn" else None,
-                                                  rel_on, below_on, track, vmapped))
+    return _LOOPS.get_or_build(key, lambda: _loop(algorithm, n_buf, n_rows, batches if mode == "fn" else None,
+                                                  rel_on, below_on, track, vmapped, keep_info))
 
 
 def _trace(algorithm, start_obs, start_iteration, rows_list, infos_list, n_taken, code, host_status, carry,
@@ -284,7 +296,7 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
         max_time: float | None = None, progress: Callable[[float], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
         host_stop: Callable[[dict], bool] | None = None,
-        on_chunk: Callable[[Trace], None] | None = None) -> Trace:
+        on_chunk: Callable[[Trace], None] | None = None, keep_info: bool = True) -> Trace:
     """Run ``algorithm`` from ``state`` for at most ``n_steps`` steps; return a :class:`Trace`.
 
     key : jax PRNG key; step t uses the t-th split of it (carried through the loop).
@@ -296,6 +308,8 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
         (Tan (2025) Table 2's rule with rel_tol_on="elbo").
     below : stop ("converged") when observe()[below_on] < below (e.g. a KL tolerance).
     start_iteration : the iteration count of ``state`` (used by :func:`resume`).
+    keep_info : record the per-step info (``Trace.info``, ``Trace.step_sizes``); a long thinned run
+        that needs only its rows passes False and skips a write per step.
     chunk_size, max_time, progress(fraction), should_stop(), host_stop(rows), on_chunk(trace) : run on
         the host in chunks of ``chunk_size`` steps (default 500) and, between chunks, report progress,
         hand the Trace so far to ``on_chunk`` (live figures), stop when the button was pressed
@@ -317,7 +331,10 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
     t0 = time.perf_counter()
     carry, start_obs = _start_carry(algorithm, key, state, start_iteration, rel_tol_on, below, below_on)
     track = rel_tol != _NEG_INF or below != _NEG_INF
-    fn = _compiled(algorithm, n_buf, int(record_every), batches, rel_tol_on, below_on, track, False)
+    n_rows = _rows_for(n_buf, record_every)
+    if not keep_info and (batches is None or callable(batches)):
+        n_buf = 8  # no per-step buffer: runs of any length with the same row count share one loop
+    fn = _compiled(algorithm, n_buf, n_rows, batches, rel_tol_on, below_on, track, False, bool(keep_info))
     n_total = jnp.int64(start_iteration + n_steps)
     cache_before = fn._cache_size() if hasattr(fn, "_cache_size") else 0
     rows_list, infos_list, taken = [], [], []
@@ -327,7 +344,7 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
         n = min(chunk, n_steps - done)
         b = _loop_arg(_pad_batches(batches, done, n, n_buf))
         carry, rows, nrow, infos, steps = fn(carry, b, jnp.int32(n), n_total, jnp.float64(rel_tol),
-                                             jnp.float64(below))
+                                             jnp.float64(below), jnp.int64(record_every))
         jax.block_until_ready(carry["k"])
         if first is None:
             first = time.perf_counter() - t0  # includes compiling the loop when it was not cached
@@ -392,11 +409,11 @@ def run_many(algorithm: Algorithm, keys, states, n_steps: int, *, batches=None, 
     t0 = time.perf_counter()
     carry, start_obs = _start_carry(algorithm, keys_p, states_p, 0, rel_tol_on, below, below_on, vmapped=True)
     track = rel_tol != _NEG_INF or below != _NEG_INF
-    fn = _compiled(algorithm, n_buf, int(record_every), batches, rel_tol_on, below_on, track, True)
+    fn = _compiled(algorithm, n_buf, _rows_for(n_buf, record_every), batches, rel_tol_on, below_on, track, True)
     b = _loop_arg(_pad_batches(batches, 0, int(n_steps), n_buf))
     if n_steps and not bool(jnp.all(carry["code"] != 0)):
         carry, rows, nrow, infos, steps = fn(carry, b, jnp.int32(n_steps), jnp.int64(n_steps),
-                                             jnp.float64(rel_tol), jnp.float64(below))
+                                             jnp.float64(rel_tol), jnp.float64(below), jnp.int64(record_every))
         chunks = ([(rows, nrow)], [infos], [steps])
     else:
         chunks = ([], [], [])
