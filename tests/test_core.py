@@ -280,3 +280,10 @@ def test_keep_info_false_records_rows_only():
     assert lean.info == {} and lean.step_sizes.shape == (0,) and lean.n_steps == 100
     longer = run(ALG, key, s0, 1000, record_every=100, keep_info=False)  # ten rows again: no new loop
     assert longer.timings["compiled"] is False and longer.n_steps == 1000
+
+
+def test_nan_info_values_mean_unknown_not_diverged():
+    key = jax.random.PRNGKey(0)
+    alg = Algorithm(ALG.init, lambda k, s, b: (ALG.step(k, s, b)[0], {"code": 0, "step_size": jnp.nan}), ALG.observe)
+    tr = run(alg, key, alg.init(key, START), 20)
+    assert tr.status == "max_steps" and tr.n_steps == 20 and np.all(np.isnan(tr.step_sizes))

@@ -2,20 +2,23 @@
 
 There is one driver loop in vilab, in :func:`_loop` below: a ``jax.lax.while_loop`` that steps the
 algorithm, rejects a diverging step, applies the stopping rules and writes rows into preallocated
-buffers (an inner loop takes the steps between two rows, so a thinned run pays for a row once). Two ways to use it:
+buffers (an inner loop takes the steps between two rows, so a thinned run pays for a row once).
+Two ways to use it:
 
 * **compiled** (default): the whole run is one call of the compiled loop. Buffers are sized to the
   next power of two above ``n_steps``, so moving a slider reuses the compiled program; a 1,000-step
   2-D run takes a few milliseconds once compiled. :func:`run_many` vmaps the same loop over a batch
   of starting states (step-size sweeps, many starting points).
-* **host**: given ``chunk_size``, ``max_time``, ``progress``, ``should_stop`` or ``host_stop``, the
-  runner calls the compiled loop on chunks of steps and, between chunks, reports progress, honours a
-  stop button and a time budget, and applies host-side stopping rules (e.g. :func:`slope_rule`).
+* **host**: given ``chunk_size``, ``max_time``, ``progress``, ``should_stop``, ``host_stop`` or
+  ``on_chunk``, the runner calls the compiled loop on chunks of steps and, between chunks, reports
+  progress, hands the Trace so far to live figures, honours a stop button and a time budget, and
+  applies host-side stopping rules (e.g. :func:`slope_rule`).
 
 Both give identical numbers: the PRNG key is carried through the loop (``key, sub = split(key)``
-each step) and rows are recorded at iterations that are multiples of ``record_every``, whatever the
-chunking. :func:`resume` continues a Trace from its final state, optionally with new run-time
-settings (a new step size), and appends the rows.
+each step, unless the algorithm draws from a stream of its own, ``uses_key=False``) and rows are
+recorded at iterations that are multiples of ``record_every``, whatever the chunking.
+:func:`resume` continues a Trace from its final state, optionally with new run-time settings (a new
+step size), and appends the rows.
 """
 
 from __future__ import annotations
@@ -89,11 +92,10 @@ def _loop(algorithm: Algorithm, n_buf: int, n_rows: int, batch_fn, rel_on: str, 
                 key = sub = c["key"]
             new, info = algorithm.step(sub, st, _batch_at(batches, i, k))
             info = _as_dict(info)
-            code = jnp.asarray(info.get("code", 0), jnp.int32)
-            # the per-step check reads only the small info values; states are checked where observed
-            # (a pass over a large state every step would cost as much as the step itself)
-            code = jnp.where((code == 0) & ~finite_tree(info), NONFINITE, code)
-            code = jnp.clip(code, 0, n_codes - 1)
+            # a step reports its own failures; the runner checks states where they are observed (a
+            # pass over a large state every step would cost as much as the step itself). Info values
+            # may be NaN where unknown (a step size the backtracking rule did not accept).
+            code = jnp.clip(jnp.asarray(info.get("code", 0), jnp.int32), 0, n_codes - 1)
             failed = fail_tab[code]
             obs, prev = c["obs"], c["prev"]
             if track:  # the stopping rules read the observation at every step
