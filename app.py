@@ -6,6 +6,7 @@ import streamlit as st
 
 import vilab
 import vilab_ui as ui
+from vilab_ui import glossary
 
 st.set_page_config(page_title="vilab: natural-gradient VI lab", layout="wide")
 
@@ -26,18 +27,11 @@ ui.scope("")  # the sidebar's widgets belong to every page
 with st.sidebar:
     ui.number("Random seed", "seed", 0, 2**31 - 1, 0, help="Seeds every Monte Carlo estimate and stochastic run.")
     ui.toggle("Lecture mode", "lecture", False,
-              help="Larger fonts and figures, advanced settings folded away: for a projector.")
+              help="Text and figures sized for a projector: every text at least 18 px.")
     st.caption("Every control is stored in the URL: copy it to share this exact view.")
 
-if ui.lecture():
-    st.markdown(
-        """<style>
-        html, body, [class*="st-"] { font-size: 1.25rem; }
-        h1 { font-size: 3rem !important; }
-        .block-container { padding-top: 1.5rem; max-width: 100%; }
-        </style>""",
-        unsafe_allow_html=True,
-    )
+glossary.sidebar_glossary()
+ui.apply_mode()
 
 # a server explored for hours compiles many XLA programs: free them before the kernel's limit
 vilab.clear_caches_if_crowded()

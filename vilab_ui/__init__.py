@@ -20,7 +20,7 @@ from vilab import plots
 __all__ = [
     "page", "slider", "log_slider", "select", "radio", "multiselect", "number", "toggle", "checkbox",
     "text", "seed", "lecture", "show", "guard", "more", "report_status", "log_grid", "selected_point",
-    "click_setter", "scope",
+    "click_setter", "scope", "tabs", "columns", "notice", "explain", "table", "apply_mode", "MAIN_FIGURE",
 ]
 
 
@@ -231,6 +231,19 @@ def text(label: str, key: str, value: str = "", help: str | None = None, **kw) -
     return out
 
 
+def tabs(labels: Sequence[str], key: str, value: str | None = None):
+    """st.tabs whose open tab is synced with ?key= (the tab's label), so a shared link opens on it.
+
+    Only the open tab's content needs computing: each returned tab has ``.open``; pages guard their
+    expensive work with ``if tab.open:``."""
+    labels = list(labels)
+    value = labels[0] if value is None else value
+    _prime(key, value, str, _in_options(labels), signature=("tabs", tuple(labels)))
+    out = st.tabs(labels, key=key, default=st.session_state[key], on_change="rerun")
+    _publish(key, st.session_state.get(key) or value)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Page furniture
 
@@ -270,7 +283,10 @@ def _leave_pages_directory_mode() -> None:
 
 
 def page(title: str, intro: str | None = None) -> None:
-    """Title and a short introduction (call first on every page)."""
+    """Title and a one-line introduction (call first on every page).
+
+    Keep ``intro`` to one sentence: the page's main figure must start on the first screen. The longer
+    story and the equations go under the figure, in :func:`explain`."""
     _leave_pages_directory_mode()
     scope(title)
     st.title(title)
@@ -278,10 +294,50 @@ def page(title: str, intro: str | None = None) -> None:
         st.markdown(intro)
 
 
-def show(fig, key: str | None = None, **kw):
-    """Draw a Plotly figure full width, styled for lecture mode when it is on."""
+def columns(controls: float = 1.0, figure: float = 3.0):
+    """(controls column, figure column): the layout that keeps a page's main figure on the first
+    screen with its controls (the step sizes first) beside it."""
+    return st.columns([controls, figure], gap="medium")
+
+
+def notice(text: str) -> None:
+    """The "what to notice" line under a figure: what it shows and why, in a student's words."""
+    st.info(f"**What to notice.** {text}")
+
+
+def explain(label: str = "How it works: the idea and the equations", expanded: bool = False):
+    """An expander under the figure for the longer explanation and the equations."""
+    return st.expander(label, expanded=expanded)
+
+
+def table(data, **kw):
+    """A table: an interactive st.dataframe on screen, a plain st.table (large text) in lecture mode."""
+    if lecture():
+        kw.pop("hide_index", None)
+        kw.pop("use_container_width", None)
+        kw.pop("width", None)
+        return st.table(data)
+    return st.dataframe(data, **kw)
+
+
+MAIN_FIGURE = "main_figure"  # the container key of a page's main figure (tests find it by this key)
+_CHART_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"],
+                 "toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+def show(fig, key: str | None = None, main: bool = False, **kw):
+    """Draw a Plotly figure full width in vilab's template, styled for lecture mode when it is on.
+
+    ``main=True`` marks the page's main figure (one per page), the one that must be on the first screen."""
     if lecture():
         plots.lecture_style(fig)
+    else:
+        fig.update_layout(template=plots.template(False))
+    kw.setdefault("config", _CHART_CONFIG)
+    kw.setdefault("theme", None)  # vilab's template, not Streamlit's (which would override its fonts)
+    if main:
+        with st.container(key=MAIN_FIGURE):
+            return st.plotly_chart(fig, key=key, **kw)
     return st.plotly_chart(fig, key=key, **kw)
 
 
@@ -320,8 +376,8 @@ def click_setter(chart_key: str, x_key: str, y_key: str, lo: float, hi: float, d
 
 
 def more(label: str = "More settings"):
-    """An expander for advanced settings, collapsed in lecture mode."""
-    return st.expander(label, expanded=not lecture())
+    """An expander for advanced settings, closed by default (never put the step size in it)."""
+    return st.expander(label, expanded=False)
 
 
 @contextmanager
@@ -347,3 +403,39 @@ def report_status(trace_or_status, label: str = "") -> bool:
         st.warning(f"{label + ': ' if label else ''}{status}. The path is drawn up to the failure.")
         return True
     return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Normal and lecture mode
+
+_BASE_CSS = """
+.block-container { padding-top: 2.75rem; padding-bottom: 2rem; }
+h1 { padding-top: 0.25rem; padding-bottom: 0.25rem; }
+[data-testid="stPlotlyChart"] { margin-bottom: 0; }
+"""
+
+# Lecture mode: the root font size grows, so every rem-sized text grows with it (titles never shrink);
+# the small texts (captions, labels, help, chips, sidebar) are raised to >= 18 px; nothing is clipped.
+_LECTURE_CSS = """
+html { font-size: 20px; }
+.block-container { max-width: 100%; padding-left: 2rem; padding-right: 2rem; }
+[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p,
+[data-testid="stWidgetLabel"] p, [data-testid="stWidgetLabel"] label, [data-testid="stMarkdownContainer"] p,
+[data-testid="stMarkdownContainer"] li, [data-testid="stSidebarNav"] span, [data-testid="stExpander"] summary p,
+[data-baseweb="tag"] span, [data-baseweb="select"] div, [data-testid="stTickBarMin"], [data-testid="stTickBarMax"],
+[data-testid="stSliderThumbValue"], [data-testid="stTable"] td, [data-testid="stTable"] th, button p,
+[data-testid="stAlertContentInfo"] p, [data-testid="stTab"] p, input, textarea {
+    font-size: 0.95rem !important;
+}
+button p, [data-baseweb="tag"] span, [data-testid="stSidebarNav"] span, [data-testid="stWidgetLabel"] p,
+[data-testid="stTab"] p {
+    white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
+}
+[data-baseweb="tag"] { max-width: none !important; height: auto !important; }
+"""
+
+
+def apply_mode() -> None:
+    """The page CSS of the current mode (app.py calls it once per run, before the page)."""
+    css = _BASE_CSS + (_LECTURE_CSS if lecture() else "")
+    st.markdown(f"<style>{css}</style>", unsafe_allow_html=True)

@@ -92,7 +92,9 @@ def _lecture_script():
 
 
 @pytest.mark.parametrize("lecture", [False, True])
-def test_lecture_mode_enlarges_figures_and_folds_settings(lecture):
+def test_lecture_mode_uses_the_projector_template_and_keeps_the_figure_height(lecture):
+    """Lecture mode: the same template at projector sizes (every chart text >= 18 px), the figure keeps its
+    height (so it stays on the first screen); settings expanders are closed in both modes."""
     import json
 
     at = AppTest.from_function(_lecture_script, default_timeout=60)
@@ -100,9 +102,11 @@ def test_lecture_mode_enlarges_figures_and_folds_settings(lecture):
     at.run()
     assert not at.exception
     layout = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
-    assert layout["height"] == (540 if lecture else 400)
-    assert layout.get("font", {}).get("size") == (20 if lecture else None)
-    assert at.expander[0].proto.expanded is (not lecture)
+    assert layout["height"] == 400
+    tl = layout["template"]["layout"]
+    assert tl["font"]["size"] == (20 if lecture else 14)
+    assert tl["xaxis"]["tickfont"]["size"] >= (18 if lecture else 12)
+    assert at.expander[0].proto.expanded is False
 
 
 def _click_script():

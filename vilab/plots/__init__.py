@@ -5,24 +5,28 @@ Shared helpers live in this module; topic builders in ``vilab.plots.<topic>``.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import plotly.graph_objects as go
 
-__all__ = ["COLORS", "color", "ellipse", "density_contour", "style", "lecture_style"]
+from .theme import (FONT_PX, LECTURE_FONT_PX, LOOKS, Look, label, line, look, marker,  # noqa: F401
+                    template)
 
-# A stable colour per method family, so the same method has the same colour on every page.
-COLORS = {
-    "euclidean": "#d62728", "natural": "#1f77b4", "kl": "#1f77b4", "fisher": "#ff7f0e",
-    "score": "#2ca02c", "forward_kl": "#9467bd", "true": "#111111", "adam": "#d62728",
-    "snngm": "#1f77b4", "nadam": "#ff7f0e", "nagm": "#2ca02c", "vogn": "#9467bd", "pga": "#8c564b",
-}
-_PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-            "#bcbd22", "#17becf"]
+__all__ = ["COLORS", "color", "ellipse", "density_contour", "style", "lecture_style", "look", "label", "line",
+           "marker", "Look", "LOOKS", "template", "FONT_PX", "LECTURE_FONT_PX"]
+
+#: colour of each method with a fixed look (see :mod:`vilab.plots.theme`)
+COLORS = {k: lk.color for k, lk in LOOKS.items()}
+_PALETTE = ["#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#8C510A", "#7B3294",
+            "#1B3F8B", "#B2182B"]
 
 
 def color(name: str, i: int = 0) -> str:
-    """Colour of a method: its fixed colour if it has one, else the i-th palette colour."""
-    return COLORS.get(name.lower(), _PALETTE[i % len(_PALETTE)])
+    """Colour of a method (:func:`look`); an empty name (an unnamed run) takes the i-th palette colour."""
+    if not str(name).strip():
+        return _PALETTE[i % len(_PALETTE)]
+    return look(name).color
 
 
 def ellipse(mean, cov, n_std: float = 2.0, n: int = 100) -> tuple[np.ndarray, np.ndarray]:
@@ -54,23 +58,62 @@ def density_contour(log_density_grid: np.ndarray, xs: np.ndarray, ys: np.ndarray
 
 
 def style(fig: go.Figure, title: str | None = None, height: int = 450, **layout) -> go.Figure:
-    """Common layout: white template, compact margins, legend on top.
+    """Common layout: vilab's template, compact margins, legend in a strip above the plot.
 
     A title sits at the very top of the figure and the legend in its own strip just above the plot
-    area (a one-row legend does not overlap the title)."""
-    fig.update_layout(template="plotly_white", height=height, margin=dict(l=50, r=20, t=80 if title else 20, b=45),
+    area (a one-row legend does not overlap the title); the right margin keeps the hover toolbar
+    off the plot."""
+    fig.update_layout(template=template(False), height=height, margin=dict(l=50, r=40, t=80 if title else 24, b=45),
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0), **layout)
     if title:
         fig.update_layout(title=dict(text=title, x=0.0, xanchor="left", y=1.0, yref="container", yanchor="top",
-                                     pad=dict(t=8), font=dict(size=15)))
+                                     pad=dict(t=8)))
     return fig
 
 
+def _at_least(obj, size: float) -> None:
+    """Raise ``obj.font.size`` (or ``obj.size``) to ``size`` when set smaller."""
+    cur = getattr(obj, "size", None)
+    if cur is not None and cur < size:
+        obj.size = size
+
+
 def lecture_style(fig: go.Figure) -> go.Figure:
-    """Projector styling: larger fonts, taller figures, thicker lines."""
-    h = fig.layout.height or 450
-    fig.update_layout(font=dict(size=20), height=int(h * 1.35), title_font_size=24)
-    if fig.layout.title.text and fig.layout.margin.t is not None:
-        fig.update_layout(margin_t=int(fig.layout.margin.t * 1.4))
+    """Projector styling: the lecture template (every text >= 18 px, dark axis text), thicker lines.
+
+    Sizes a figure set explicitly (subplot titles, annotations, tick fonts, slider labels) are raised
+    to the lecture minimum; the figure keeps its height so that it stays on the first screen."""
+    big = LECTURE_FONT_PX
+    small = big - 2  # the floor: 18 px
+    fig.update_layout(template=template(True))
+    lay = fig.layout
+    for f in (lay.font, lay.title.font, lay.legend.font, lay.hoverlabel.font):
+        _at_least(f, small)
+    if lay.font.size is None:
+        lay.font.size = big
+    for ann in lay.annotations or ():
+        if ann.font.size is None or ann.font.size < small:
+            ann.font.size = small
+    for name in dir(lay):
+        if re.fullmatch(r"[xy]axis\d*", name):
+            ax = getattr(lay, name)
+            if ax.tickfont.size is not None and ax.tickfont.size < small:
+                ax.tickfont.size = small
+            if ax.title.font.size is not None and ax.title.font.size < small:
+                ax.title.font.size = small
+    for sl in lay.sliders or ():
+        sl.font.size = max(sl.font.size or 0, small)
+        sl.currentvalue.font.size = max(sl.currentvalue.font.size or 0, small)
+    for um in lay.updatemenus or ():
+        um.font.size = max(um.font.size or 0, small)
+    for tr in fig.data:
+        tf = getattr(tr, "textfont", None)
+        if tf is not None and tf.size is not None and tf.size < small:
+            tf.size = small
+        cb = getattr(getattr(tr, "marker", None), "colorbar", None) or getattr(tr, "colorbar", None)
+        if cb is not None and cb.tickfont.size is not None and cb.tickfont.size < small:
+            cb.tickfont.size = small
+    if lay.margin.t is not None and lay.title.text:
+        fig.update_layout(margin_t=int(lay.margin.t * 1.25))
     fig.update_traces(selector=dict(type="scatter"), line_width=3.5)
     return fig

@@ -1,0 +1,215 @@
+"""What a lecturer sees, measured in a real browser: the page checks behind the lecture-grade layout.
+
+Used by tests/browser/test_layout.py and by scripts/screenshots.py (which a developer runs by hand to
+look at every page). Each check takes a Playwright page already rendered and returns a list of
+problems (empty when the page passes):
+
+* :func:`main_figure_problems`: the page's main figure (the chart inside the container keyed
+  ``main_figure``, made by ``vilab_ui.show(fig, main=True)``) lies inside the first viewport;
+* :func:`font_problems`: in lecture mode, the page title, body text, widget labels and every text of
+  every Plotly chart (ticks, axis titles, legends, annotations) are at least 18 px;
+* :func:`overflow_problems`: no visible element's text is clipped by its box (buttons, chips,
+  labels, sidebar items, markdown).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SIZES = [(1280, 720), (1600, 1000)]
+MIN_LECTURE_PX = 18.0
+
+
+def chromium_path() -> str | None:
+    return os.environ.get("VILAB_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def page_paths() -> list[tuple[str, str]]:
+    """(url path, page title) for each page, as st.navigation names them."""
+    out = []
+    for p in sorted((ROOT / "pages").glob("*.py")):
+        if p.name.startswith("_"):
+            continue
+        head, _, rest = p.stem.partition("_")
+        name = rest if head.isdigit() and rest else p.stem
+        out.append((name, name.replace("_", " ")))
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def streamlit_server(timeout_s: float = 90):
+    """A live ``streamlit run app.py`` on a free port; yields its base URL."""
+    port = _free_port()
+    env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        raise RuntimeError("streamlit did not start: " + proc.stdout.read().decode(errors="replace")[-2000:])
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@contextmanager
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(
+            executable_path=chromium_path(), headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
+        )
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def wait_rendered(page, timeout_s: float = 240.0) -> None:
+    """Wait until the script has finished running (no 'Running...' status), a title is shown and
+    every Plotly chart on the page has been drawn."""
+    page.wait_for_selector("h1", timeout=timeout_s * 1000)
+    deadline = time.time() + timeout_s
+    quiet_since = None
+    while time.time() < deadline:
+        running = page.locator('[data-testid="stStatusWidget"]').count() > 0
+        if running:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.time()
+        elif time.time() - quiet_since > 1.5:
+            break
+        time.sleep(0.25)
+    else:
+        raise AssertionError("the page kept running past the timeout")
+    page.wait_for_function(
+        "() => Array.from(document.querySelectorAll('[data-testid=\"stPlotlyChart\"]'))"
+        ".every(c => c.querySelector('.main-svg') !== null)", timeout=60_000)
+    time.sleep(0.5)  # Plotly's last relayout (automargins)
+
+
+def open_page(browser, base_url: str, path: str, width: int, height: int, lecture: bool, query: str = ""):
+    """A new browser tab at the page, rendered; returns (page, js_errors)."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    q = "&".join(x for x in (("lecture=1" if lecture else ""), query) if x)
+    home = page_paths()[0][0]
+    page.goto(f"{base_url}/{'' if path == home else path}{'?' + q if q else ''}", wait_until="domcontentloaded")
+    wait_rendered(page)
+    return page, errors
+
+
+def main_figure_problems(page) -> list[str]:
+    box = page.evaluate("""() => {
+        const c = document.querySelector('.st-key-main_figure [data-testid="stPlotlyChart"] .main-svg')
+               || document.querySelector('.st-key-main_figure img');
+        if (!c) return null;
+        const r = c.getBoundingClientRect();
+        return {top: r.top, bottom: r.bottom, left: r.left, right: r.right, w: innerWidth, h: innerHeight};
+    }""")
+    if box is None:
+        return ["no main figure (a chart in the container keyed 'main_figure')"]
+    out = []
+    if box["top"] < -1 or box["bottom"] > box["h"] + 1:
+        out.append(f"main figure spans y = {box['top']:.0f}..{box['bottom']:.0f} px; the first screen ends at {box['h']}")
+    if box["left"] < -1 or box["right"] > box["w"] + 1:
+        out.append(f"main figure spans x = {box['left']:.0f}..{box['right']:.0f} px; the screen is {box['w']} wide")
+    return out
+
+
+_FONTS_JS = """(minPx) => {
+    const bad = [];
+    const vis = el => { const r = el.getBoundingClientRect(); const s = getComputedStyle(el);
+        return r.width > 0 && r.height > 0 && s.visibility !== 'hidden' && s.display !== 'none'; };
+    const px = el => parseFloat(getComputedStyle(el).fontSize);
+    const say = (what, el) => bad.push(what + ' ' + px(el).toFixed(1) + 'px: "' + (el.textContent || '').trim().slice(0, 40) + '"');
+    const h1 = document.querySelector('h1');
+    if (h1 && px(h1) < 2 * minPx) say('title', h1);
+    const sel = ['[data-testid="stMarkdownContainer"] p', '[data-testid="stMarkdownContainer"] li',
+                 '[data-testid="stWidgetLabel"] p', '[data-testid="stCaptionContainer"]',
+                 '[data-testid="stTable"] td', '[data-testid="stTable"] th', 'button p',
+                 '[data-testid="stSidebarNav"] span'];
+    for (const s of sel) for (const el of document.querySelectorAll(s)) {
+        if (!vis(el) || !(el.textContent || '').trim()) continue;
+        if (el.closest('[data-testid="stExpanderDetails"]') && !vis(el.closest('[data-testid="stExpanderDetails"]'))) continue;
+        if (px(el) < minPx - 0.01) say(s, el);
+    }
+    for (const t of document.querySelectorAll('[data-testid="stPlotlyChart"] .main-svg text')) {
+        if (!(t.textContent || '').trim() || !vis(t)) continue;
+        const fs = parseFloat(t.style.fontSize || getComputedStyle(t).fontSize);
+        if (fs < minPx - 0.01) say('chart text', t);
+    }
+    return bad;
+}"""
+
+
+def font_problems(page, min_px: float = MIN_LECTURE_PX) -> list[str]:
+    bad = page.evaluate(_FONTS_JS, min_px)
+    return sorted(set(bad))[:20] + ([f"... {len(set(bad)) - 20} more"] if len(set(bad)) > 20 else [])
+
+
+_OVERFLOW_JS = """() => {
+    const bad = [];
+    const roots = document.querySelectorAll('[data-testid="stMain"], [data-testid="stSidebar"]');
+    for (const root of roots) for (const el of root.querySelectorAll('p, span, label, button, h1, h2, h3, li, div')) {
+        if (el.children.length > 0 && el.tagName === 'DIV') continue;
+        if (el.closest('.katex-mathml')) continue;  // KaTeX's copy for screen readers, hidden on purpose
+        const t = (el.textContent || '').trim();
+        if (!t) continue;
+        const r = el.getBoundingClientRect();
+        if (r.width === 0 || r.height === 0) continue;
+        const s = getComputedStyle(el);
+        if (s.visibility === 'hidden') continue;
+        const clips = s.overflowX !== 'visible' || s.textOverflow === 'ellipsis';
+        if (clips && el.scrollWidth > el.clientWidth + 2) bad.push(el.tagName.toLowerCase() + ': "' + t.slice(0, 50) + '"');
+    }
+    return bad;
+}"""
+
+
+def overflow_problems(page) -> list[str]:
+    bad = page.evaluate(_OVERFLOW_JS)
+    # Streamlit's own screen-reader-only and code blocks scroll on purpose
+    return sorted(set(b for b in bad if b))[:20]
+
+
+def exception_problems(page, errors) -> list[str]:
+    out = [f"JavaScript error: {e}" for e in errors]
+    exc = page.locator('[data-testid="stException"]')
+    if exc.count():
+        out.append("exception on the page: " + exc.first.inner_text()[:300])
+    return out
