@@ -5,20 +5,71 @@ from pathlib import Path
 import streamlit as st
 
 import vilab_ui as ui
+from vilab import fields as vf
+from vilab import plots
+from vilab.plots import fields as fplots
+from vilab.targets.papers import horseshoe_crab_toy
 
 ui.page(
-    "vilab: a lab for natural-gradient variational inference",
-    "Gaussian variational inference fits $q(\\theta) = \\mathcal N(\\mu, \\Sigma)$ to a posterior by "
-    "maximising the evidence lower bound. *How* you take the steps matters: the same objective, "
-    "followed with Euclidean or natural gradients, in covariance, Cholesky or precision "
-    "coordinates, takes very different paths, and some of them stop being a covariance at all. "
-    "This lab lets you watch those paths, move the step size, and check the papers' numbers "
-    "yourself.",
+    "vilab: the natural-gradient VI lab",
+    "Variational inference fits a Gaussian to a posterior. The same objective, followed with Euclidean or natural gradients, takes very different paths: "
+    "watch them, move the step size, and check the papers' numbers yourself.",
 )
+
+CRAB_START = (0.0, 0.1)  # Tan (2025) Fig. 1's first starting point
+HERO = ("gd-mv", "kappa")  # Euclidean and natural gradient ascent in (mu, sigma^2)
+
+
+@st.cache_data(show_spinner=False)
+def _hero():
+    """Tan (2025) Fig. 1 on the horseshoe-crab toy: ELBO contours, both paths from one start (backtracking)."""
+    target = horseshoe_crab_toy()
+    box = ((-0.25, 1.45), (0.0005, 0.105))
+    grid = vf.chart_grid(target, vf.CHARTS[0], box, 17)
+    fine = vf.chart_grid(target, vf.CHARTS[0], box, 80)
+    opt = target.info["optimum"]
+    l_opt = float(vf.elbo_grads_1d(target, opt[0], opt[1])[0])
+    paths, steps = {}, {}
+    for code in HERO:
+        tr = vf.run_1d(code, target, *CRAB_START, 1.0, schedule="backtracking", rel_tol=1e-7, n_steps=1000)
+        steps[code] = tr.n_steps
+        paths[plots.label(code)] = (tr.mean[:, 0], tr.cov[:, 0, 0], tr.status, plots.label(code))
+    return grid, fine, opt, l_opt, paths, steps
+
+
+ctl, area = ui.columns(1, 2.2)
+with area:
+    with ui.guard("figure"):
+        grid, fine, opt, l_opt, paths, steps = _hero()
+        fig = fplots.field_figure(grid["xs"], grid["ys"], grid["Nx"], grid["Ny"], objective=fine["L"],
+                                  objective_xy=(fine["xs"], fine["ys"]), objective_max=l_opt, optimum=opt,
+                                  paths=paths, normalise=True, xlabel="mean μ", ylabel="variance σ²",
+                                  arrow_color="#9a9a9a", height=430)
+        ui.show(fig, key="hero", main=True)
+        ui.notice(f"Both paths maximise the same ELBO from the same start. The Euclidean gradient ascent "
+                  f"zigzags ({steps['gd-mv']} steps): near σ² = 0 the entropy term makes its vertical component "
+                  f"huge, so the step size must stay tiny. The natural gradient (grey arrows) rescales by the "
+                  f"inverse Fisher information and heads for the optimum (○) in {steps['kappa']} steps.")
+with ctl:
+    st.markdown("**Start here**")
+    for path, title, text in [
+        ("pages/10_Vector_fields.py", "Vector fields", "this figure, live: any start, any coordinates"),
+        ("pages/20_Trajectories.py", "Trajectories", "2-D posteriors, every method side by side"),
+        ("pages/30_Adam_vs_SNNGM.py", "Adam vs SNNGM", "an optimizer built on natural gradients"),
+        ("pages/40_Divergences.py", "Divergences", "why Fisher divergences shrink variances"),
+        ("pages/90_Reproductions.py", "Reproductions", "check a paper's number with one button"),
+    ]:
+        ui.link(path, f"{title}: {text}")
 
 st.latex(r"\lambda \leftarrow \lambda + \rho\, F_\lambda^{-1} \nabla_\lambda \mathcal L(\lambda)")
 st.caption("Natural-gradient ascent on the ELBO: $F_\\lambda$ is the Fisher information of $q_\\lambda$, "
            "$\\rho$ the step size.")
+st.markdown(
+    "Gaussian variational inference fits $q(\\theta) = \\mathcal N(\\mu, \\Sigma)$ to a posterior by "
+    "maximising the evidence lower bound (ELBO). *How* you take the steps matters: the same objective, "
+    "followed with Euclidean or natural gradients, in covariance, Cholesky or precision coordinates, takes "
+    "very different paths, and some of them stop being a covariance at all."
+)
 
 st.subheader("The five papers")
 st.markdown(
@@ -47,18 +98,16 @@ DESCRIPTIONS = {
     "Reproductions": "Every number of the papers that vilab reproduces: press a button, see paper vs computed.",
 }
 here = Path(__file__).resolve().parent
-rows = []
 for p in sorted(here.glob("*.py")):
     stem = p.stem.partition("_")[2]
     if stem in DESCRIPTIONS:
-        rows.append(f"- **{stem.replace('_', ' ')}**: {DESCRIPTIONS[stem]}")
-st.markdown("\n".join(rows))
+        ui.link(f"pages/{p.name}", f"**{stem.replace('_', ' ')}**: {DESCRIPTIONS[stem]}")
 
 st.subheader("Sharing a view")
 st.markdown(
     "Every slider, choice and toggle is written into the page's URL as you change it "
     "(for example `?rho=0.9&sd1=2`). Copy the address bar to share the exact view: opening the link "
     "restores every control and redraws the same figures. The sidebar's **random seed** fixes every "
-    "Monte Carlo draw, and **lecture mode** enlarges fonts and figures for a projector."
+    "Monte Carlo draw, and **lecture mode** sizes every text for a projector."
 )
 st.caption("The computation package `vilab` can be used without the app: `vilab repro --list` lists the reproductions.")

@@ -20,7 +20,7 @@ from vilab import plots
 __all__ = [
     "page", "slider", "log_slider", "select", "radio", "multiselect", "number", "toggle", "checkbox",
     "text", "seed", "lecture", "show", "guard", "more", "report_status", "log_grid", "selected_point",
-    "click_setter", "scope", "tabs", "columns", "notice", "explain", "table", "apply_mode", "MAIN_FIGURE",
+    "click_setter", "scope", "tabs", "link", "columns", "notice", "explain", "table", "apply_mode", "MAIN_FIGURE",
 ]
 
 
@@ -294,6 +294,21 @@ def page(title: str, intro: str | None = None) -> None:
         st.markdown(intro)
 
 
+def link(page_file: str, label: str) -> None:
+    """A link to another page of the lab (``page_file`` like "pages/10_Vector_fields.py").
+
+    Inside the app it is Streamlit's page link (same tab, keeps the session); a page run on its own
+    (tests, ``streamlit run pages/...``) has no page registry, and gets a plain link instead."""
+    from streamlit.errors import StreamlitAPIException
+
+    try:
+        st.page_link(page_file, label=label)
+    except StreamlitAPIException:
+        stem = page_file.rsplit("/", 1)[-1].removesuffix(".py")
+        head, _, rest = stem.partition("_")
+        st.markdown(f"[{label}](/{rest if head.isdigit() and rest else stem})")
+
+
 def columns(controls: float = 1.0, figure: float = 3.0):
     """(controls column, figure column): the layout that keeps a page's main figure on the first
     screen with its controls (the step sizes first) beside it."""
@@ -409,7 +424,10 @@ def report_status(trace_or_status, label: str = "") -> bool:
 # Normal and lecture mode
 
 _BASE_CSS = """
-.block-container { padding-top: 2.75rem; padding-bottom: 2rem; }
+.block-container { padding-top: 1.75rem; padding-bottom: 2rem; }
+[data-testid="stHeader"] { background: transparent; height: 2.5rem; }
+[data-testid="stPageLink"] p, [data-testid="stPageLink"] span { white-space: normal !important; overflow: visible !important;
+    text-overflow: clip !important; }
 h1 { padding-top: 0.25rem; padding-bottom: 0.25rem; }
 [data-testid="stPlotlyChart"] { margin-bottom: 0; }
 """
@@ -424,7 +442,7 @@ html { font-size: 20px; }
 [data-testid="stMarkdownContainer"] li, [data-testid="stSidebarNav"] span, [data-testid="stExpander"] summary p,
 [data-baseweb="tag"] span, [data-baseweb="select"] div, [data-testid="stTickBarMin"], [data-testid="stTickBarMax"],
 [data-testid="stSliderThumbValue"], [data-testid="stTable"] td, [data-testid="stTable"] th, button p,
-[data-testid="stAlertContentInfo"] p, [data-testid="stTab"] p, input, textarea {
+[data-testid="stAlertContentInfo"] p, [data-testid="stTab"] p, [data-testid="stPageLink"] p, input, textarea {
     font-size: 0.95rem !important;
 }
 button p, [data-baseweb="tag"] span, [data-testid="stSidebarNav"] span, [data-testid="stWidgetLabel"] p,

@@ -5,106 +5,39 @@ Screenshots go to assets/screenshots/ (the README shows the home page's).
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.browser import layout
+from tests.browser.layout import ROOT, wait_rendered  # noqa: F401
+
 SHOTS = ROOT / "assets" / "screenshots"
-CHROMIUM = os.environ.get("VILAB_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM = layout.chromium_path()
 
 pytestmark = pytest.mark.browser
 
 if CHROMIUM is None:
+    import os
+
     if os.environ.get("CI"):
         raise RuntimeError("Chromium is required for the browser tests in CI; .ci/run installs it (apt-get install chromium).")
     pytest.skip("Chromium is not installed (run `make test`, which installs it, or apt-get install chromium)",
                 allow_module_level=True)
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _page_paths() -> list[tuple[str, str]]:
-    """(url path, page title) for each page, as st.navigation names them."""
-    sys.path.insert(0, str(ROOT))
-    out = []
-    for p in sorted((ROOT / "pages").glob("*.py")):
-        if p.name.startswith("_"):
-            continue
-        head, _, rest = p.stem.partition("_")
-        name = rest if head.isdigit() and rest else p.stem
-        out.append((name, name.replace("_", " ")))
-    return out
+_page_paths = layout.page_paths
 
 
 @pytest.fixture(scope="module")
 def server():
-    port = _free_port()
-    env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        raise RuntimeError("streamlit did not start: " + proc.stdout.read().decode(errors="replace")[-2000:])
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    with layout.streamlit_server() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(
-            executable_path=CHROMIUM, headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
-        )
+    with layout.chromium() as b:
         yield b
-        b.close()
-
-
-def wait_rendered(page, timeout_s: float = 240.0) -> None:
-    """Wait until the script has finished running (no 'Running...' status) and a title is shown."""
-    page.wait_for_selector("h1", timeout=timeout_s * 1000)
-    deadline = time.time() + timeout_s
-    quiet_since = None
-    while time.time() < deadline:
-        running = page.locator('[data-testid="stStatusWidget"]').count() > 0
-        if running:
-            quiet_since = None
-        elif quiet_since is None:
-            quiet_since = time.time()
-        elif time.time() - quiet_since > 1.5:
-            return
-        time.sleep(0.25)
-    raise AssertionError("the page kept running past the timeout")
 
 
 def test_shared_link_opened_first_on_a_fresh_server(server, browser):
@@ -116,25 +49,6 @@ def test_shared_link_opened_first_on_a_fresh_server(server, browser):
     assert page.locator('[data-testid="stSidebar"] input[type="number"]').first.input_value() == "5"
     nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
     assert "app" not in nav.split("\n")  # not Streamlit's v1 pages-directory list
-    page.close()
-
-
-@pytest.mark.parametrize("path,title", _page_paths(), ids=[p for p, _ in _page_paths()])
-def test_every_page_renders_in_chromium(server, browser, path, title):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    url = server + ("/" if path == _page_paths()[0][0] else f"/{path}")
-    page.goto(url, wait_until="domcontentloaded")
-    wait_rendered(page)
-    assert page.locator("h1").first.inner_text().strip() != ""
-    assert page.locator('[data-testid="stException"]').count() == 0, page.locator('[data-testid="stException"]').first.inner_text()
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{path.lower()}.png"), full_page=False)
-    # Plotly charts, where the page has any, are drawn by the browser
-    for chart in page.locator('[data-testid="stPlotlyChart"]').all()[:3]:
-        assert chart.locator(".main-svg").count() > 0
-    assert not errors, errors
     page.close()
 
 
