@@ -28,7 +28,7 @@ from typing import NamedTuple
 import plotly.graph_objects as go
 import plotly.io as pio
 
-__all__ = ["Look", "LOOKS", "look", "label", "line", "marker", "template", "TEMPLATE", "LECTURE_TEMPLATE",
+__all__ = ["Look", "LOOKS", "look", "method_of", "label", "line", "marker", "template", "TEMPLATE", "LECTURE_TEMPLATE",
            "FONT_PX", "LECTURE_FONT_PX", "GEOMETRY_DASH"]
 
 GEOMETRY_DASH = {"natural": "solid", "euclidean": "dash", "wasserstein": "dot", "reference": "solid"}
@@ -145,6 +145,24 @@ def _online_look(code: str) -> Look | None:
     if rank:
         f = f"{f} (rank {rank})"
     return Look(f"{a}, {ap}, {f}", col, dash, sym, "natural")
+
+
+def method_of(name) -> str | None:
+    """The method a trace name or legend group stands for (its code), or None.
+
+    Accepts a code, a label, or a label with a suffix such as "SR-VN (120 steps)", "VN: diverged" or
+    "BW-GD from (0, 1)"."""
+    if not isinstance(name, str) or not name.strip():
+        return None
+    n = name.strip()
+    for cut in (None, " (", ": ", " from ", ", "):
+        head = n if cut is None else n.split(cut, 1)[0]
+        k = _key(head)
+        if k is not None:
+            return k
+        if _ONLINE.match(head.strip().lower()):
+            return head.strip().lower()
+    return None
 
 
 def look(name: str) -> Look:
