@@ -63,6 +63,7 @@ __all__ = [
     "bam_update",
     "algorithm",
     "bam",
+    "DrawStream",
     "SGDState",
     "BaMState",
     "chen_slope_rule",
@@ -316,6 +317,41 @@ def _logq(half_logdet_prec, z):
     return half_logdet_prec - 0.5 * jnp.sum(z**2, -1) - 0.5 * d * jnp.log(2 * jnp.pi)
 
 
+class DrawStream(NamedTuple):
+    """What the SGD methods and BaM share in their states: the iteration count ``t``, the
+    ``window`` (iterations per draw key and per ELBO average), the ``chain`` and window keys of
+    :func:`_draw_key`, the current window's ELBO sum, count and non-finite flag (:func:`_window_elbo`),
+    and the last step's ``draws`` ((B, d) when recorded, else (0, d))."""
+
+    t: jax.Array
+    window: jax.Array
+    chain: jax.Array
+    wkey: jax.Array
+    esum: jax.Array
+    ecount: jax.Array
+    ebad: jax.Array
+    draws: jax.Array
+
+
+def _stream_init(key, window, n_draws: int, d: int) -> DrawStream:
+    """The stream at t = 0: both keys are ``key``, an empty window, ``n_draws`` zero draws."""
+    return DrawStream(jnp.int64(0), window, key, key, jnp.float64(0.0), jnp.int64(0), jnp.asarray(False),
+                      jnp.zeros((n_draws, d)))
+
+
+def _stream_key(ds: DrawStream):
+    """The key of this step's draws, whether it opens a window, and the stream with its keys moved on."""
+    k, chain, wkey, first = _draw_key(ds.chain, ds.wkey, ds.t, ds.window)
+    return k, first, ds._replace(chain=chain, wkey=wkey)
+
+
+def _stream_advance(ds: DrawStream, first, elbo, draws, record: bool) -> DrawStream:
+    """The stream after a step: t + 1, the step's ELBO estimate added to the window, its draws kept
+    when ``record``."""
+    esum, ecount, ebad = _window_elbo(ds, elbo, first)
+    return ds._replace(t=ds.t + 1, esum=esum, ecount=ecount, ebad=ebad, draws=draws if record else ds.draws)
+
+
 def _draw_key(chain, wkey, t, window):
     """The key of iteration t's draws, and the updated (chain, window key).
 
@@ -330,17 +366,17 @@ def _draw_key(chain, wkey, t, window):
     return jax.random.fold_in(wkey, (t % window).astype(jnp.uint32)), chain, wkey, first
 
 
-def _window_elbo(state, elbo, first):
+def _window_elbo(ds: DrawStream, elbo, first):
     """Running sum and count of the current window's ELBO estimates (non-finite ones flag the window)."""
     ok = jnp.isfinite(elbo)
-    esum = jnp.where(first, 0.0, state.esum) + jnp.where(ok, elbo, 0.0)
-    ecount = jnp.where(first, 0, state.ecount) + 1
-    ebad = jnp.where(first, False, state.ebad) | ~ok
+    esum = jnp.where(first, 0.0, ds.esum) + jnp.where(ok, elbo, 0.0)
+    ecount = jnp.where(first, 0, ds.ecount) + 1
+    ebad = jnp.where(first, False, ds.ebad) | ~ok
     return esum, ecount, ebad
 
 
-def _window_average(state):
-    return jnp.where((state.ecount > 0) & ~state.ebad, state.esum / jnp.maximum(state.ecount, 1), jnp.nan)
+def _window_average(ds: DrawStream):
+    return jnp.where((ds.ecount > 0) & ~ds.ebad, ds.esum / jnp.maximum(ds.ecount, 1), jnp.nan)
 
 
 def _check_target(target):
@@ -370,21 +406,14 @@ def _check_window(window):
 
 class SGDState(NamedTuple):
     """State of :func:`algorithm`: the variational parameters (mu, T*) with T* the factor T of the
-    precision on the log scale on its diagonal, the step rule's states, the iteration count t, the
-    draw keys, the current window's ELBO sum, the last draws, and ``hyper`` = {"learning_rate"}."""
+    precision on the log scale on its diagonal, the step rule's states, the :class:`DrawStream`
+    (iteration count, draw keys, window ELBO sum, last draws) and ``hyper`` = {"learning_rate"}."""
 
     mu: jax.Array
     Ts: jax.Array
     opt_mu: object
     opt_T: object
-    t: jax.Array
-    window: jax.Array
-    chain: jax.Array
-    wkey: jax.Array
-    esum: jax.Array
-    ecount: jax.Array
-    ebad: jax.Array
-    draws: jax.Array
+    stream: DrawStream
     hyper: dict
 
 
@@ -494,12 +523,11 @@ def _sgd_algorithm(target, method, B, mask_bytes, opt, lr_default, label, rho, e
         T0 = jnp.where(mask, T0, 0.0)
         eye = jnp.eye(d, dtype=bool)
         Ts0 = jnp.tril(jnp.where(eye, jnp.log(jnp.abs(jnp.diag(T0)))[None, :] * jnp.ones((d, 1)), T0))
-        return SGDState(mu0, Ts0, opt.init(mu0), opt.init(Ts0), jnp.int64(0), window, key, key, jnp.float64(0.0),
-                        jnp.int64(0), jnp.asarray(False), jnp.zeros((B if record_samples else 0, d)),
-                        {"learning_rate": lr})
+        return SGDState(mu0, Ts0, opt.init(mu0), opt.init(Ts0),
+                        _stream_init(key, window, B if record_samples else 0, d), {"learning_rate": lr})
 
     def step(key, s, batch):  # key unused: the draws follow the window stream of _draw_key
-        k, chain, wkey, first = _draw_key(s.chain, s.wkey, s.t, s.window)
+        k, first, ds = _stream_key(s.stream)
         T = _T_of(s.Ts, mask)
         lr = s.hyper["learning_rate"]
         if method in ("kl", "fdr", "sdr"):
@@ -531,9 +559,8 @@ def _sgd_algorithm(target, method, B, mask_bytes, opt, lr_default, label, rho, e
         elbo = jnp.mean(jax.vmap(logh)(thetas) - _logq(jnp.sum(jnp.log(jnp.diag(T))), zs))
         gn = jnp.sqrt(jnp.sum(g_mu**2) + jnp.sum(gTs**2))
         un = jnp.sqrt(jnp.sum(u_mu**2) + jnp.sum(u_T**2))
-        esum, ecount, ebad = _window_elbo(s, elbo, first)
-        new = SGDState(mu_new, Ts_new, opt_mu, opt_T, s.t + 1, s.window, chain, wkey, esum, ecount, ebad,
-                       thetas if record_samples else s.draws, s.hyper)
+        new = SGDState(mu_new, Ts_new, opt_mu, opt_T, _stream_advance(ds, first, elbo, thetas, record_samples),
+                       s.hyper)
         diag = jnp.exp(jnp.diag(Ts_new))
         code = jnp.where(~jnp.all(jnp.isfinite(diag)), NONFINITE, jnp.where(jnp.any(diag == 0), _SINGULAR, 0))
         return new, {"code": code, "step_size": lr, "elbo": elbo,
@@ -542,11 +569,11 @@ def _sgd_algorithm(target, method, B, mask_bytes, opt, lr_default, label, rho, e
     def observe(s):
         T = _T_of(s.Ts, mask)
         cov = _cov_of_T(T)
-        avg = _window_average(s)
+        avg = _window_average(s.stream)
         obj = exact_kl(s.mu, cov) if exact_kl is not None else -avg
         out = {"mean": s.mu, "cov": cov, "objective": obj, "T": T, "elbo": avg}
         if record_samples:
-            out["samples"] = s.draws
+            out["samples"] = s.stream.draws
         return out
 
     return Algorithm(init, step, observe, name=METHOD_LABELS[method],
@@ -560,20 +587,13 @@ def _sgd_algorithm(target, method, B, mask_bytes, opt, lr_default, label, rho, e
 
 
 class BaMState(NamedTuple):
-    """State of :func:`bam`: mean, covariance and its Cholesky factor, the iteration count, the draw
-    keys, the window ELBO sum, the last draws, and ``hyper`` = {"lr_scale"}."""
+    """State of :func:`bam`: mean, covariance and its Cholesky factor, the :class:`DrawStream`
+    (iteration count, draw keys, window ELBO sum, last draws) and ``hyper`` = {"lr_scale"}."""
 
     mu: jax.Array
     Sigma: jax.Array
     C: jax.Array
-    t: jax.Array
-    window: jax.Array
-    chain: jax.Array
-    wkey: jax.Array
-    esum: jax.Array
-    ecount: jax.Array
-    ebad: jax.Array
-    draws: jax.Array
+    stream: DrawStream
     hyper: dict
 
 
@@ -615,32 +635,29 @@ def _bam_algorithm(target, B, record_samples, d):
 
     @jax.jit
     def _init_arrays(key, mu0, S0, scale, window):
-        return BaMState(mu0, S0, jnp.linalg.cholesky(S0), jnp.int64(0), window, key, key, jnp.float64(0.0),
-                        jnp.int64(0), jnp.asarray(False), jnp.zeros((B if record_samples else 0, d)),
+        return BaMState(mu0, S0, jnp.linalg.cholesky(S0), _stream_init(key, window, B if record_samples else 0, d),
                         {"lr_scale": scale})
 
     def step(key, s, batch):  # key unused: the draws follow the window stream of _draw_key
-        k, chain, wkey, first = _draw_key(s.chain, s.wkey, s.t, s.window)
+        k, first, ds = _stream_key(s.stream)
         z = jax.random.normal(k, (B, d), dtype=s.mu.dtype)
         thetas = s.mu + z @ s.C.T
         gs = jax.vmap(score)(thetas)
-        rho = s.hyper["lr_scale"] / (s.t + 1).astype(s.mu.dtype)
+        rho = s.hyper["lr_scale"] / (ds.t + 1).astype(s.mu.dtype)
         mu_new, S_new = bam_update(s.mu, s.Sigma, thetas, gs, rho)
         C_new = jnp.linalg.cholesky(S_new)
         elbo = jnp.mean(jax.vmap(logh)(thetas) - _logq(-jnp.sum(jnp.log(jnp.diag(s.C))), z))
-        esum, ecount, ebad = _window_elbo(s, elbo, first)
-        new = BaMState(mu_new, S_new, C_new, s.t + 1, s.window, chain, wkey, esum, ecount, ebad,
-                       thetas if record_samples else s.draws, s.hyper)
+        new = BaMState(mu_new, S_new, C_new, _stream_advance(ds, first, elbo, thetas, record_samples), s.hyper)
         finite = jnp.all(jnp.isfinite(mu_new)) & jnp.all(jnp.isfinite(S_new))
         code = jnp.where(~finite, NONFINITE, jnp.where(jnp.all(jnp.isfinite(C_new)), 0, _NOT_PD))
         return new, {"code": code, "step_size": rho, "elbo": elbo}
 
     def observe(s):
-        avg = _window_average(s)
+        avg = _window_average(s.stream)
         obj = exact_kl(s.mu, s.Sigma) if exact_kl is not None else -avg
         out = {"mean": s.mu, "cov": s.Sigma, "objective": obj, "elbo": avg}
         if record_samples:
-            out["samples"] = s.draws
+            out["samples"] = s.stream.draws
         return out
 
     return Algorithm(init, step, observe, name="BaM",
