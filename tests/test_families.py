@@ -226,3 +226,214 @@ def test_thm2_dense_forms_are_natgrad_estimators(param):
     for order, G in (("first", first), ("second", second)):
         est = fam.thm2_gradient(lam, z, g, H, order=order)
         np.testing.assert_allclose(est, fam.from_matrices(gh, jnp.tril(G)), rtol=1e-10, atol=1e-12)
+
+
+# ------------------------------------------------------------- the other members of the protocol
+
+from scipy import stats  # noqa: E402
+
+from vilab import families  # noqa: E402
+from vilab.families import BlockPrecFamily, DLRPrecFamily, GaussianFamilyProtocol, MomentFamily  # noqa: E402
+from vilab.families_block import Structure, dense_mask, from_dense, to_dense  # noqa: E402
+
+STRUCTURES = [Structure(3, 2, 2, 0), Structure(5, 1, 2, 1)]
+
+
+def _block_q(st: Structure, seed: int = 0):
+    """A random (mu, T) of the block family, its flat lambda, and the dense T (numpy)."""
+    rng = np.random.default_rng(seed)
+    fam = BlockPrecFamily(st)
+    M = np.where(dense_mask(st), rng.normal(size=(st.d, st.d)) * 0.3, 0.0)
+    M[np.diag_indices(st.d)] = rng.uniform(0.7, 1.6, size=st.d) * rng.choice([-1.0, 1.0], size=st.d)
+    F = from_dense(jnp.asarray(M), st)
+    mu = jnp.asarray(rng.normal(size=st.d))
+    return fam, (mu, F), fam.pack(mu, F), to_dense(F, st)
+
+
+def _dlr_q(d: int, rank: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    mu, ups, W = rng.normal(size=d), rng.uniform(0.5, 2.0, size=d), rng.normal(size=(d, rank)) * 0.7
+    return DLRPrecFamily(d, rank), (jnp.asarray(mu), jnp.asarray(ups), jnp.asarray(W)), np.diag(ups) + W @ W.T
+
+
+def _check_against_dense(fam, q, mu, S, seed: int = 0):
+    """Every operation of the protocol against the dense (mu, Sigma), computed with numpy / scipy."""
+    assert isinstance(fam, GaussianFamilyProtocol)
+    d = fam.d
+    rng = np.random.default_rng(seed)
+    P = np.linalg.inv(S)
+    np.testing.assert_allclose(fam.mean(q), mu, rtol=0, atol=0)
+    np.testing.assert_allclose(fam.covariance(q), S, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(fam.precision(q), P, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(fam.variances(q), np.diag(S), rtol=1e-10)
+    b = rng.normal(size=d)
+    Bm = rng.normal(size=(d, 3))
+    np.testing.assert_allclose(fam.solve(q, jnp.asarray(b)), P @ b, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(fam.solve(q, jnp.asarray(Bm)), P @ Bm, rtol=1e-9, atol=1e-10)
+    if hasattr(fam, "cov_apply"):
+        np.testing.assert_allclose(fam.cov_apply(q, jnp.asarray(b)), S @ b, rtol=1e-9, atol=1e-10)
+        np.testing.assert_allclose(fam.cov_apply(q, jnp.asarray(Bm)), S @ Bm, rtol=1e-9, atol=1e-10)
+    theta = rng.normal(size=(6, d))
+    ref = stats.multivariate_normal(mu, S).logpdf(theta)
+    np.testing.assert_allclose(fam.logpdf(q, jnp.asarray(theta)), ref, rtol=1e-10)
+    np.testing.assert_allclose(fam.logpdf(q, jnp.asarray(theta[0])), ref[0], rtol=1e-10)
+    np.testing.assert_allclose(fam.half_logdet(q), 0.5 * np.linalg.slogdet(S)[1], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(fam.entropy(q), stats.multivariate_normal(mu, S).entropy(), rtol=1e-10)
+    other = gaussian.MeanCov(jnp.zeros(d), 2.0 * jnp.eye(d))
+    np.testing.assert_allclose(fam.kl(q, other), gaussian.kl(gaussian.MeanCov(jnp.asarray(mu), jnp.asarray(S)), other),
+                               rtol=1e-9)
+    assert abs(float(fam.kl(q, q))) < 1e-10
+    nat = gaussian.convert(fam.gaussian(q), "natural")
+    np.testing.assert_allclose(nat.eta1, P @ mu, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(nat.eta2, -0.5 * P, rtol=1e-9, atol=1e-10)
+    # transform: B B^T = Sigma for the linear map z -> theta - mu
+    Bz = np.asarray(fam.transform(q, jnp.eye(d))) - np.asarray(mu)  # rows: B e_j
+    np.testing.assert_allclose(Bz.T @ Bz, S, rtol=1e-9, atol=1e-10)
+    assert int(fam.validity(q)) == 0
+
+
+def _check_moments(fam, q, mu, S, n: int = 20000):
+    """Sample mean and covariance of n draws within 5 standard errors of (mu, Sigma), entrywise:
+    SE(mean_i) = sqrt(S_ii / n), SE(cov_ij) = sqrt((S_ij^2 + S_ii S_jj) / n)."""
+    x = np.asarray(fam.sample(jax.random.PRNGKey(7), q, n))
+    assert x.shape == (n, fam.d)
+    assert np.all(np.abs(x.mean(0) - mu) < 5 * np.sqrt(np.diag(S) / n))
+    se_cov = np.sqrt((S**2 + np.outer(np.diag(S), np.diag(S))) / n)
+    assert np.all(np.abs(np.cov(x.T) - S) < 5 * se_cov)
+    with pytest.raises(ValueError, match="number of draws"):
+        fam.sample(jax.random.PRNGKey(0), q, 0)
+
+
+@pytest.mark.parametrize("st", STRUCTURES, ids=["arrow", "banded"])
+def test_block_family_against_the_dense_gaussian(st):
+    fam, q, lam, T = _block_q(st, 3)
+    S = np.linalg.inv(T @ T.T)
+    mu = np.asarray(q[0])
+    assert fam.size == lam.shape[0] == st.d + int(dense_mask(st).sum())
+    _check_against_dense(fam, q, mu, S)
+    _check_against_dense(fam, lam, mu, S)  # the flat lambda is the same q
+    np.testing.assert_allclose(fam.dense_factor(lam), T, rtol=0, atol=0)
+    mu2, F2 = fam.unpack(lam)
+    np.testing.assert_array_equal(fam.pack(mu2, F2), lam)
+    np.testing.assert_array_equal(np.asarray(lam)[fam.diag_index()], np.diag(T))
+    z = jnp.asarray(np.random.default_rng(1).normal(size=(4, st.d)))
+    np.testing.assert_allclose(fam.whiten(q, fam.transform(q, z)), z, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(fam.log_q_whitened(q, z), fam.logpdf(q, fam.transform(q, z)), rtol=1e-12)
+    _check_moments(fam, lam, mu, S)
+
+
+@pytest.mark.parametrize("st", STRUCTURES, ids=["arrow", "banded"])
+def test_block_family_validity_codes(st):
+    fam, q, lam, T = _block_q(st, 5)
+    assert int(fam.validity(lam)) == families.OK
+    assert int(fam.validity(lam.at[0].set(jnp.nan))) == families.NONFINITE  # mu
+    assert int(fam.validity(lam.at[-1].set(jnp.inf))) == families.NONFINITE  # T
+    for k in (0, -1):  # a local and a global diagonal entry of T
+        assert int(fam.validity(lam.at[fam.diag_index()[k]].set(0.0))) == families.SINGULAR_FACTOR
+    off = np.setdiff1d(np.arange(st.d, fam.size), fam.diag_index())[0]
+    assert int(fam.validity(lam.at[off].set(0.0))) == families.OK  # an off-diagonal zero is fine
+    with pytest.raises(ValueError, match="scalar states"):
+        BlockPrecFamily(Structure(3, 2, 1, 1)).check()
+
+
+@pytest.mark.parametrize("rank", [1, 3])
+def test_dlr_family_against_the_dense_gaussian(rank):
+    d = 6
+    fam, q, Prec = _dlr_q(d, rank, rank)
+    S = np.linalg.inv(Prec)
+    mu = np.asarray(q[0])
+    _check_against_dense(fam, q, mu, S)
+    lam = fam.pack(*q)
+    assert fam.size == lam.shape[0] == d * (2 + rank)
+    _check_against_dense(fam, lam, mu, S)
+    np.testing.assert_array_equal(jnp.concatenate([a.reshape(-1) for a in fam.unpack(lam)]), lam)
+    _check_moments(fam, q, mu, S)
+
+
+def test_dlr_family_validity_codes():
+    fam, q, _ = _dlr_q(4, 2, 1)
+    mu, ups, W = q
+    assert int(fam.validity(q)) == families.OK
+    assert int(fam.validity((mu, ups, W.at[1, 0].set(jnp.nan)))) == families.NONFINITE
+    assert int(fam.validity((mu.at[0].set(jnp.inf), ups, W))) == families.NONFINITE
+    assert int(fam.validity((mu, ups.at[2].set(-0.1), W))) == families.NOT_PD
+    assert int(fam.validity((mu, ups.at[2].set(0.0), W))) == families.NOT_PD
+    with pytest.raises(ValueError, match="rank"):
+        DLRPrecFamily(4, 0).check()
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_moment_family_against_the_dense_gaussian(diagonal):
+    d = 4
+    rng = np.random.default_rng(2)
+    A = rng.normal(size=(d, d))
+    S = np.diag(rng.uniform(0.5, 2.0, size=d)) if diagonal else A @ A.T / d + 0.5 * np.eye(d)
+    mu = rng.normal(size=d)
+    fam = MomentFamily(d, diagonal)
+    q = (jnp.asarray(mu), jnp.asarray(np.diag(S) if diagonal else S))
+    _check_against_dense(fam, q, mu, S)
+    lam = fam.pack(*q)
+    _check_against_dense(fam, lam, mu, S)
+    kappa = GaussianFamily(d, "kappa", diagonal)  # the same flat storage and density
+    theta = jnp.asarray(rng.normal(size=(3, d)))
+    np.testing.assert_allclose(fam.logpdf(lam, theta), kappa.logpdf(lam, theta), rtol=1e-12)
+    _check_moments(fam, q, mu, S)
+    bad = (q[0], q[1].at[0].set(-1.0) if diagonal else q[1].at[0, 0].set(-1.0))
+    assert int(fam.validity(bad)) == families.NOT_PD
+    assert int(fam.validity((q[0].at[1].set(jnp.nan), q[1]))) == families.NONFINITE
+
+
+def test_moment_family_symmetrises_sigma():
+    """An asymmetric (by rounding) Sigma is read as (Sigma + Sigma^T) / 2, as BONG's FC sampler always did."""
+    S = np.array([[2.0, 0.5], [0.3, 1.0]])
+    fam = MomentFamily(2)
+    q = (jnp.zeros(2), jnp.asarray(S))
+    Ss = 0.5 * (S + S.T)
+    np.testing.assert_allclose(fam.half_logdet(q), 0.5 * np.linalg.slogdet(Ss)[1], rtol=1e-12)
+    np.testing.assert_allclose(fam.solve(q, jnp.ones(2)), np.linalg.solve(Ss, np.ones(2)), rtol=1e-12)
+
+
+def test_codes_are_shared_by_every_member():
+    from vilab import families_block, families_lowrank
+
+    assert (families.OK, families.NONFINITE, families.NOT_PD, families.SINGULAR_FACTOR) == (0, 2, 3, 5)
+    assert (families_block.OK, families_block.NONFINITE, families_block.SINGULAR_FACTOR) == (0, 2, 5)
+    assert (families_lowrank.OK, families_lowrank.NONFINITE, families_lowrank.NOT_PD) == (0, 2, 3)
+    assert "positive definiteness" in CODES[families.NOT_PD][0] and "singular" in CODES[families.SINGULAR_FACTOR][0]
+
+
+def test_subsystems_use_the_members():
+    """vilab.online's beliefs are states of the members; vilab.hierarchical's log q, validity and
+    sampling are the block family's (same numbers, same functions)."""
+    from vilab.hierarchical import families as hfam
+    from vilab.hierarchical import fit as hfit
+    from vilab.online import families as ofam
+
+    from vilab import families_block, families_lowrank
+
+    assert hfam.BlockPrecFamily is BlockPrecFamily and hfam.solve_Tt is families_block.solve_Tt
+    assert ofam.dlr_solve is families_lowrank.dlr_solve and ofam.dlr_noise_map is families_lowrank.dlr_noise_map
+    assert ofam.family_of(ofam.DLR(jnp.zeros(3), jnp.ones(3), jnp.zeros((3, 2)))) == DLRPrecFamily(3, 2)
+    assert ofam.family_of(ofam.Diag(jnp.zeros(3), jnp.ones(3))) == MomentFamily(3, True)
+    rng = np.random.default_rng(0)
+    mu = jnp.asarray(rng.normal(size=4))
+    for b in (ofam.FC(mu, jnp.eye(4) * 0.7), ofam.Diag(mu, jnp.full(4, 0.4)),
+              ofam.DLR(mu, jnp.full(4, 1.3), jnp.asarray(rng.normal(size=(4, 2))))):
+        fam = ofam.family_of(b)
+        key = jax.random.PRNGKey(4)
+        np.testing.assert_array_equal(ofam.sample(key, b, 5), fam.sample(key, b, 5))
+        np.testing.assert_array_equal(ofam.marginal_variances(b), fam.variances(b))
+        np.testing.assert_allclose(ofam.dense_cov(b), fam.covariance(b), rtol=0, atol=0)
+    with pytest.raises(ValueError, match="belief"):
+        ofam.family_of(gaussian.MeanCov(mu, jnp.eye(4)))
+    st = STRUCTURES[1]
+    fam, (m, F), lam, T = _block_q(st, 8)
+    z = jnp.asarray(rng.normal(size=st.d))
+    theta = fam.transform(lam, z)
+    np.testing.assert_array_equal(hfit.log_q(hfam.log_abs_det(F), z), fam.log_q_whitened(lam, z))
+    np.testing.assert_allclose(fam.logpdf(lam, theta), stats.multivariate_normal(np.asarray(m), np.linalg.inv(T @ T.T))
+                               .logpdf(np.asarray(theta)), rtol=1e-10)
+    assert int(hfit.validity_code(m, F, jnp.float64(1.0))) == 0
+    assert int(hfit.validity_code(m, F, jnp.float64(jnp.nan))) == 2
+    F0 = F._replace(gg=F.gg.at[0, 0].set(0.0))
+    assert int(hfit.validity_code(m, F0, jnp.float64(1.0))) == int(fam.validity((m, F0))) == 5

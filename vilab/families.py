@@ -1,4 +1,39 @@
-"""Gaussian families q = N(mu, Sigma) stored as one flat vector lambda: the operations every method needs.
+"""Gaussian families q = N(mu, Sigma): the one protocol every method uses, and its members.
+
+The protocol (:class:`GaussianFamilyProtocol`, a ``typing.Protocol``; every member is a small hashable
+NamedTuple, so it can key compiled programs, and every method is a pure, jit-able function of ``q``,
+the member's parameters, a flat vector lambda or, where noted, the member's own tuple):
+
+* ``mean(q)``, ``variances(q)`` (the marginal variances diag(Sigma));
+* ``sample(key, q, n)`` -> (n, d) draws, ``transform(q, z)`` = mu + B z with B B^T = Sigma;
+* ``logpdf(q, theta)``, ``half_logdet(q)`` = 1/2 log|Sigma|, ``entropy(q)``;
+* ``solve(q, b)`` = Sigma^{-1} b (always the precision applied to b; the precision-factor members
+  also have ``cov_apply(q, b)`` = Sigma b);
+* ``validity(q)`` -> a :data:`vilab.core.CODES` step code: 0 fine, 2 non-finite, 3 covariance not
+  positive definite, 5 a Cholesky factor with a zero on its diagonal;
+* ``pack`` / ``unpack`` / ``size`` (the flat storage), ``covariance(q)`` and ``precision(q)`` as
+  dense d x d matrices (small d, tests), ``gaussian(q)`` (the same Gaussian as a :mod:`vilab.gaussian`
+  parameterization: natural / expectation parameters by :func:`vilab.gaussian.convert`) and
+  ``kl(q, other)`` via :func:`vilab.gaussian.kl`.
+
+Members:
+
+=================================================  =====================================================
+:class:`GaussianFamily` (d, param, diagonal)       dense or diagonal Cholesky of Sigma / of Sigma^-1 /
+                                                   Sigma itself (Tan (2025)); below. Also natural
+                                                   gradients and Tan's Thm 2 estimators.
+:class:`~vilab.families_block.BlockPrecFamily`     Sigma^-1 = T T^T, T an arrow (ell = 0) or banded
+(Structure(n, r, g, ell))                          (ell = 1) block factor (Tan (2025) eq. 4, Chen, Nott &
+                                                   Tan Sec. 4); O(n) solves (vilab.hierarchical's q)
+:class:`~vilab.families_lowrank.DLRPrecFamily`     Sigma^-1 = diag(ups) + W W^T (BONG's dlr-R, Jones,
+(d, rank)                                          Chang & Murphy Eq. 281); Woodbury, exact sampler
+:class:`MomentFamily` (d, diagonal)                (mu, Sigma) or (mu, diag s2) as BONG stores them
+                                                   (vilab.online's FC / Diag beliefs): Sigma symmetrised
+                                                   before it is factored
+=================================================  =====================================================
+
+GaussianFamily
+--------------
 
 A :class:`GaussianFamily` says how a flat vector of free variational parameters lambda (Tan (2025)
 Sec. 6: "l_lambda = length of lambda") stores the mean and a factor of the covariance:
@@ -33,7 +68,7 @@ pure, jit-able function of lambda:
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
@@ -41,9 +76,11 @@ import numpy as np
 from jax.scipy.linalg import cho_solve, solve_triangular
 
 from . import gaussian, natgrad
+from .linalg import symmetrize as _sym
 from .linalg import unvech, vech
 
-__all__ = ["GaussianFamily", "PARAMS", "OK", "NONFINITE", "NOT_PD", "SINGULAR_FACTOR", "ORDERS"]
+__all__ = ["GaussianFamily", "PARAMS", "OK", "NONFINITE", "NOT_PD", "SINGULAR_FACTOR", "ORDERS",
+           "GaussianFamilyProtocol", "MomentFamily", "BlockPrecFamily", "DLRPrecFamily", "Structure", "BlockFactor"]
 
 PARAMS = ("chol_cov", "chol_prec", "kappa")
 ORDERS = ("first", "second")
@@ -52,6 +89,43 @@ ORDERS = ("first", "second")
 OK, NONFINITE, NOT_PD, SINGULAR_FACTOR = 0, 2, 3, 5
 
 _LOG2PI = math.log(2.0 * math.pi)
+
+
+@runtime_checkable
+class GaussianFamilyProtocol(Protocol):
+    """What every Gaussian family offers (see the module docstring); ``q`` is the member's parameters."""
+
+    @property
+    def d(self) -> int: ...
+
+    @property
+    def size(self) -> int: ...
+
+    def mean(self, q): ...
+
+    def variances(self, q): ...
+
+    def covariance(self, q): ...
+
+    def precision(self, q): ...
+
+    def solve(self, q, b): ...
+
+    def transform(self, q, z): ...
+
+    def sample(self, key, q, n: int): ...
+
+    def logpdf(self, q, theta): ...
+
+    def half_logdet(self, q): ...
+
+    def entropy(self, q): ...
+
+    def validity(self, q): ...
+
+    def gaussian(self, q): ...
+
+    def kl(self, q, other): ...
 
 
 def _solve_lower(T, b):
@@ -386,3 +460,129 @@ class GaussianFamily(NamedTuple):
         else:
             g, H = grad_hess(theta)
         return h, self.thm2_gradient(lam, z, g, H, order=order, smooth=smooth)
+
+
+class MomentFamily(NamedTuple):
+    """q = N(mu, Sigma) (``diagonal=False``) or N(mu, diag(s2)) (``diagonal=True``) in moment form, as
+    BONG stores its FC and Diag beliefs (:mod:`vilab.online.families`).
+
+    ``q`` is a pair (mu, Sigma) / (mu, s2) (an online FC / Diag belief) or the flat vector of
+    ``GaussianFamily(d, "kappa", diagonal)`` (pack / unpack are that family's). Unlike that family,
+    a dense Sigma is symmetrised, (Sigma + Sigma^T) / 2, before it is factored (online updates leave it
+    asymmetric by rounding), and draws are mu + eps L^T with eps (n, d) ~ N(0, I) in mu's dtype.
+    """
+
+    d: int
+    diagonal: bool = False
+
+    @property
+    def flat(self) -> GaussianFamily:
+        """The flat storage: ``GaussianFamily(d, "kappa", diagonal)``."""
+        return GaussianFamily(self.d, "kappa", self.diagonal)
+
+    @property
+    def size(self) -> int:
+        return self.flat.size
+
+    def check(self) -> "MomentFamily":
+        self.flat.check()
+        return self
+
+    def pack(self, mu, Sigma):
+        return self.flat.pack(mu, Sigma)
+
+    def unpack(self, lam):
+        return self.flat.unpack(lam)
+
+    def parts(self, q):
+        """(mu, Sigma or s2) from a pair or a flat vector."""
+        if isinstance(q, tuple):
+            return q[0], q[1]
+        return self.unpack(q)
+
+    def mean(self, q):
+        return self.parts(q)[0]
+
+    def variances(self, q):
+        """diag(Sigma) (the stored s2 for a diagonal family)."""
+        S = self.parts(q)[1]
+        return S if self.diagonal else jnp.diagonal(S)
+
+    def covariance(self, q):
+        S = self.parts(q)[1]
+        return jnp.diag(S) if self.diagonal else S
+
+    def precision(self, q):
+        """Sigma^-1 as a d x d matrix (a dense inverse: small d, tests)."""
+        S = self.parts(q)[1]
+        return jnp.diag(1.0 / S) if self.diagonal else jnp.linalg.inv(S)
+
+    def _chol(self, S):
+        return jnp.linalg.cholesky(_sym(S))
+
+    def solve(self, q, b):
+        """Sigma^-1 b (b of shape (d,) or (d, k)): a division, or a Cholesky solve of sym(Sigma)."""
+        S = self.parts(q)[1]
+        if self.diagonal:
+            return b / (S if jnp.ndim(b) == 1 else S[:, None])
+        return cho_solve((self._chol(S), True), b)
+
+    def transform(self, q, z):
+        """theta = mu + B z, B = sqrt(s2) or chol(sym Sigma); z of shape (d,) or (n, d)."""
+        mu, S = self.parts(q)
+        if self.diagonal:
+            return mu + z * jnp.sqrt(S)
+        L = self._chol(S)
+        return mu + (L @ z if jnp.ndim(z) == 1 else z @ L.T)
+
+    def sample(self, key, q, n: int):
+        """n draws mu + eps B^T, eps (n, d) ~ N(0, I) in mu's dtype (NaN if Sigma is not positive definite)."""
+        if isinstance(n, (int, np.integer)) and n < 1:
+            raise ValueError(f"The number of draws n must be at least 1; got {n}.")
+        mu = self.mean(q)
+        eps = jax.random.normal(key, (n, mu.shape[0]), mu.dtype)
+        return self.transform(q, eps)
+
+    def half_logdet(self, q):
+        S = self.parts(q)[1]
+        if self.diagonal:
+            return 0.5 * jnp.sum(jnp.log(S))
+        return jnp.sum(jnp.log(jnp.diagonal(self._chol(S))))
+
+    def entropy(self, q):
+        return 0.5 * self.d * (1.0 + _LOG2PI) + self.half_logdet(q)
+
+    def logpdf(self, q, theta):
+        """log q(theta) for theta of shape (d,) or (n, d)."""
+        mu, S = self.parts(q)
+        r = theta - mu
+        if self.diagonal:
+            quad = jnp.sum(r * r / S, -1)
+        else:
+            L = self._chol(S)
+            w = _solve_lower(L, r.T if jnp.ndim(r) == 2 else r)
+            quad = jnp.sum(w * w, 0)
+        return -0.5 * self.d * _LOG2PI - self.half_logdet(q) - 0.5 * quad
+
+    def validity(self, q):
+        """A vilab.core step code: 2 if not finite, 3 if Sigma (sym) is not positive definite, else 0."""
+        mu, S = self.parts(q)
+        finite = jnp.all(jnp.isfinite(mu)) & jnp.all(jnp.isfinite(S))
+        pd = jnp.all(S > 0) if self.diagonal else jnp.all(jnp.isfinite(self._chol(S)))
+        return jnp.where(finite, jnp.where(pd, OK, NOT_PD), NONFINITE).astype(jnp.int32)
+
+    def gaussian(self, q):
+        """:class:`vilab.gaussian.MeanField` (diagonal) or :class:`vilab.gaussian.MeanCov` (sym Sigma)."""
+        mu, S = self.parts(q)
+        return gaussian.MeanField(mu, jnp.sqrt(S)) if self.diagonal else gaussian.MeanCov(mu, _sym(S))
+
+    def kl(self, q, other):
+        """KL(q || other), ``other`` a :mod:`vilab.gaussian` parameterization or a q of this family."""
+        if not (isinstance(other, tuple) and type(other).__module__ == gaussian.__name__):
+            other = self.gaussian(other)
+        return gaussian.kl(self.gaussian(q), other)
+
+
+# the other members live next to their linear algebra
+from .families_block import BlockFactor, BlockPrecFamily, Structure  # noqa: E402
+from .families_lowrank import DLRPrecFamily  # noqa: E402

@@ -55,14 +55,13 @@ import numpy as np
 from .. import core
 from ..core import NONFINITE, Algorithm, Trace, memoize
 from . import families as fam
-from .families import BlockFactor, Structure
+from .families import BlockFactor, BlockPrecFamily, Structure
 
 __all__ = ["METHODS", "fit", "algorithm", "start_state", "HierState", "thm2_grads", "log_q", "validity_code",
            "chen_kld_grads", "chen_sdb_grads", "chen_fdb_grad_mu", "chen_fdb_grad_T", "sample_q", "final_elbo",
            "final_q", "method_label", "plateau_rule", "TAN_METHODS", "CHEN_METHODS", "CHEN_T0",
            "available_methods"]
 
-_LOG2PI = math.log(2.0 * math.pi)
 SINGULAR = 5  # vilab.core.CODES[5]: the Cholesky factor has a zero on its diagonal
 
 METHODS = {
@@ -138,8 +137,15 @@ class HierState(NamedTuple):
 
 
 def log_q(log_det_T, z):
-    """log q(theta) at theta = mu + T^{-T} z, q = N(mu, (T T^T)^{-1}): log|det T| - z'z/2 - (d/2) log 2 pi."""
-    return log_det_T - 0.5 * jnp.sum(z * z, -1) - 0.5 * z.shape[-1] * _LOG2PI
+    """log q(theta) at theta = mu + T^{-T} z, q = N(mu, (T T^T)^{-1}): log|det T| - z'z/2 - (d/2) log 2 pi
+    (:func:`vilab.families_block.log_q_whitened_T`, the family's one formula)."""
+    return fam.log_q_whitened_T(log_det_T, z)
+
+
+def _family_of(F: BlockFactor) -> BlockPrecFamily:
+    """The :class:`~vilab.families_block.BlockPrecFamily` whose factor F is (its Structure from the shapes)."""
+    n, r = F.diag.shape[0], F.diag.shape[1]
+    return BlockPrecFamily(Structure(int(n), int(r), int(F.gg.shape[0]), 0 if F.lower is None else 1))
 
 
 def thm2_grads(mu, F: BlockFactor, st: Structure, z, score, entropy: bool = True):
@@ -150,26 +156,17 @@ def thm2_grads(mu, F: BlockFactor, st: Structure, z, score, entropy: bool = True
     grad_mu L = g + T z (= grad h), grad_T L = mask(-x v^T). With ``entropy=False``, the gradient of
     the smooth part E_q[log p] only (ProxGenAdam leaves the entropy to its proximal step):
     grad_mu = g, grad_T = mask(-x (T^{-1} g)^T). Returns (theta, grad_mu, grad_T as a BlockFactor).
+    Written once on the family: :meth:`vilab.families_block.BlockPrecFamily.thm2_first_order`.
     """
-    x = fam.solve_Tt(F, z, st)
-    theta = mu + x
-    g = score(theta)
-    w = fam.solve_T(F, g, st)
-    if not entropy:
-        return theta, g, fam.mask_outer(-x, w, st)
-    return theta, g + fam.matvec_T(F, z, st), fam.mask_outer(-x, w + z, st)
-
-
-def _diag_of(F: BlockFactor):
-    return jnp.concatenate([jnp.diagonal(F.diag, axis1=1, axis2=2).reshape(-1), jnp.diagonal(F.gg)])
+    return BlockPrecFamily(st).thm2_first_order((mu, F), z, score, entropy)
 
 
 def validity_code(mu, F: BlockFactor, elbo) -> jax.Array:
     """The vilab.core code of an iterate: NONFINITE (2) for non-finite parameters or ELBO estimate,
-    5 for a zero on T's diagonal (q no longer a Gaussian), else 0."""
-    finite = core.finite_tree((mu, F, elbo))
-    singular = jnp.any(_diag_of(F) == 0)
-    return jnp.where(~finite, NONFINITE, jnp.where(singular, SINGULAR, 0)).astype(jnp.int32)
+    5 for a zero on T's diagonal (q no longer a Gaussian), else 0: the family's code
+    (:meth:`vilab.families_block.BlockPrecFamily.validity`) and a non-finite ELBO estimate."""
+    code = _family_of(F).validity((mu, F))
+    return jnp.where(jnp.all(jnp.isfinite(elbo)), code, NONFINITE).astype(jnp.int32)
 
 
 def _accumulate(state: HierState, params, opt, elbo) -> HierState:
@@ -181,7 +178,7 @@ def _accumulate(state: HierState, params, opt, elbo) -> HierState:
 
 def _row(mu, F: BlockFactor, st: Structure, state: HierState) -> dict:
     el = jnp.where(state.n_in > 0, state.elbo_sum / jnp.maximum(state.n_in, 1), jnp.nan)
-    return {"mean": mu, "var": fam._marginal_sd(F, st) ** 2, "objective": -el, "elbo": el,
+    return {"mean": mu, "var": BlockPrecFamily(st).variances((mu, F)), "objective": -el, "elbo": el,
             "factor": fam.pack(F, st)}
 
 
@@ -215,10 +212,10 @@ def _tan_algorithm(model, method) -> Algorithm:
 
     spec = METHODS[method]
     st = fam.structure_of(model)
+    family = BlockPrecFamily(st)
     d = st.d
     logp, score = model.log_density, jax.grad(model.log_density)
-    pga_layout = _PGALayout("chol_prec", d + fam.diag_positions(st))
-    natural = fam.natural_grad_arrow if st.ell == 0 else fam.natural_grad_columns
+    pga_layout = _PGALayout("chol_prec", family.diag_index())
     feed = spec["feed"]
 
     def transform(alpha):
@@ -226,24 +223,23 @@ def _tan_algorithm(model, method) -> Algorithm:
             return optim.pga(alpha, layout=pga_layout)
         return optim.make_transform(spec["opt"], alpha, None)
 
-    def decode(lam):
-        return lam[:d], fam.unpack(lam[d:], st)
+    decode = family.unpack
 
     def init(key, start=None, *, alpha=None, window=1000):
         """start: the scale t0 of the starting factor T = t0 I (default sqrt(n_obs)); mu = 0."""
         t0 = _default_scale(model, method) if start is None else float(start)
         hyper = _hyper_alpha(spec, alpha)
-        lam0 = jnp.concatenate([jnp.zeros(d), fam.pack(fam.identity_factor(st, t0), st)])
+        lam0 = family.identity(t0)
         return _start(lam0, transform(float(hyper["alpha"])).init(lam0), window, hyper)
 
     def step(key, s, batch):
         alpha = s.hyper["alpha"]
         mu, F = decode(s.params)
         z = jax.random.normal(key, (d,))
-        theta, gm, E = thm2_grads(mu, F, st, z, score, entropy=feed != "smooth")
-        elbo = logp(theta) - log_q(fam.log_abs_det(F), z)
+        theta, gm, E = family.thm2_first_order((mu, F), z, score, entropy=feed != "smooth")
+        elbo = logp(theta) - family.log_q_whitened((mu, F), z)
         if feed == "natural":
-            gm, E = natural(F, gm, E, st)
+            gm, E = family.natural_blocks(F, gm, E)
         upd, opt = transform(alpha).update(-jnp.concatenate([gm, fam.pack(E, st)]), s.opt, s.params)
         lam = s.params + upd
         code = validity_code(*decode(lam), elbo)
@@ -288,7 +284,7 @@ def _vogn_algorithm(model) -> Algorithm:
         alpha = s.hyper["alpha"]
         mu, T = layout.unpack(s.params)
         z = jax.random.normal(key, (d,))
-        theta = mu + jax.scipy.linalg.solve_triangular(T.T, z, lower=False)
+        theta = layout.transform(s.params, z)  # mu + T^{-T} z (vilab.families.GaussianFamily)
         gb, gt = model.local_factor_grads(theta)
         J = jnp.zeros((n, d)).at[rows, cols].set(gb.reshape(-1)).at[:, n * r:].set(gt)
         elbo = logp(theta) - log_q(jnp.sum(jnp.log(jnp.abs(jnp.diag(T)))), z)
@@ -387,6 +383,7 @@ def _chen_algorithm(model, method, B) -> Algorithm:
 
     spec = METHODS[method]
     st = fam.structure_of(model)
+    family = BlockPrecFamily(st)
     d = st.d
     logp, score = model.log_density, jax.grad(model.log_density)
     opt = make_optimizer("adadelta", None, _ADADELTA["rho"], _ADADELTA["eps"])
@@ -412,13 +409,13 @@ def _chen_algorithm(model, method, B) -> Algorithm:
         if method == "kld":
             z = jax.random.normal(key, (d,))
             g_mu, E, theta = chen_kld_grads(mu, F, st, z, score)
-            elbo = logp(theta) - log_q(fam.log_abs_det(F), z)
+            elbo = logp(theta) - family.log_q_whitened((mu, F), z)
             upd, s_mu = opt.update(g_mu, s_mu, mu)
         else:
             zs = jax.random.normal(key, (B, d))
-            thetas = mu + jax.vmap(lambda z: fam.solve_Tt(F, z, st))(zs)
+            thetas = family.transform((mu, F), zs)
             gs = jax.vmap(score)(thetas)
-            elbo = jnp.mean(jax.vmap(logp)(thetas) - log_q(fam.log_abs_det(F), zs))
+            elbo = jnp.mean(jax.vmap(logp)(thetas) - family.log_q_whitened((mu, F), zs))
             if method == "sdb":
                 g_mu, E = chen_sdb_grads(mu, F, st, thetas, gs)
                 upd, s_mu = opt.update(g_mu, s_mu, mu)
@@ -640,19 +637,21 @@ def sample_q(trace: Trace, m: int, key) -> np.ndarray:
     """m draws theta = mu + T^{-T} z from the fitted q (block back-substitutions, O(m n)); key: jax PRNG key."""
     mu, F, st = final_q(trace)
     z = jax.random.normal(core.as_key(key), (int(m), st.d))
-    return mu + np.asarray(_solve_Tt_batch(F, z, st))
+    return mu + np.asarray(_offsets_batch(F, z, BlockPrecFamily(st)))
 
 
 @partial(jax.jit, static_argnums=2)
-def _solve_Tt_batch(F, Z, st):
-    return jax.vmap(lambda z: fam.solve_Tt(F, z, st))(Z)
+def _offsets_batch(F, Z, family: BlockPrecFamily):
+    """T^{-T} z for every row of Z (the family's :meth:`~vilab.families_block.BlockPrecFamily.offsets`)."""
+    return family.offsets((None, F), Z)
 
 
 def final_elbo(model, trace: Trace, *, key, n_draws: int = 2000) -> tuple[float, float]:
     """Monte Carlo ELBO at the final q (mean, standard error); Tan Sec. 8: mean of h over draws from q."""
     mu, F, st = final_q(trace)
     z = jax.random.normal(core.as_key(key), (int(n_draws), st.d))
-    thetas = mu + np.asarray(_solve_Tt_batch(F, z, st))
+    family = BlockPrecFamily(st)
+    thetas = mu + np.asarray(_offsets_batch(F, z, family))
     lp = np.asarray(model.target.value_batch(jnp.asarray(thetas)))
-    h = lp - np.asarray(log_q(fam.log_abs_det(F), z))
+    h = lp - np.asarray(family.log_q_whitened((mu, F), z))
     return float(h.mean()), float(h.std(ddof=1) / math.sqrt(n_draws))

@@ -8,9 +8,12 @@ Belief states (pytrees):
 * :class:`Diag` (mu, s2): diagonal covariance diag(sigma^2) ("diag", "diag_mom").
 * :class:`DLR` (mu, ups, W): precision Sigma^{-1} = diag(ups) + W W^T ("dlr-R", Eq. 281).
 
-Helpers: Woodbury solves with a DLR precision (Eq. 305), the rank-R projection of
-Eqs. 306-308 done through the small Gram matrix, the exact DLR sampler (digest [ours]) and
-marginal variances.
+Each belief is a state of a member of the Gaussian-family protocol (:mod:`vilab.families`,
+:func:`family_of`): FC and Diag of :class:`vilab.families.MomentFamily`, DLR of
+:class:`vilab.families_lowrank.DLRPrecFamily`. Sampling, marginal variances, dense covariance and
+precision are those members' methods; the DLR linear algebra (Woodbury solves, Eq. 305, the rank-R
+projection of Eqs. 306-308 through the small Gram matrix, the exact DLR sampler, digest [ours]) lives in
+:mod:`vilab.families_lowrank` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -20,9 +23,20 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from ..families import DLRPrecFamily, MomentFamily
+from ..families_lowrank import (  # noqa: F401  (re-exports)
+    _chol_inv,
+    _woodbury_factor,
+    dlr_noise_map,
+    dlr_prec_apply,
+    dlr_project,
+    dlr_solve,
+    sym,
+)
+
 __all__ = [
     "FC", "Diag", "DLR", "init_belief", "marginal_variances", "mean_of", "sample", "dense_cov",
-    "dense_prec", "dlr_solve", "dlr_prec_apply", "dlr_project", "sym",
+    "dense_prec", "dlr_solve", "dlr_prec_apply", "dlr_project", "dlr_noise_map", "sym", "family_of",
 ]
 
 
@@ -46,11 +60,6 @@ class DLR(NamedTuple):
     mu: jnp.ndarray
     ups: jnp.ndarray
     W: jnp.ndarray
-
-
-def sym(A):
-    """(A + A^T) / 2: the symmetrisation the digest asks for (typo list item 5)."""
-    return 0.5 * (A + jnp.swapaxes(A, -1, -2))
 
 
 def init_belief(family: str, mu0, sigma0_2: float, rank: int = 0, key=None, w0_scale: float = 0.0):
@@ -89,120 +98,38 @@ def mean_of(b):
     return b.mu
 
 
-def dlr_solve(ups, W, V):
-    """(diag(ups) + W W^T)^{-1} V by Woodbury (Eqs. 305, 344), O(R^2 P + R^3) per column.
-
-    = Ups^{-1} V - Ups^{-1} W (I_R + W^T Ups^{-1} W)^{-1} W^T Ups^{-1} V.
-    """
-    vec = V.ndim == 1
-    V2 = V[:, None] if vec else V
-    U = W / ups[:, None]
-    K = jnp.eye(W.shape[1], dtype=W.dtype) + W.T @ U
-    Vu = V2 / ups[:, None]
-    out = Vu - U @ jnp.linalg.solve(K, W.T @ Vu)
-    return out[:, 0] if vec else out
-
-
-def dlr_prec_apply(ups, W, v):
-    """(diag(ups) + W W^T) v."""
-    if v.ndim == 1:
-        return ups * v + W @ (W.T @ v)
-    return ups[:, None] * v + W @ (W.T @ v)
-
-
-def dlr_project(ups_t, W_t, R: int):
-    """Rank-R projection of Eqs. 306-308: W = U[:, :R] Lambda[:R, :R] with (U, Lambda) the SVD
-    of W~, and ups = ups~ + diag(W~ W~^T - W W^T) (the diagonal of the precision is kept).
-
-    The SVD of the tall P x K matrix W~ is replaced by the eigendecomposition of the K x K Gram
-    matrix W~^T W~ = V Lambda^2 V^T: then U Lambda = W~ V, so W = W~ V[:, top R] (digest
-    implementation note; same subspace, no P x K factorisation).
-    """
-    gram = W_t.T @ W_t
-    _, V = jnp.linalg.eigh(sym(gram))  # ascending
-    Vtop = V[:, ::-1][:, :R]
-    W = W_t @ Vtop
-    ups = ups_t + jnp.sum(W_t**2, axis=1) - jnp.sum(W**2, axis=1)
-    return ups, W
-
-
-def _woodbury_factor(ups, W):
-    """Q (P, R) with Q Q^T = Ups^{-1} W (I_R + W^T Ups^{-1} W)^{-1} W^T Ups^{-1}, so that
-    (diag(ups) + W W^T)^{-1} = Ups^{-1} - Q Q^T (Woodbury, Eq. 344), O(R^2 P).
-
-    The R x R Cholesky factor is inverted explicitly and applied by a matrix product: a
-    triangular solve with P right-hand sides is far slower than a GEMM on XLA:CPU.
-    """
-    U = W / ups[:, None]
-    return U @ _chol_inv(jnp.eye(W.shape[1], dtype=W.dtype) + W.T @ U).T
-
-
-def _chol_inv(K):
-    """L^{-1} for the Cholesky factor L L^T = K of a small K x K matrix, to be applied to P-row blocks
-    by a matrix product (a triangular solve with P right-hand sides is slow on XLA:CPU)."""
-    Lk = jnp.linalg.cholesky(sym(K))
-    return jax.scipy.linalg.solve_triangular(Lk, jnp.eye(K.shape[0], dtype=K.dtype), lower=True)
+def family_of(b):
+    """The member of the Gaussian-family protocol whose state the belief b is (b itself is its ``q``):
+    FC -> MomentFamily(P), Diag -> MomentFamily(P, diagonal=True), DLR -> DLRPrecFamily(P, R)."""
+    P = b.mu.shape[0]
+    if isinstance(b, DLR):
+        return DLRPrecFamily(P, b.W.shape[1])
+    if isinstance(b, (FC, Diag)):
+        return MomentFamily(P, isinstance(b, Diag))
+    raise ValueError(f"Not a BONG belief (FC, Diag or DLR): {type(b).__name__}.")
 
 
 def marginal_variances(b):
-    """diag(Sigma) for any family (DLR: exact, via Woodbury, O(R^2 P))."""
-    if isinstance(b, FC):
-        return jnp.diagonal(b.Sigma)
-    if isinstance(b, Diag):
-        return b.s2
-    Q = _woodbury_factor(b.ups, b.W)
-    return 1.0 / b.ups - jnp.sum(Q**2, axis=1)
+    """diag(Sigma) for any family (DLR: exact, via Woodbury, O(R^2 P)): the family's ``variances``."""
+    return family_of(b).variances(b)
 
 
 def dense_cov(b):
     """The P x P covariance (for tests and small models)."""
-    if isinstance(b, FC):
-        return b.Sigma
-    if isinstance(b, Diag):
-        return jnp.diag(b.s2)
-    return jnp.linalg.inv(dense_prec(b))
+    return family_of(b).covariance(b)
 
 
 def dense_prec(b):
     """The P x P precision (for tests and small models)."""
-    if isinstance(b, DLR):
-        return jnp.diag(b.ups) + b.W @ b.W.T
-    if isinstance(b, Diag):
-        return jnp.diag(1.0 / b.s2)
-    return jnp.linalg.inv(b.Sigma)
+    return family_of(b).precision(b)
 
 
 def sample(key, b, n: int):
-    """n draws from the belief, (n, P).
+    """n draws from the belief, (n, P): the family's ``sample``.
 
-    FC: mu + chol(Sigma) eps (NaN if Sigma is not PD, which the runner reports as divergence).
+    FC: mu + eps chol(sym Sigma)^T (NaN if Sigma is not PD, which the runner reports as divergence).
     DLR: exact sampler (digest [ours]): with A = Ups^{-1/2} W = U_A S V_A^T,
     theta = mu + Ups^{-1/2} (eps + U_A((1 + S^2)^{-1/2} - 1) U_A^T eps), whose covariance is
     (Ups + W W^T)^{-1}; U_A S comes from the R x R Gram matrix A^T A.
     """
-    P = b.mu.shape[0]
-    eps = jax.random.normal(key, (n, P), b.mu.dtype)
-    if isinstance(b, FC):
-        L = jnp.linalg.cholesky(sym(b.Sigma))
-        return b.mu + eps @ L.T
-    if isinstance(b, Diag):
-        return b.mu + eps * jnp.sqrt(b.s2)
-    return b.mu + dlr_noise_map(b.ups, b.W, eps)
-
-
-def dlr_noise_map(ups, W, eps):
-    """eps (n, P) ~ N(0, I) -> draws of N(0, (diag(ups) + W W^T)^{-1}) (exact DLR sampler, digest [ours]).
-
-    Linear in eps: z = Ups^{-1/2}(eps + U_A((1 + S^2)^{-1/2} - 1) U_A^T eps), A = Ups^{-1/2} W = U_A S V^T.
-    """
-    rs = 1.0 / jnp.sqrt(ups)
-    A = W * rs[:, None]
-    S2, V = jnp.linalg.eigh(sym(A.T @ A))
-    S2 = jnp.maximum(S2, 0.0)
-    S = jnp.sqrt(S2)
-    tiny = jnp.finfo(W.dtype).eps * jnp.maximum(1.0, jnp.max(S))
-    safe = jnp.where(S > tiny, S, 1.0)
-    UA = (A @ V) / safe
-    fac = jnp.where(S > tiny, 1.0 / jnp.sqrt(1.0 + S2) - 1.0, 0.0)
-    z = eps + ((eps @ UA) * fac) @ UA.T
-    return z * rs
+    return family_of(b).sample(key, b, n)
