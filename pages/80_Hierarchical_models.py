@@ -1,6 +1,7 @@
 """Hierarchical models on real data: sparse Gaussian VI for GLMMs and stochastic volatility vs NUTS."""
 
 import jax
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -15,22 +16,11 @@ from vilab.plots import hierarchical as hplots
 
 ui.page(
     "Hierarchical models",
-    "Random-effects models and state-space models have posteriors whose precision matrix is sparse: "
-    "an *arrow* (each subject's effects talk only to the global parameters) or a *band* (each state "
-    "talks to its neighbours and to the globals). A Gaussian approximation whose precision Cholesky "
-    "factor $T$ keeps that pattern has O(n) parameters and costs O(n) per step. Here Tan's sparse "
-    "natural gradient (Algorithm 2S) with SNNGM and its rivals, and Chen, Nott & Tan's divergence-based "
-    "methods, run on the epilepsy data (Poisson GLMMs) and the GBP exchange rate (stochastic "
-    "volatility), against a NUTS reference posterior.",
+    "Sparse Gaussian variational inference on real data (random effects, stochastic volatility), against MCMC.",
 )
-st.latex(r"q=N\big(\mu,(TT^\top)^{-1}\big),\ \ \theta=\mu+T^{-\top}z")
-st.latex(r"T\leftarrow T+\rho\,T\,\bar{\bar H},\ \ H=T_d^\top\bar G\qquad\text{(Tan 2025, Thm 4: arrow)}")
-st.latex(r"\widetilde\nabla_{T_{R_j,j}}\mathcal L=\big(\Sigma_{R_jR_j}+e_je_j^\top/T_{jj}^2\big)^{-1}"
-         r"\nabla_{T_{R_j,j}}\mathcal L\qquad\text{(any pattern: the band)}")
-st.caption("Column j of T, with free rows R_j: the sparse natural gradient for any pattern, used here for the band.")
 DATA = {v[0]: k for k, v in MODELS.items()}
-c1, c2 = st.columns([2, 3])
-with c1:
+ctl, fig_col = ui.columns(1.5, 3)  # room for the data name and the method chips
+with ctl:
     data_label = ui.select("Data and model", "data", list(DATA), list(DATA)[0])
 key = DATA[data_label]
 model = avail = None
@@ -40,25 +30,24 @@ with ui.guard("loading the model"):
 if model is None or avail is None:
     st.stop()
 labels = {METHODS[m]["label"]: m for m, why in avail.items() if not why}
-with c2:
+with ctl:
     default_methods = ["SNNGM", "KLD"] + (["SDb"] if model.ell == 0 else [])
     chosen = ui.multiselect("Methods", f"m_{key}", list(labels), default_methods,
                             help="Tan (2025): SNNGM, NAdam (natural gradients), Adam, PGA, VOGN. "
                                  "Chen, Nott & Tan: KLD, SDb, FDb (sparse), FDr, SDr, BaM (dense). On the "
                                  "stochastic-volatility model SDb and FDb take about a minute.")
-c1, c2 = st.columns(2)
-with c1:
     n_iter = ui.slider("Maximum iterations", "iters", 2000, 60000, 40000, step=1000,
                        help="The papers: up to 60,000 (epilepsy) and 30,000 (stochastic volatility).")
-with c2:
-    use_rule = ui.toggle("Stop when the ELBO levels off (Chen et al.'s rule)", "rule", True,
-                         help="Stop when the slope of the last five 1000-iteration ELBO averages is below 0.01.")
-with ui.more():
-    alpha0 = ui.log_slider("SNNGM alpha0", "a0", 1e-3, 1e-1, 3e-2, help="alpha = alpha0 sqrt(number of parameters)")
-    batch = ui.slider("Batch size B (FDb, SDb)", f"B_{key}", 2, 20, 10 if model.ell == 1 else 5,  # one per model
-                      help="The papers: 5 for the GLMMs, 10 for stochastic volatility.")
-    budget = ui.slider("Time budget per method (s)", "budget", 5, 120, 60,
-                       help="A run stops here and says so (FDr, SDr and BaM ignore it).")
+    use_rule = ui.toggle("Stop when the ELBO levels off", "rule", True,
+                         help="Chen et al.'s rule: stop when the slope of the last five 1000-iteration ELBO averages "
+                              "is below 0.01.")
+    with ui.more():
+        alpha0 = ui.log_slider("SNNGM step size α₀", "a0", 1e-3, 1e-1, 3e-2,
+                               help="α = α₀ √(number of parameters)")
+        batch = ui.slider("Batch size B (FDb, SDb)", f"B_{key}", 2, 20, 10 if model.ell == 1 else 5,  # one per model
+                          help="The papers: 5 for the GLMMs, 10 for stochastic volatility.")
+        budget = ui.slider("Time budget per method (s)", "budget", 5, 120, 60,
+                           help="A run stops here and says so (FDr, SDr and BaM ignore it).")
 missing = [f"{METHODS[m]['label']} ({why})" for m, why in avail.items() if why]
 if missing:
     st.caption("Not offered for this model: " + "; ".join(missing) + ".")
@@ -92,11 +81,17 @@ def _patterns(k, n_show):
     return sparsity_patterns(get_model(k), _reference(k).mean, n_show)
 
 
-st.subheader("Average lower bound against time")
 results = {}
-for lab in chosen:  # one guard per method: a failing method warns, the others are still drawn
-    with ui.guard(lab):
-        results[lab] = _run(key, labels[lab], n_iter, alpha0, batch, use_rule, budget, ui.seed())
+with fig_col:
+    for lab in chosen:  # one guard per method: a failing method warns, the others are still drawn
+        with ui.guard(lab):
+            results[lab] = _run(key, labels[lab], n_iter, alpha0, batch, use_rule, budget, ui.seed())
+    if results:
+        with ui.guard("ELBO plot"):
+            ui.show(hplots.elbo_vs_time({lab: (r["t"], r["elbo"]) for lab, r in results.items()},
+                                        title="Lower bound (ELBO) against time"), key="elbo", main=True)
+    elif not chosen:
+        st.info("Choose at least one method.")
 for lab, r in results.items():
     ui.report_status(r["status"], lab)
 capped = [f"{lab} ({r['status']})" for lab, r in results.items() if r["status"] in ("max_steps", "max_time")]
@@ -104,17 +99,24 @@ if capped and use_rule:
     st.info("Truncated before the ELBO levelled off: " + "; ".join(capped) + ". Raise the maximum iterations "
             "or the time budget to see where they converge.")
 if results:
-    with ui.guard("ELBO plot"):
-        ui.show(hplots.elbo_vs_time({lab: (r["t"], r["elbo"]) for lab, r in results.items()}), key="elbo")
+    with ui.guard("ELBO notes"):
+        ends = {lab: (float(np.asarray(r["elbo"])[np.isfinite(r["elbo"])][-1]), float(r["t"][-1]))
+                for lab, r in results.items() if len(r["t"]) and np.any(np.isfinite(r["elbo"]))}
+        if ends:
+            top = max(ends, key=lambda k: ends[k][0])
+            finals = "; ".join(f"{lab} {e:.5g} after {t:.3g} s" for lab, (e, t) in ends.items())
+            ui.notice(f"Higher is better. Final ELBO: {finals}. {top} ends highest. The ELBO is the objective of "
+                      "Tan's methods (SNNGM, NAdam, Adam, PGA, VOGN) and of KLD; FDb, SDb, FDr, SDr and BaM minimise "
+                      "other divergences, so a lower ELBO is not a failure for them: judge them against MCMC in the "
+                      "table below. Natural-gradient steps (SNNGM) rescale each direction by the curvature, so they "
+                      "climb in far fewer iterations than plain gradient steps.")
     st.caption("ELBO estimate averaged over every 1000 iterations (BaM: 50), as in Tan Fig. 10 and Chen et al. "
                "Figs 7 and 9. The y-axis shows where the runs end; double-click the plot to see the start. "
-               f"Starts: mu = 0, T = sqrt(n_obs) I (Tan's methods), T = {CHEN_T0:g} I (Chen's), Sigma = I (BaM); "
+               f"Starts: μ = 0, T = √(n_obs) I (Tan's methods), T = {CHEN_T0:g} I (Chen's), Σ = I (BaM); "
                "BaM runs at most 2000 iterations with B = 100 (the paper's; 300 for Epi II, whose "
                "d = 127 exceeds 100).")
-elif not chosen:
-    st.info("Choose at least one method.")
 
-st.subheader("Marginal densities: MCMC (NUTS) against each method")
+st.subheader("Marginal densities: MCMC against each method")
 names = model.names()
 n_loc = model.n_local * model.local_size
 default_vars = [names[0], names[n_loc // 2], names[n_loc], names[-1]]
@@ -130,6 +132,11 @@ if ref is not None:
                   for i in idx]
         if panels:
             ui.show(hplots.marginal_densities(panels), key="marg")
+            if fitted:
+                ratios = ", ".join(f"{lab} {r['ratio'][0]:.2f}" for lab, r in fitted.items())
+                ui.notice("Grey fill: the MCMC (NUTS) reference marginal; curves: each method's Gaussian marginal. A "
+                          "Gaussian cannot follow skewness, and a curve narrower than the grey one underestimates the "
+                          f"posterior spread. Average σ / σ* over all variables (1 = right spread): {ratios}.")
 st.caption(f"Locals: {model.local_label}[i] (" + ("random effects of patient i" if model.ell == 0 else
                                                    "log-volatility state at time i") +
            f"); globals: {', '.join(model.global_names)}.")
@@ -149,7 +156,14 @@ with ui.guard("accuracy table"):
     rows = [{"method": lab, **_cells(r), "time (s)": round(float(r["t"][-1]), 1) if len(r["t"]) else 0.0,
              "iterations": r["n"], "status": r["status"]} for lab, r in results.items()]
     if rows:
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        ui.table(pd.DataFrame(rows), hide_index=True, width="stretch")
+        ok = {lab: r["mstar"][0] for lab, r in results.items() if not r["status"].startswith("diverged")}
+        if ok:
+            best = max(ok, key=ok.get)
+            ui.notice(f"M* measures how close a method's draws are to MCMC's (higher is better): {best} is closest "
+                      f"here ({ok[best]:.2f}). The mode error |μ − μ*| / σ* says how far the means sit, in posterior "
+                      "standard deviations; σ / σ* below 1 means the spread is underestimated, as the divergences "
+                      "of Chen, Nott & Tan predict for the score-based methods.")
     if ref is not None:
         diag = ref.settings.get("diagnostics", {})
         st.caption(f"M* = -log(MMD²_u + 1e-5), higher is better: {BANDWIDTH_NOTE}; m = {ref.draws.shape[0]} draws, "
@@ -166,8 +180,27 @@ with ui.guard("sparsity patterns"):
     st_ = fam.structure_of(model)
     n_show = 8 if model.ell == 0 else 12
     ui.show(hplots.sparsity_heatmaps(_patterns(key, n_show)), key="sparsity")
+    ui.notice(f"Dark cells can be non-zero. T, the precision T Tᵀ and the Hessian of log p share one pattern: "
+              + ("an arrow (each subject's effects talk only to the globals)" if model.ell == 0 else
+                 "a band (each state talks to its neighbours) with dense last rows for the globals")
+              + f". Here d = {model.dim}: T has {fam.n_free(st_):,} free entries instead of "
+              f"{model.dim * (model.dim + 1) // 2:,} for a dense factor, so a step costs O(d), not O(d³).")
     st.caption(f"The first {n_show} local blocks and the {model.global_size} globals (the Hessian at the posterior "
-               "mean, from its blocks: no dense d x d Hessian). T, the precision T Tᵀ and the Hessian of log p share "
-               "the pattern: an arrow for random effects, a band with dense last rows for the state space. "
-               f"Here d = {model.dim}: T has {fam.n_free(st_):,} free entries instead of "
-               f"{model.dim * (model.dim + 1) // 2:,} for a dense factor.")
+               "mean, from its blocks: no dense d × d Hessian).")
+
+with ui.explain():
+    st.markdown("Random-effects models and state-space models have posteriors whose precision matrix is sparse: an "
+                "*arrow* (each subject's effects talk only to the global parameters) or a *band* (each state talks to "
+                "its neighbours and to the globals). A Gaussian approximation whose precision Cholesky factor T keeps "
+                "that pattern has O(n) parameters and costs O(n) per step. Tan's sparse natural gradient (Algorithm "
+                "2S) with SNNGM and its rivals, and Chen, Nott & Tan's divergence-based methods, run on the epilepsy "
+                "data (Poisson GLMMs) and the GBP exchange rate (stochastic volatility), against a NUTS reference "
+                "posterior.")
+    st.latex(r"q=N\big(\mu,(TT^\top)^{-1}\big),\ \ \theta=\mu+T^{-\top}z")
+    st.latex(r"T\leftarrow T+\rho\,T\,\bar{\bar H},\ \ H=T_d^\top\bar G\qquad\text{(Tan 2025, Thm 4: arrow)}")
+    st.latex(r"\widetilde\nabla_{T_{R_j,j}}\mathcal L=\big(\Sigma_{R_jR_j}+e_je_j^\top/T_{jj}^2\big)^{-1}"
+             r"\nabla_{T_{R_j,j}}\mathcal L\qquad\text{(any pattern: the band)}")
+    st.markdown("Column j of T, with free rows R_j: the sparse natural gradient for any pattern, used here for the "
+                "band. Methods: SNNGM (sparse natural-gradient momentum), NAdam (natural-gradient Adam), Adam, PGA "
+                "(ProxGenAdam), VOGN; KLD (stochastic gradient on KL(q‖p)), FDr and SDr (Fisher and score-based "
+                "divergences, reparametrised gradients), FDb and SDb (their batch forms), BaM (batch and match).")

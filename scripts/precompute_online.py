@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import vilab  # noqa: E402,F401
+from vilab.core import as_key  # noqa: E402
 from vilab.online.digits import DEFAULT_CHECKPOINTS, run_digits  # noqa: E402
 from vilab.online.runner import METRICS  # noqa: E402
 
@@ -69,7 +70,7 @@ def _record(run):
     return {
         "name": st["name"], "label": run.method, "model": st["model"], "P": st["P"],
         "sigma0_2": st["sigma0_2"], "alpha": st["alpha"], "n_iter": st["n_iter"],
-        "n_samples": st["n_samples"], "seed": st["seed"], "status": run.status,
+        "n_samples": st["n_samples"], "key": st["key"], "status": run.status,
         "t": [int(c) for c in run.iterations], "ms_per_step": round(1e3 * run.timings["seconds_per_step"], 4),
         "metrics": {k: _clean(run.extra[k]) for k in METRICS if k in run.extra},
     }
@@ -80,7 +81,7 @@ def tune_alpha(name, model, s2, I, M):
     validation set; bong needs none)."""
     best = (np.inf, TUNE_ALPHAS[0])
     for a in TUNE_ALPHAS:
-        r = run_digits(name, model=model, sigma0_2=s2, alpha=a, n_iter=I, n_samples=M, seed=0, checkpoints=(0, 1000),
+        r = run_digits(name, model=model, sigma0_2=s2, alpha=a, n_iter=I, n_samples=M, key=as_key(0), checkpoints=(0, 1000),
                        split="val", predictives=("plugin",))
         v = r.extra["nlpd_plugin"][-1] if not r.diverged else np.inf
         print(f"  tune {name} alpha={a:g}: validation NLL {v:.3f}", flush=True)
@@ -94,7 +95,7 @@ def grid():
         t0 = time.time()
         if alpha == "tune":
             alpha = tune_alpha(name, model, s2, I, M)
-        r = run_digits(name, model=model, sigma0_2=s2, alpha=alpha, n_iter=I, n_samples=M, seed=0,
+        r = run_digits(name, model=model, sigma0_2=s2, alpha=alpha, n_iter=I, n_samples=M, key=as_key(0),
                        checkpoints=DEFAULT_CHECKPOINTS, n_mc=30)
         rows.append(_record(r))
         print(f"{r.method:45s} {model} {r.status:10s} NLL {r.extra['nlpd_plugin'][-1]:.3f} "
@@ -105,11 +106,11 @@ def grid():
 def lr_sweep():
     cps = (0, 250, 500, 750, 1000)
     rows = []
-    base = run_digits("bong-lin-hess-diag", sigma0_2=0.1, checkpoints=cps, predictives=("plugin",))
+    base = run_digits("bong-lin-hess-diag", sigma0_2=0.1, key=as_key(0), checkpoints=cps, predictives=("plugin",))
     rows.append({**_record(base), "alpha": 1.0})
     for alg, I in (("blr", 1), ("blr", 10), ("bog", 1), ("bbb", 1), ("bbb", 10)):
         for a in ALPHAS:
-            r = run_digits(f"{alg}-lin-hess-diag", sigma0_2=0.1, alpha=a, n_iter=I, checkpoints=cps, predictives=("plugin",))
+            r = run_digits(f"{alg}-lin-hess-diag", sigma0_2=0.1, alpha=a, n_iter=I, key=as_key(0), checkpoints=cps, predictives=("plugin",))
             rows.append(_record(r))
             print(f"{r.method:45s} {r.status:30s} NLL {r.extra['nlpd_plugin'][-1]:.3f}", flush=True)
     return rows
@@ -120,7 +121,7 @@ def prior_sweep():
     rows = []
     for name in ("bong-lin-hess-diag", "bong-lin-hess-dlr-10"):
         for s2 in PRIOR_VARS:
-            r = run_digits(name, sigma0_2=s2, checkpoints=cps, predictives=("plugin",))
+            r = run_digits(name, sigma0_2=s2, key=as_key(0), checkpoints=cps, predictives=("plugin",))
             rows.append(_record(r))
             print(f"{r.method:45s} s0^2={s2:<6g} {r.status:30s} NLL {r.extra['nlpd_plugin'][-1]:.3f}", flush=True)
     return rows

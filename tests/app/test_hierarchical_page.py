@@ -22,6 +22,9 @@ def test_default_view():
     assert list(table["method"]) == ["SNNGM", "KLD", "SDb"]
     assert len(at.get("plotly_chart")) == 3  # ELBO, marginals, sparsity
     assert "h = sqrt(d)" in _texts(at) and "R-hat" in _texts(at)
+    notes = [i.value for i in at.info if "What to notice" in i.value]
+    assert len(notes) == 4  # under the ELBO, the marginals, the table and the sparsity patterns
+    assert any("Final ELBO: SNNGM" in n for n in notes)
 
 
 @pytest.mark.slow
@@ -88,3 +91,23 @@ def test_a_failing_method_warns_and_the_others_are_drawn(monkeypatch):
     assert list(at.dataframe[0].value["method"]) == ["SNNGM"]
     assert len(at.get("plotly_chart")) == 3  # ELBO, marginals, sparsity
     assert at.multiselect(key="v_epi1").value
+
+
+def test_the_elbo_figure_is_the_main_figure_beside_the_controls():
+    """Controls in the left column, the ELBO figure (the page's main figure) in the right one; the
+    accuracy table goes through ui.table; a failing-free short run draws every notice."""
+    import json
+
+    at = AppTest.from_file(PAGE, default_timeout=600)
+    at.query_params.update({"iters": "2000", "m_epi1": ["SNNGM", "KLD"]})
+    at.run()
+    assert not at.exception and not at.error
+    cols = at.columns
+    assert len(cols) >= 2
+    assert cols[0].selectbox(key="data") is not None and cols[0].multiselect(key="m_epi1") is not None
+    elbo = [c for c in cols[1].get("plotly_chart")]
+    assert len(elbo) == 1 and "Lower bound (ELBO) against time" in elbo[0].proto.spec
+    spec = json.loads(elbo[0].proto.spec)
+    lines = {t["name"]: (t["line"]["color"], t["line"].get("dash")) for t in spec["data"]}
+    assert lines["SNNGM"] != lines["KLD"]  # same blue in the theme: told apart by dash
+    assert sum("What to notice" in i.value for i in at.info) == 4

@@ -1,62 +1,161 @@
-"""AppTest of the Online learning page: default view, extreme sliders, live runs that diverge or are
-refused (reported as warnings, never raised), the precomputed sweeps."""
+"""AppTest of the Online learning page: every tab through the URL, extreme sliders, live runs that diverge or
+are refused (reported as warnings, never raised), the precomputed sweeps, readable names on screen."""
 
+import json
+import re
 from pathlib import Path
 
+import numpy as np
+import pytest
 from streamlit.testing.v1 import AppTest
 
+from vilab import plots
+from vilab.online import grid_names
+
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "60_Online_learning.py")
+TABS = ["Linear-Gaussian stream", "Conjugate families", "Digits stream", "Learning-rate and prior sweeps"]
+L = plots.label
+CODE = re.compile(r"\b(bong|blr|bog|bbb)-(mc|lin)-")  # a grid code such as bong-lin-hess-fc_mom
+
+
+def _at(timeout=180, **params):
+    at = AppTest.from_file(PAGE, default_timeout=timeout)
+    at.query_params.update(params)
+    return at
+
+
+def _specs(at):
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def _on_screen_names(at):
+    """Trace names, titles and axis titles of every chart."""
+    out = []
+    for spec in _specs(at):
+        out += [t.get("name") or "" for t in spec["data"]]
+        lay = spec["layout"]
+        out += [str((lay.get("title") or {}).get("text", ""))] + [a.get("text", "") for a in lay.get("annotations", [])]
+    return out
 
 
 def test_default_view():
-    at = AppTest.from_file(PAGE, default_timeout=180).run()
+    at = _at().run()
     assert not at.exception
     assert not at.error
-    # ellipses, eigenvalues, conjugate densities, precomputed curves + bars, two sweeps
-    assert len(at.get("plotly_chart")) >= 7
-    assert any("scaled-down analogue" in m.value for m in at.markdown)
-    # warnings of the default view: fc_mom's lost positive definiteness, precomputed runs that diverged
-    assert all("lost positive definiteness" in w.value or "diverged: " in w.value for w in at.warning)
+    assert at.query_params["tab"] == TABS[0]
+    assert len(at.get("plotly_chart")) == 1  # ellipses and eigenvalues in one figure; other tabs not computed
+    # the default view warns only about the moment form's lost positive definiteness, at t = 3
+    assert [w.value.startswith(f"{L('bong-lin-hess-fc_mom')} lost positive definiteness at t = 3") for w in at.warning] == [True]
+    assert not any(CODE.search(n) for n in _on_screen_names(at) + [w.value for w in at.warning])
+    assert any("What to notice" in i.value and "crosses 0 at t = 3" in i.value for i in at.info)
 
 
-def test_extreme_noise_and_conjugate_values():
-    at = AppTest.from_file(PAGE, default_timeout=180)
-    at.query_params.update({"lT": "30", "lR": "0.01", "lt": "30", "ck": "poisson", "cy": "20", "cnu": "0.2", "cchi": "20"})
-    at.run()
+def test_the_sign_change_is_visible_on_the_eigenvalue_axis():
+    """The smallest eigenvalue runs to -8e13 at t = 10: on the symmetric-log axis the positive values
+    before t = 3 and the negative ones from t = 3 on are both far from 0, within the axis range."""
+    at = _at().run()
+    spec = _specs(at)[0]
+    mom = next(t for t in spec["data"] if t.get("name") == "BONG, moment form" and t.get("xaxis") == "x2")
+    exact = next(t for t in spec["data"] if t.get("name") == "BONG" and t.get("xaxis") == "x2")
+
+    def arr(v):
+        import base64
+
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]) if isinstance(v, dict) else np.asarray(v, float)
+
+    y, raw, ye = arr(mom["y"]), arr(mom["customdata"]), arr(exact["y"])
+    lo, hi = spec["layout"]["yaxis2"]["range"]
+    span = hi - lo
+    assert raw[2] > 0 > raw[3] and raw[-1] < -1e12  # the data: PD lost at t = 3, then a runaway
+    assert y[2] > 0.05 * span and y[3] < -0.05 * span  # both sides of 0 visible, not squashed onto it
+    assert lo <= y.min() and y.max() <= hi and np.all(ye > 0)
+    ticks = spec["layout"]["yaxis2"]["ticktext"]
+    assert "0" in ticks and any(t.startswith("−10") for t in ticks) and len(ticks) <= 9
+
+
+@pytest.mark.parametrize("tab", TABS)
+def test_each_tab_opens_from_the_url(tab):
+    at = _at(tab=tab).run()
+    assert not at.exception and not at.error
+    assert at.query_params["tab"] == tab
+    assert len(at.get("plotly_chart")) >= 1
+    assert any("What to notice" in i.value for i in at.info)
+    assert not any(CODE.search(n) for n in _on_screen_names(at))
+
+
+@pytest.mark.parametrize("bad", ["<img src=x onerror=alert(1)>", "", "digits stream", "Digits stream\x00", "-1"])
+def test_hostile_tab_values_fall_back_to_the_first_tab(bad):
+    at = _at(tab=bad).run()
+    assert not at.exception and not at.error
+    assert at.query_params["tab"] == TABS[0]
+
+
+def test_extreme_noise_values():
+    at = _at(lT="30", lR="0.01", lt="30").run()
     assert not at.exception
-    # fc_mom loses positive definiteness with a tiny R: said, not raised
+    # the moment form loses positive definiteness with a tiny R (its eigenvalue overflows): said, not raised
     assert any("lost positive definiteness" in w.value for w in at.warning)
+
+
+def test_extreme_conjugate_values():
+    at = _at(tab="Conjugate families", ck="poisson", cy="20", cnu="0.2", cchi="20").run()
+    assert not at.exception and not at.error
     at.radio(key="ck").set_value("bernoulli").run()
     assert not at.exception
     # chi = 20 > nu = 0.2 is no logistic-Beta prior: a warning that says why
     assert any("0 < chi < nu" in w.value for w in at.warning)
 
 
+def test_precomputed_views():
+    at = _at(tab="Digits stream").run()
+    assert not at.exception and not at.error
+    assert any("scaled-down analogue" in m.value for m in at.markdown)
+    spec = _specs(at)[0]
+    names = [t["name"] for t in spec["data"]]
+    assert "BONG, linearised Hessian" in names and "diagonal + low rank (rank 10)" in spec["layout"]["title"]["text"]
+    at.radio(key="pview").set_value("BONG's covariance families").run()
+    assert not at.exception and not at.error
+    names = [t["name"] for t in _specs(at)[0]["data"]]
+    assert "linearised Hessian, full covariance" in names and all(not CODE.search(n) for n in names)
+    at.radio(key="pmod").set_value("cnn").run()
+    assert not at.exception and not at.error
+
+
+def test_sweeps():
+    at = _at(tab="Learning-rate and prior sweeps").run()
+    assert not at.exception and not at.error
+    names = [t["name"] for t in _specs(at)[0]["data"]]
+    assert "BLR, I = 10" in names and "BOG" in names  # the shared parts (linearised Hessian, diagonal) in the title
+    at.radio(key="sw").set_value("prior variance σ₀²").run()
+    assert not at.exception and not at.error
+    assert at.query_params["sw"] == "prior variance σ₀²"
+
+
 def test_live_run_with_extreme_prior_and_learning_rate():
     """sigma_0^2 = 10 and alpha = 1: bbb diverges at the first step and says so; bong survives."""
-    at = AppTest.from_file(PAGE, default_timeout=300)
-    at.query_params.update({"lm": ["bong-lin-hess-diag", "bbb-lin-hess-diag"], "lTd": "25", "ls2": "10", "lal": "1"})
+    at = _at(300, tab="Digits stream", lm=["bong-lin-hess-diag", "bbb-lin-hess-diag"], lTd="25", ls2="10", lal="1")
     at.run()
     assert not at.exception
+    n0 = len(at.get("plotly_chart"))
     at.button(key="lrun").click().run()
     assert not at.exception
     assert not at.error
-    assert any("bbb-lin-hess-diag" in w.value and "diverged: " in w.value for w in at.warning)
-    assert not any(w.value.startswith("bong-lin-hess-diag") for w in at.warning)
-    assert len(at.get("plotly_chart")) >= 9  # + live curves and runtime bars
+    assert any(w.value.startswith(L("bbb-lin-hess-diag")) and "diverged: " in w.value for w in at.warning)
+    assert not any(w.value.startswith(L("bong-lin-hess-diag")) for w in at.warning)
+    assert len(at.get("plotly_chart")) == n0 + 2  # + live curves and runtime bars
+    assert at.multiselect(key="lm").value == ["bong-lin-hess-diag", "bbb-lin-hess-diag"]  # codes in the URL only
 
 
 def test_live_run_tiny_prior_and_learning_rate_and_refused_cells():
     """The other extreme (sigma_0^2 = 1e-3, alpha = 1e-3, I = 10) runs; an O(P^3) cell on the MLP and
     a full covariance on the CNN are refused with an explanation."""
-    at = AppTest.from_file(PAGE, default_timeout=300)
-    at.query_params.update({"lm": ["blr-lin-hess-diag", "blr-lin-hess-fc"], "lTd": "25", "ls2": "0.001", "lal": "0.001",
-                            "lI": "10"})
+    at = _at(300, tab="Digits stream", lm=["blr-lin-hess-diag", "blr-lin-hess-fc"], lTd="25", ls2="0.001",
+             lal="0.001", lI="10")
     at.run()
     at.button(key="lrun").click().run()
     assert not at.exception
     assert not at.error
-    assert any("blr-lin-hess-fc" in w.value and "O(P^3)" in w.value for w in at.warning)
+    assert any(w.value.startswith(L("blr-lin-hess-fc")) and "O(P^3)" in w.value for w in at.warning)
     at.radio(key="lmod").set_value("cnn").run()
     at.multiselect(key="lm").set_value(["bong-lin-hess-fc"]).run()
     at.button(key="lrun").click().run()
@@ -64,11 +163,10 @@ def test_live_run_tiny_prior_and_learning_rate_and_refused_cells():
     assert any("full covariance" in w.value for w in at.warning)
 
 
-def test_live_results_survive_a_metric_change_and_t_follows_the_stream_length():
+def test_live_results_survive_a_metric_change():
     """The Metric choice sits outside the live panel: changing it redraws the last live run in the new
-    metric instead of dropping it; the belief slider t runs to the stream length T."""
-    at = AppTest.from_file(PAGE, default_timeout=300)
-    at.query_params.update({"lm": ["bong-lin-hess-diag"], "lTd": "25", "lmod": "linear"})
+    metric instead of dropping it."""
+    at = _at(300, tab="Digits stream", lm=["bong-lin-hess-diag"], lTd="25", lmod="linear")
     at.run()
     at.button(key="lrun").click().run()
     assert not at.exception and not at.error
@@ -82,10 +180,33 @@ def test_live_results_survive_a_metric_change_and_t_follows_the_stream_length():
     at.slider(key="lTd").set_value(50).run()
     assert any("settings changed since this live run" in i.value for i in at.info)
     assert any("live, seed" in c.proto.spec for c in at.get("plotly_chart"))
-    # t: up to T, its value kept where it can be
+
+
+def test_t_follows_the_stream_length():
+    """The belief slider t runs to the stream length T, its value kept where it can be."""
+    at = _at().run()
     assert (at.slider(key="lt").max, at.slider(key="lt").value) == (10, 3)
     at.slider(key="lT").set_value(2).run()
     assert (at.slider(key="lt").max, at.slider(key="lt").value) == (2, 2)
     at.slider(key="lT").set_value(30).run()
     at.slider(key="lt").set_value(25).run()
     assert not at.exception and (at.slider(key="lt").max, at.slider(key="lt").value) == (30, 25)
+
+
+def test_every_grid_code_has_a_readable_name():
+    """The theme names every cell of the grid (no code falls back to itself on screen)."""
+    for code in grid_names((10, 1), defined_only=True):
+        assert L(code) != code and not CODE.search(L(code))
+
+
+def test_view_and_sweep_radios_round_trip_through_the_url():
+    at = _at(tab="Digits stream", pview="BONG's covariance families", pmod="mlp").run()
+    assert not at.exception and not at.error
+    assert at.radio(key="pview").value == "BONG's covariance families"
+    assert "linearised Hessian, full covariance" in [t["name"] for t in _specs(at)[0]["data"]]
+    at = _at(tab="Learning-rate and prior sweeps", sw="prior variance σ₀²").run()
+    assert at.radio(key="sw").value == "prior variance σ₀²" and "against σ₀²" in _specs(at)[0]["layout"]["title"]["text"]
+    at = _at(tab="Digits stream", pview="everything';--", pmod="gpu", dmet="<b>").run()  # hostile: defaults
+    assert not at.exception and not at.error
+    assert (at.radio(key="pview").value, at.radio(key="pmod").value) == ("the four algorithms", "mlp")
+    assert at.selectbox(key="dmet").value == "plug-in NLPD"

@@ -2,7 +2,7 @@
 
 scikit-learn's ``load_digits`` (1,797 8x8 images, ships with scikit-learn, nothing is
 downloaded), pixels / 16. A fixed split (seeded permutation, seed 0): 1,000 training examples
-streamed one per step, 200 validation, 597 test. Each run seed reorders the training stream
+streamed one per step, 200 validation, 597 test. Each run key reorders the training stream
 and redraws mu_0 from the network initialiser (as the paper's trials vary data order and mu_0).
 
 This is a scaled-down analogue of the paper's MNIST T = 2000 CNN experiment, not a
@@ -21,7 +21,7 @@ from ..nets import digits_cnn, digits_mlp, make_linear
 from .families import init_belief
 from .grid import is_cubic, make_method
 from .likelihoods import categorical
-from ..core import Trace, as_key
+from ..core import Trace, is_key
 from ..core.cache import memoize
 from .runner import make_evaluator, stream
 
@@ -95,7 +95,7 @@ def run_digits(
     alpha: float | None = None,
     n_iter: int = 1,
     n_samples: int = 10,
-    seed: int = 0,
+    key,
     checkpoints=DEFAULT_CHECKPOINTS,
     split: str = "test",
     n_mc: int = 50,
@@ -107,15 +107,18 @@ def run_digits(
 ) -> Trace:
     """Run grid method ``name`` (e.g. "bong-lin-hess-dlr-10") on the digits stream; a
     :class:`vilab.core.Trace` of :func:`vilab.online.runner.stream` (``settings`` also hold name,
-    sigma0_2, seed, model and P).
+    sigma0_2, the key's raw data, model and P).
 
-    seed: orders the training stream (numpy permutation seeded with 1000 + seed, kept so that the
-    reproduction's streams do not change) and, as ``jax.random.PRNGKey(seed)``, draws mu_0, W_0
-    and the stream key.
+    key: a ``jax.random`` key (``vilab.core.as_key(seed)`` turns a seed into one), split as
+    :func:`vilab.cnn.train.online_train` splits its key: into mu_0, W_0, the stream's draws and
+    the order of the training examples (a ``jax.random.permutation``).
 
     The prior is N(mu_0, sigma0_2 I) with mu_0 from the network initialiser (seed); bog/bbb-dlr
     start from a small random W_0 (w0_scale = 0.1; Eqs. 333/343 keep W = 0 otherwise).
     """
+    if not is_key(key):
+        raise ValueError("run_digits needs a jax.random key (vilab.core.as_key(seed) turns a seed into one); "
+                         f"got {key!r}.")
     T = int(T)
     if not 1 <= T <= 1000:
         raise ValueError("The digits stream has 1,000 training examples: choose 1 <= T <= 1000.")
@@ -133,9 +136,8 @@ def run_digits(
                          f"{net.n_params**2 * 8 / 1e9:.1f} GB matrix updated at O(C P^2) per example: too slow for a "
                          "live run. Use diag or dlr-R on this model (the MLP runs fc).")
     Xtr, ytr, *_ = load_digits_split()
-    order = np.random.default_rng(1000 + seed).permutation(len(ytr))[:T]
-    key = as_key(seed)
-    k_init, k_w, k_run = jax.random.split(key, 3)
+    k_init, k_w, k_run, k_order = jax.random.split(key, 4)
+    order = np.asarray(jax.random.permutation(k_order, len(ytr)))[:T]
     mu0 = net.init(k_init)
     if w0_scale is None:
         w0_scale = 0.1 if (method.family == "dlr" and method.alg in ("bog", "bbb")) else 0.0
@@ -145,9 +147,16 @@ def run_digits(
     trace = stream(method, model_f(model), _CAT, jnp.asarray(Xtr[order]), jnp.asarray(ytr[order]), prior,
                    key=k_run, checkpoints=cps, evaluate=ev, progress=progress, on_chunk=on_chunk,
                    keep_states=keep_states)
-    trace.settings.update({"name": method.name, "sigma0_2": float(sigma0_2), "seed": seed, "model": model,
+    trace.settings.update({"name": method.name, "sigma0_2": float(sigma0_2), "key": _key_data(key), "model": model,
                            "P": net.n_params})
     return trace
+
+
+def _key_data(key) -> list[int]:
+    """The raw words of a PRNG key (old-style uint32 keys and typed keys alike), for JSON records."""
+    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.key_data(key)
+    return [int(v) for v in np.asarray(key).ravel()]
 
 
 ASSET_DIR = __import__("pathlib").Path(__file__).resolve().parents[2] / "assets" / "online"

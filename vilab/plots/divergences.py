@@ -1,4 +1,9 @@
-"""Figures of the divergences page (Chen, Nott & Tan 2025): pure data in, go.Figure out."""
+"""Figures of the divergences page (Chen, Nott & Tan 2025): pure data in, go.Figure out.
+
+Every method is drawn in its look from :mod:`vilab.plots.theme` (``kl``, ``fisher``, ``score``,
+``forward_kl``, ``weighted_fisher``, ``fdb``, ``sdb``, ``bam``; ``true`` for the target): the same
+colour, dash and marker as on every other page.
+"""
 
 from __future__ import annotations
 
@@ -6,69 +11,115 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from . import color, ellipse, style
+from . import ellipse, label, line, look, marker, style
 
-__all__ = ["LABELS", "meanfield_ellipses", "variance_curves", "fig1_heatmap", "univariate_densities",
-           "sdb_progression", "fixed_point_bars"]
+__all__ = ["LABELS", "meanfield_ellipses", "rescaled_pair", "variance_curves", "fig1_heatmap", "univariate_densities",
+           "sdb_progression", "fixed_point_bars", "COUNT_COLORS", "COLLAPSE_SYMBOL"]
 
-LABELS = {"kl": "KL(q||p)", "fisher": "Fisher", "score": "score-based", "forward_kl": "KL(p||q)",
-          "weighted_fisher": "weighted Fisher", "true": "target", "fdb": "FDb", "sdb": "SDb"}
+#: the readable name of each divergence code of this page (the theme's labels)
+LABELS = {k: label(k) for k in ("kl", "fisher", "score", "forward_kl", "weighted_fisher", "true", "fdb", "sdb",
+                                 "bam")}
+
+#: Fig. 1 shades: how many coordinates have score-based variance <= Fisher variance (1, 2, 3); a light-to-dark
+#: sequence of one hue, readable in grey-scale, and no method colour
+COUNT_COLORS = {1: "#deebf7", 2: "#9ecae1", 3: "#3182bd"}
+#: the marker of a score-based collapse point in Fig. 1 (the page's text names it "×")
+COLLAPSE_SYMBOL = "x-thin"
 
 
-def meanfield_ellipses(mean, cov, variances: dict, n_std: float = 2.0, title: str | None = None) -> go.Figure:
+def _trace_line(name: str, width: float = 2.5) -> dict:
+    return line(name, width=width)
+
+
+def meanfield_ellipses(mean, cov, variances: dict, n_std: float = 2.0, title: str | None = None,
+                       height: int = 400) -> go.Figure:
     """The target's n_std ellipse and the axis-aligned ellipses of mean-field optima.
 
-    ``variances`` maps a divergence name to its (2,) optimal variances (a 0 variance, a collapse,
+    ``variances`` maps a divergence code to its (2,) optimal variances (a 0 variance, a collapse,
     is drawn as a segment).
     """
     mean = np.asarray(mean, float)
     cov = np.asarray(cov, float)
     fig = go.Figure()
     x, y = ellipse(mean, cov, n_std)
-    fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name="target", line=dict(color=color("true"), width=3),
+    fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=label("true"), line=_trace_line("true", 3),
                              fill="toself", fillcolor="rgba(0,0,0,0.05)"))
     t = np.linspace(0, 2 * np.pi, 100)
-    for i, (name, v) in enumerate(variances.items()):
+    for name, v in variances.items():
         s = np.sqrt(np.maximum(np.asarray(v, float), 0.0)) * n_std
         fig.add_trace(go.Scatter(x=mean[0] + s[0] * np.cos(t), y=mean[1] + s[1] * np.sin(t), mode="lines",
-                                 name=LABELS.get(name, name), line=dict(color=color(name, i), width=2.5,
-                                                                        dash="dot" if name == "forward_kl" else None)))
+                                 name=label(name), line=_trace_line(name)))
     r = n_std * np.sqrt(np.diag(cov)) * 1.15
-    fig.update_xaxes(range=[mean[0] - r[0], mean[0] + r[0]], title="theta_1")
-    fig.update_yaxes(range=[mean[1] - r[1], mean[1] + r[1]], title="theta_2", scaleanchor="x"
+    fig.update_xaxes(range=[mean[0] - r[0], mean[0] + r[0]], title="θ₁")
+    fig.update_yaxes(range=[mean[1] - r[1], mean[1] + r[1]], title="θ₂", scaleanchor="x"
                      if 0.05 < r[1] / r[0] < 20 else None)
-    return style(fig, title=title)
+    return style(fig, title=title, height=height)
 
 
-def variance_curves(rhos, curves: dict, title: str | None = None, ylabel: str = "Sigma_11") -> go.Figure:
-    """Optimal mean-field variance of coordinate 1 against rho, one line per divergence plus the truth."""
+def rescaled_pair(mean, cov, original: dict, mapped_back: dict, k: float, n_std: float = 2.0,
+                  height: int = 400) -> go.Figure:
+    """Two panels, one legend: the mean-field optima in the original coordinates and the optima found
+    after θ₂ → k θ₂, mapped back (an affine-invariant divergence gives the same ellipse in both)."""
+    mean = np.asarray(mean, float)
+    cov = np.asarray(cov, float)
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
+                        subplot_titles=["original coordinates", f"after θ₂ → {k:g} θ₂, mapped back"])
+    t = np.linspace(0, 2 * np.pi, 100)
+    x, y = ellipse(mean, cov, n_std)
+    r = n_std * np.sqrt(np.diag(cov)) * 1.15
+    for col, variances in ((1, original), (2, mapped_back)):
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=label("true"), line=_trace_line("true", 3), fill="toself",
+                                 fillcolor="rgba(0,0,0,0.05)", legendgroup="true", showlegend=col == 1), 1, col)
+        for name, v in variances.items():
+            sd = np.sqrt(np.maximum(np.asarray(v, float), 0.0)) * n_std
+            fig.add_trace(go.Scatter(x=mean[0] + sd[0] * np.cos(t), y=mean[1] + sd[1] * np.sin(t), mode="lines",
+                                     name=label(name), line=_trace_line(name), legendgroup=name,
+                                     showlegend=col == 1), 1, col)
+        fig.update_xaxes(range=[mean[0] - r[0], mean[0] + r[0]], title="θ₁", row=1, col=col)
+        fig.update_yaxes(range=[mean[1] - r[1], mean[1] + r[1]], title="θ₂", row=1, col=col,
+                         scaleanchor="x" if col == 1 else "x2", scaleratio=1)
+    fig = style(fig, height=height)
+    fig.update_layout(margin_t=80, legend=dict(orientation="h", yanchor="bottom", y=1.1, x=0))
+    return fig
+
+
+def variance_curves(rhos, curves: dict, title: str | None = None, ylabel: str = "Σ₁₁",
+                    height: int = 380) -> go.Figure:
+    """Optimal mean-field variance of coordinate 1 against ρ, one line per divergence plus the truth
+    (``curves`` maps a code, "true" for the target's variance, to the values)."""
     fig = go.Figure()
-    for i, (name, v) in enumerate(curves.items()):
-        fig.add_trace(go.Scatter(x=rhos, y=v, mode="lines", name=LABELS.get(name, name),
-                                 line=dict(color=color(name, i), width=2.5, dash="dash" if name == "true" else None)))
-    fig.update_xaxes(title="rho")
+    for name, v in curves.items():
+        fig.add_trace(go.Scatter(x=rhos, y=v, mode="lines", name="true variance" if name == "true" else label(name),
+                                 line=_trace_line(name, 3 if name == "true" else 2.5)))
+    fig.update_xaxes(title="correlation ρ")
     fig.update_yaxes(title=ylabel, rangemode="tozero")
-    return style(fig, title=title)
+    return style(fig, title=title, height=height)
 
 
-def fig1_heatmap(grid: dict, marked=None, title: str | None = None, click_stride: int = 2) -> go.Figure:
-    """Fig. 1 panel: # coordinates with Sigma^S_ii <= Sigma^F_ii over (a, b); blank where not PD.
+def fig1_heatmap(grid: dict, marked=None, title: str | None = None, click_stride: int = 2,
+                 height: int = 410) -> go.Figure:
+    """Fig. 1 panel: # coordinates with Σ^S_ii <= Σ^F_ii over (a, b); blank where not PD.
 
-    The diagonally dominant region is outlined in orange, collapse points are marked with x,
-    ``marked`` = (a, b) adds a star.  Plotly cannot select heatmap cells, so an invisible
-    scatter layer (every ``click_stride``-th PD grid point, named "grid points") carries the
-    hover text and makes a click selectable: ``st.plotly_chart(..., on_select=...)`` then
-    reports the clicked (a, b).
+    Shades :data:`COUNT_COLORS` (light: one coordinate, dark: all three); the diagonally dominant
+    region is outlined by a dashed black line; score-based collapse points are "×" markers
+    (:data:`COLLAPSE_SYMBOL`); ``marked`` = (a, b) adds a star. Plotly cannot select heatmap cells,
+    so an invisible scatter layer (every ``click_stride``-th PD grid point, named "grid points")
+    carries the hover text and makes a click selectable: ``st.plotly_chart(..., on_select=...)``
+    then reports the clicked (a, b).
     """
     a, b = grid["a"], grid["b"]
-    cs = [[0.0, "#2ca02c"], [0.333, "#2ca02c"], [0.334, "#1f77b4"], [0.666, "#1f77b4"], [0.667, "#d62728"],
-          [1.0, "#d62728"]]
+    c1, c2, c3 = COUNT_COLORS[1], COUNT_COLORS[2], COUNT_COLORS[3]
+    cs = [[0.0, c1], [0.333, c1], [0.334, c2], [0.666, c2], [0.667, c3], [1.0, c3]]
     fig = go.Figure(go.Heatmap(
-        x=a, y=b, z=grid["count"], zmin=0.5, zmax=3.5, colorscale=cs, opacity=0.75, hoverinfo="skip",
-        colorbar=dict(title="# i with<br>S <= F", tickvals=[1, 2, 3])))
+        x=a, y=b, z=grid["count"], zmin=0.5, zmax=3.5, colorscale=cs, hoverinfo="skip", showscale=False))
+    for n in (3, 2, 1):  # the shades in the legend (a colour bar's three labels crowd at projector sizes)
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"score ≤ Fisher in {n} of 3",
+                                 marker=dict(symbol="square", size=14, color=COUNT_COLORS[n],
+                                             line=dict(color="#555555", width=1))))
     fig.add_trace(go.Contour(x=a, y=b, z=grid["dd"].astype(float), showscale=False, hoverinfo="skip",
                              contours=dict(start=0.5, end=0.5, size=1, coloring="none"),
-                             line=dict(color="orange", width=3), name="diagonally dominant", showlegend=True))
+                             line=dict(color="#000000", width=3, dash="dash"), name="diagonally dominant",
+                             showlegend=True))
     k = max(1, int(click_stride))
     B, A = np.nonzero(grid["pd"][::k, ::k])
     B, A = B * k, A * k
@@ -83,37 +134,41 @@ def fig1_heatmap(grid: dict, marked=None, title: str | None = None, click_stride
     B, A = np.nonzero(grid["collapse"])
     if len(A):
         fig.add_trace(go.Scatter(x=a[A], y=b[B], mode="markers", name="score-based collapse",
-                                 marker=dict(symbol="x", size=4, color="black"), hoverinfo="skip",
-                                 unselected=dict(marker=dict(opacity=1.0))))
+                                 marker=dict(symbol=COLLAPSE_SYMBOL, size=7, color=look("score").color,
+                                             line=dict(width=1.5, color=look("score").color)),
+                                 hoverinfo="skip", unselected=dict(marker=dict(opacity=1.0))))
     if marked is not None:
         fig.add_trace(go.Scatter(x=[marked[0]], y=[marked[1]], mode="markers", name="selected (a, b)",
-                                 marker=dict(symbol="star", size=16, color="gold", line=dict(color="black", width=1)),
+                                 marker=dict(symbol="star", size=18, color="#F0E442", line=dict(color="black", width=1.5)),
                                  unselected=dict(marker=dict(opacity=1.0)), hoverinfo="skip"))
     fig.update_xaxes(title="a", range=[-1, 1])
     fig.update_yaxes(title="b", range=[-1, 1], scaleanchor="x")
-    return style(fig, title=title, height=520, hovermode="closest")
+    fig = style(fig, title=title, height=height, hovermode="closest")
+    # the legend beside the map, under the colour bar (above the map it would cover the title)
+    fig.update_layout(legend=dict(orientation="v", x=1.02, xanchor="left", y=0.0, yanchor="bottom"))
+    return fig
 
 
-def univariate_densities(x, target_pdf, gaussians: dict, title: str | None = None) -> go.Figure:
-    """A univariate target density and its optimal Gaussians; ``gaussians`` maps name -> (mu, var)."""
-    fig = go.Figure(go.Scatter(x=x, y=target_pdf, mode="lines", name="target", line=dict(color="black", width=3)))
-    for i, (name, (m, v)) in enumerate(gaussians.items()):
+def univariate_densities(x, target_pdf, gaussians: dict, title: str | None = None, height: int = 410) -> go.Figure:
+    """A univariate target density and its optimal Gaussians; ``gaussians`` maps code -> (mu, var)."""
+    fig = go.Figure(go.Scatter(x=x, y=target_pdf, mode="lines", name=label("true"), line=_trace_line("true", 3),
+                               fill="tozeroy", fillcolor="rgba(0,0,0,0.06)"))
+    for name, (m, v) in gaussians.items():
         y = np.exp(-0.5 * (x - m) ** 2 / v) / np.sqrt(2 * np.pi * v)
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=LABELS.get(name, name),
-                                 line=dict(color=color(name, i), width=2.5)))
-    fig.update_xaxes(title="theta")
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=label(name), line=_trace_line(name)))
+    fig.update_xaxes(title="θ")
     fig.update_yaxes(title="density")
-    return style(fig, title=title)
+    return style(fig, title=title, height=height)
 
 
 def sdb_progression(means, variances, samples, iterations, target_mean: float, target_var: float,
-                    title: str | None = None) -> go.Figure:
-    """Fig. 5: q_t at selected iterations of SDb (1-D) with the B draws of that iteration as red stars."""
+                    title: str | None = None, height: int = 410) -> go.Figure:
+    """Fig. 5: q_t at selected iterations of SDb (1-D) with the B draws of that iteration as stars."""
     n = len(iterations)
     cols = min(n, 3)
     rows = int(np.ceil(n / cols))
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"iteration {t}" for t in iterations],
-                        shared_yaxes=True)
+                        shared_yaxes=True, vertical_spacing=0.2 if rows > 1 else 0.1)
     sd = np.sqrt(target_var)
     x = np.linspace(min(target_mean - 4 * sd, min(means) - 3 * np.sqrt(max(variances))),
                     max(target_mean + 4 * sd, max(means) + 3 * np.sqrt(max(variances))), 400)
@@ -122,23 +177,44 @@ def sdb_progression(means, variances, samples, iterations, target_mean: float, t
         r, c = k // cols + 1, k % cols + 1
         q = np.exp(-0.5 * (x - m) ** 2 / v) / np.sqrt(2 * np.pi * v)
         first = k == 0
-        fig.add_trace(go.Scatter(x=x, y=pt, mode="lines", line=dict(color="black", width=2), name="target",
+        fig.add_trace(go.Scatter(x=x, y=pt, mode="lines", line=_trace_line("true", 2.5), name=label("true"),
                                  showlegend=first, legendgroup="t"), r, c)
-        fig.add_trace(go.Scatter(x=x, y=q, mode="lines", line=dict(color=color("score"), width=2), name="q_t",
+        fig.add_trace(go.Scatter(x=x, y=q, mode="lines", line=_trace_line("sdb", 2.5), name="SDb's q_t",
                                  showlegend=first, legendgroup="q"), r, c)
         s = np.asarray(s, float).ravel()
-        fig.add_trace(go.Scatter(x=s, y=np.zeros_like(s), mode="markers", name="draws", showlegend=first,
-                                 legendgroup="s", marker=dict(symbol="star", size=11, color="red")), r, c)
-    return style(fig, title=title, height=260 * rows)
+        fig.add_trace(go.Scatter(x=s, y=np.zeros_like(s), mode="markers", name="the B draws",
+                                 showlegend=first, legendgroup="s",
+                                 marker=dict(symbol="star", size=12, color="#D55E00", line=dict(width=1, color="#000000"))),
+                      r, c)
+    fig = style(fig, title=title, height=max(height, 200 * rows))
+    # the legend above the subplot titles, under the figure's title
+    fig.update_layout(margin_t=105 if title else 70, legend=dict(orientation="h", yanchor="bottom", y=1.1, x=0))
+    return fig
 
 
-def fixed_point_bars(values: dict, title: str | None = None) -> go.Figure:
-    """Grouped bars: mean-field variance per coordinate, one group per method ``values[name] = (d,)``."""
+def fixed_point_bars(values: dict, runs: dict | None = None, title: str | None = None, height: int = 380) -> go.Figure:
+    """Grouped bars of mean-field variances per coordinate.
+
+    ``values`` maps a divergence code (kl, fisher, score: the exact optima; fdb, sdb: the fixed points
+    of the batch methods) to its (d,) variances; ``runs`` maps fdb / sdb to the variances an actual
+    run ended at (drawn hatched, in the method's colour). Each method in its look: Fisher and FDb
+    differ in hue and the batch forms are hatched.
+    """
     fig = go.Figure()
-    for i, (name, v) in enumerate(values.items()):
+    batch = {"fdb", "sdb"}
+
+    def bar(name, v, text, pattern):
         v = np.asarray(v, float)
-        fig.add_trace(go.Bar(x=[f"Sigma_{k + 1}{k + 1}" for k in range(len(v))], y=v, name=name,
-                             marker_color=color(name.split()[0].lower(), i)))
+        fig.add_trace(go.Bar(x=[f"Σ{k + 1}{k + 1}".translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
+                                for k in range(len(v))], y=v, name=text,
+                             marker=dict(color=look(name).color, pattern=dict(shape=pattern, fgcolor="#ffffff")
+                                         if pattern else None, line=dict(color="#000000", width=0.5)),
+                             hovertemplate=f"{text}: %{{y:.4g}}<extra></extra>"))
+
+    for name, v in values.items():
+        bar(name, v, label(name) + (", fixed point" if name in batch else ""), "/" if name in batch else "")
+    for name, v in (runs or {}).items():
+        bar(name, v, label(name) + ", Adadelta run", ".")
     fig.update_layout(barmode="group")
     fig.update_yaxes(title="variance", rangemode="tozero")
-    return style(fig, title=title)
+    return style(fig, title=title, height=height)

@@ -6,9 +6,29 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from . import color, style
+from . import line, look, marker, style
 
-__all__ = ["elbo_vs_time", "marginal_densities", "sparsity_heatmaps", "elbo_window"]
+__all__ = ["elbo_vs_time", "marginal_densities", "sparsity_heatmaps", "elbo_window", "method_styles"]
+
+_SPARE_DASHES = ["dashdot", "longdashdot", "dot", "longdash"]
+_SPARE_SYMBOLS = ["square", "diamond", "triangle-down", "cross", "star"]
+
+
+def method_styles(labels) -> dict:
+    """{label: (line dict, marker dict)}: each method in its look (:func:`vilab.plots.look`); two methods
+    of one figure that share a colour and dash (SNNGM and KLD are both natural-gradient blue) keep the
+    colour and get a different dash and marker, so neither hides the other."""
+    out, seen = {}, {}
+    for lab in labels:
+        ln, mk = line(lab, width=2.5), marker(lab, size=8)
+        key = (ln["color"], ln["dash"])
+        n = seen.get(key, 0)
+        seen[key] = n + 1
+        if n:
+            ln["dash"] = _SPARE_DASHES[(n - 1) % len(_SPARE_DASHES)]
+            mk["symbol"] = _SPARE_SYMBOLS[(n - 1) % len(_SPARE_SYMBOLS)]
+        out[lab] = (ln, mk)
+    return out
 
 
 def elbo_window(curves: dict) -> tuple[float, float] | None:
@@ -26,21 +46,23 @@ def elbo_window(curves: dict) -> tuple[float, float] | None:
     return min(finals) - 2.0 * spread, top + 0.1 * spread
 
 
-def elbo_vs_time(curves: dict, title: str | None = None, clip: bool = True) -> go.Figure:
+def elbo_vs_time(curves: dict, title: str | None = None, clip: bool = True, height: int = 420) -> go.Figure:
     """curves: label -> (seconds, window-averaged ELBO). Chen et al. Figs 7, 9; Tan (2025) Fig. 10.
 
     ``clip`` sets the y-range with :func:`elbo_window` (double-click the plot to see everything).
     """
     fig = go.Figure()
-    for i, (lab, (t, el)) in enumerate(curves.items()):
-        fig.add_trace(go.Scatter(x=np.asarray(t), y=np.asarray(el), mode="lines+markers", name=lab,
-                                 line=dict(color=color(lab.lower(), i))))
+    styles = method_styles(curves)
+    for lab, (t, el) in curves.items():
+        ln, mk = styles[lab]
+        fig.add_trace(go.Scatter(x=np.asarray(t), y=np.asarray(el), mode="lines+markers", name=lab, line=ln, marker=mk,
+                                 hovertemplate=f"{lab}: ELBO %{{y:.4g}} at %{{x:.3g}} s<extra></extra>"))
     fig.update_xaxes(title="wall time (s, compilation excluded)")
     fig.update_yaxes(title="ELBO (window average)")
     rng = elbo_window(curves) if clip else None
     if rng is not None:
         fig.update_yaxes(range=list(rng))
-    return style(fig, title)
+    return style(fig, title, height=height)
 
 
 def marginal_densities(panels: list, title: str | None = None, cols: int = 3) -> go.Figure:
@@ -54,18 +76,21 @@ def marginal_densities(panels: list, title: str | None = None, cols: int = 3) ->
     ncol = min(cols, k)
     nrow = -(-k // ncol)
     fig = make_subplots(rows=nrow, cols=ncol, subplot_titles=[p[0] for p in panels], vertical_spacing=0.18)
+    styles = method_styles([lab for p in panels for lab in p[2]])
+    ref = look("mcmc")
     for j, (name, draws, approx) in enumerate(panels):
         row, col = j // ncol + 1, j % ncol + 1
         draws = np.asarray(draws, float)
         lo = min([np.quantile(draws, 0.001)] + [m - 4 * s for m, s in approx.values()])
         hi = max([np.quantile(draws, 0.999)] + [m + 4 * s for m, s in approx.values()])
         x = np.linspace(lo, hi, 200)
-        fig.add_trace(go.Scatter(x=x, y=gaussian_kde(draws)(x), name="MCMC (NUTS)",
-                                 line=dict(color="#111111", width=3), showlegend=j == 0, legendgroup="MCMC"),
+        fig.add_trace(go.Scatter(x=x, y=gaussian_kde(draws)(x), name=ref.label, fill="tozeroy",
+                                 fillcolor="rgba(0,0,0,0.07)", line=line("mcmc", width=3),
+                                 showlegend=j == 0, legendgroup="MCMC"),
                       row=row, col=col)
-        for i, (lab, (m, s)) in enumerate(approx.items()):
+        for lab, (m, s) in approx.items():
             y = np.exp(-0.5 * ((x - m) / s) ** 2) / (s * np.sqrt(2 * np.pi))
-            fig.add_trace(go.Scatter(x=x, y=y, name=lab, line=dict(color=color(lab.lower(), i)), showlegend=j == 0,
+            fig.add_trace(go.Scatter(x=x, y=y, name=lab, line=styles[lab][0], showlegend=j == 0,
                                      legendgroup=lab), row=row, col=col)
     return style(fig, title, height=320 * nrow + 60)
 

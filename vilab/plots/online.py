@@ -4,99 +4,292 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
-from . import color, ellipse, style
+from . import color, ellipse, label, line, look, marker, style
 
-__all__ = ["posterior_ellipses", "variance_paths", "conjugate_densities", "metric_curves", "runtime_bars", "sweep_plot"]
+__all__ = ["posterior_ellipses", "variance_paths", "symlog", "symlog_ticks", "sci", "linear_stream", "conjugate_densities", "metric_curves", "runtime_bars", "sweep_plot"]
 
-_METHOD_COLORS = {"bong-fc (= CM-EKF)": "#1f77b4", "Kalman filter": "#111111", "batch posterior": "#2ca02c",
-                  "bong-lin-hess-fc_mom": "#d62728"}
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
-def posterior_ellipses(beliefs: dict, theta_true=None, title: str | None = None) -> go.Figure:
-    """2-sigma ellipses of 2-D Gaussians {label: (mean, cov)}; an indefinite cov is listed, not drawn."""
-    fig = go.Figure()
-    dashes = {"Kalman filter": "dash", "batch posterior": "dot"}
-    for i, (lab, (m, S)) in enumerate(beliefs.items()):
-        c = _METHOD_COLORS.get(lab, color(lab, i))
+def _pow10(k: int, sign: int = 1) -> str:
+    """"10²", "−10⁻³", "1" ..."""
+    txt = "1" if k == 0 else ("10" if k == 1 else f"10{str(k).translate(_SUPERSCRIPT)}")
+    return ("−" if sign < 0 else "") + txt
+
+
+def sci(x: float, digits: int = 3) -> str:
+    """A number for a student: 3 significant digits, and powers of ten written out ("−8.04·10¹³")
+    when it is very large or very small."""
+    x = float(x)
+    plain = f"{x:.{digits}g}"
+    if not np.isfinite(x) or x == 0 or (1e-3 <= abs(x) < 1e5 and "e" not in plain):
+        return plain.replace("-", "−")
+    k = int(np.floor(np.log10(abs(x))))
+    m = x / 10.0**k
+    if round(abs(m), digits - 1) >= 10:
+        m, k = m / 10, k + 1
+    return f"{m:.{digits - 1}f}".replace("-", "−") + "·" + _pow10(k)
+
+
+def symlog(y, c: float) -> np.ndarray:
+    """The symmetric-log transform sign(y) log10(1 + |y|/c): linear within about ±c of 0, logarithmic
+    beyond, so a sign change and values of very different sizes show on one axis."""
+    y = np.asarray(y, float)
+    return np.sign(y) * np.log10(1.0 + np.abs(y) / c)
+
+
+def symlog_ticks(lo: float, hi: float, c: float, n: int = 7) -> tuple[list[float], list[str]]:
+    """Tick positions (in symlog units) and labels (0, ±powers of 10 >= c) covering [lo, hi] (data units):
+    about ``n`` ticks shared by the two sides in proportion to their length (each side keeps its extreme),
+    never closer than 1/12 of the axis to each other, so labels never overlap."""
+    k0 = int(np.floor(np.log10(c)))
+    span = float(symlog(hi, c) - symlog(lo, c)) or 1.0
+    vals, texts = [0.0], ["0"]
+    for sign, bound in ((1, hi), (-1, -lo)):
+        if bound <= c:
+            continue
+        ks = [k for k in range(k0, int(np.ceil(np.log10(bound))) + 1) if 10.0**k <= bound * 1.0001] or [k0]
+        m = max(1, int(round((n - 1) * float(symlog(bound, c)) / span)))
+        for k in ks[::-1][::int(np.ceil(len(ks) / m))]:
+            y = float(symlog(sign * 10.0**k, c))
+            if all(abs(y - v) >= span / 12 for v in vals):
+                vals.append(y)
+                texts.append(_pow10(k, sign))
+    return vals, texts
+
+
+def _add_ellipses(fig: go.Figure, beliefs: dict, theta_true, names: dict | None = None, **rc) -> None:
+    order = sorted(beliefs, key=lambda k: k in ("kalman", "batch"))  # references last: on top
+    for code in order:
+        m, S = beliefs[code]
+        lk = look(code)
         x, y = ellipse(np.asarray(m), np.asarray(S), 2.0)
         ok = np.all(np.isfinite(x))
+        wide = code.startswith("bong") and not code.endswith("_mom")
         fig.add_trace(go.Scatter(x=x if ok else [None], y=y if ok else [None], mode="lines",
-                                 name=lab + ("" if ok else " (covariance not PD: no ellipse)"),
-                                 line=dict(color=c, dash=dashes.get(lab, "solid"), width=3 if lab.startswith("bong-fc") else 2)))
-        fig.add_trace(go.Scatter(x=[m[0]], y=[m[1]], mode="markers", marker=dict(color=c, size=8), showlegend=False))
+                                 name=(names or {}).get(code, lk.label),
+                                 legendgroup=code, line=line(code, width=7 if wide else 2.5),
+                                 opacity=0.5 if wide else 1.0), **rc)
+        fig.add_trace(go.Scatter(x=[m[0]], y=[m[1]], mode="markers", marker=marker(code, size=9), showlegend=False,
+                                 legendgroup=code, hovertemplate=f"{lk.label}: mean (%{{x:.3g}}, %{{y:.3g}})"
+                                               + ("" if ok else " (not a covariance: no ellipse)") + "<extra></extra>"),
+                      **rc)
     if theta_true is not None:
         fig.add_trace(go.Scatter(x=[theta_true[0]], y=[theta_true[1]], mode="markers", name="true θ",
-                                 marker=dict(symbol="x", size=12, color="#111111")))
+                                 marker=dict(symbol="star", size=14, color="#F0E442", line=dict(color="#000000", width=1.5))),
+                      **rc)
+
+
+def posterior_ellipses(beliefs: dict, theta_true=None, title: str | None = None, height: int = 420) -> go.Figure:
+    """2-sigma ellipses of 2-D Gaussians {method code: (mean, cov)}; an indefinite cov is listed, not drawn.
+
+    Each method in its look (``kalman`` and ``batch`` are the references); a method whose ellipse lies
+    under another's stays visible (the exact BONG line is drawn wide and pale, the references on top)."""
+    fig = go.Figure()
+    _add_ellipses(fig, beliefs, theta_true)
     fig.update_xaxes(title="θ₁")
     fig.update_yaxes(title="θ₂", scaleanchor="x", scaleratio=1)
-    return style(fig, title)
+    return style(fig, title, height=height)
 
 
-def variance_paths(t, var_exact, var_mom, title: str | None = None) -> go.Figure:
-    """Smallest eigenvalue of the covariance against t: exact (bong-fc = KF) vs fc_mom."""
+def _add_eigenvalues(fig: go.Figure, t, paths: dict, floor: float, showlegend: bool = True, names: dict | None = None,
+                     **rc) -> dict:
+    """The symmetric-log eigenvalue traces; returns the y-axis settings (ticks, range)."""
+    t = np.asarray(t)
+    vals = {k: np.asarray(v, float) for k, v in paths.items()}
+    pos = [abs(x) for v in vals.values() for x in v if np.isfinite(x) and x != 0]
+    c = 10.0 ** np.floor(np.log10(min(pos))) if pos else 1.0
+    fin = [x for v in vals.values() for x in v if np.isfinite(x)] or [0.0, 1.0]
+    lo, hi = max(min(min(fin), 0.0), floor), max(max(fin), c)
+    y0, y1 = float(symlog(lo, c)) - 0.5, float(symlog(hi, c)) + 0.5
+    fig.add_hrect(y0=y0, y1=0.0, fillcolor="#D55E00", opacity=0.15, line_width=0, layer="below", **rc)
+    if lo < 0:
+        fig.add_annotation(x=0.03, y=0.03, xanchor="left", yanchor="bottom", text="below 0: not a covariance",
+                           showarrow=False, xref=f"{_axis_ref(fig, 'x', rc)} domain",
+                           yref=f"{_axis_ref(fig, 'y', rc)} domain")
+    for code, v in vals.items():
+        shown = np.where(np.isfinite(v), np.maximum(v, floor), np.nan)
+        clipped = np.isfinite(v) & (v < floor)
+        sym = np.where(clipped, "triangle-down", look(code).symbol)
+        fig.add_trace(go.Scatter(x=t, y=symlog(shown, c), mode="lines+markers", name=(names or {}).get(code, label(code)),
+                                 legendgroup=code,
+                                 showlegend=showlegend, line=line(code, width=3),
+                                 marker=dict(color=look(code).color, symbol=list(sym), size=9), customdata=v,
+                                 hovertemplate=f"{label(code)}<br>t = %{{x}}: smallest eigenvalue %{{customdata:.3g}}"
+                                               "<extra></extra>"), **rc)
+    fig.add_hline(y=0.0, line=dict(color="#000000", width=1.5), **rc)
+    tv, tt = symlog_ticks(lo, hi, c)
+    return dict(tickvals=tv, ticktext=tt, range=[y0, y1])
+
+
+def _axis_ref(fig: go.Figure, letter: str, rc: dict) -> str:
+    """"x", "x2", ... of the subplot at rc (row, col); "x" for a figure without subplots."""
+    if not rc:
+        return letter
+    sub = fig.get_subplot(rc["row"], rc["col"])
+    name = (sub.xaxis if letter == "x" else sub.yaxis).plotly_name
+    return name.replace("axis", "")
+
+
+def variance_paths(t, paths: dict, title: str | None = None, height: int = 420, floor: float = -1e15) -> go.Figure:
+    """Smallest eigenvalue of Σ_t against t, {method code: values}, on a symmetric-log axis.
+
+    The exact path (BONG in natural parameters = Kalman) stays positive and shrinks like 1/t while the
+    moment-form path can fall to -10^13 and beyond: a symmetric-log axis (:func:`symlog`, linear near 0,
+    logarithmic beyond) shows both and the sign change. Values below ``floor`` are drawn at the floor
+    (a downward triangle; the hover gives the value), non-finite ones are left out. The region below
+    0 is shaded: there Σ_t is no covariance.
+    """
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=t, y=var_exact, mode="lines+markers", name="bong-fc = Kalman", line=dict(color="#1f77b4")))
-    fig.add_trace(go.Scatter(x=t, y=var_mom, mode="lines+markers", name="bong-lin-hess-fc_mom", line=dict(color="#d62728")))
-    fig.add_hline(y=0.0, line=dict(color="#777", dash="dot"))
-    fig.update_xaxes(title="observation t")
-    fig.update_yaxes(title="smallest eigenvalue of Σ_t")
-    return style(fig, title, height=330)
+    yax = _add_eigenvalues(fig, t, paths, floor)
+    fig.update_xaxes(title="observations t")
+    fig.update_yaxes(title="smallest eigenvalue of Σ_t", **yax)
+    return style(fig, title, height=height)
 
 
-def conjugate_densities(theta, densities: dict, title: str | None = None) -> go.Figure:
-    """Densities q(θ) on a grid: {label: values}."""
+def linear_stream(beliefs: dict, t, eig_paths: dict, theta_true=None, t_now: int | None = None,
+                  title: str | None = None, height: int = 430, floor: float = -1e15) -> go.Figure:
+    """The linear-Gaussian stream in one figure, one legend: left, the 2σ ellipses of ``beliefs``
+    {code: (mean, cov)} after t_now observations; right, the smallest eigenvalue of each method's Σ_t
+    against t (``eig_paths`` {code: values}, symmetric-log axis, :func:`variance_paths`), with the
+    current t marked. Legend names: :func:`short_labels` (the parts all the methods share are left out)."""
+    bong = [c for c in dict.fromkeys(list(beliefs) + list(eig_paths)) if c.startswith(("bong", "blr", "bog", "bbb"))]
+    names = short_labels(bong, keep_first=True)[0] if len(bong) > 1 else {}
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.46, 0.54], horizontal_spacing=0.14,
+                        subplot_titles=[f"2σ ellipses after t = {t_now}" if t_now is not None else "2σ ellipses",
+                                        "smallest eigenvalue of Σ_t"])
+    _add_ellipses(fig, beliefs, theta_true, names=names, row=1, col=1)
+    yax = _add_eigenvalues(fig, t, eig_paths, floor, showlegend=False, names=names, row=1, col=2)
+    if t_now is not None:
+        fig.add_vline(x=t_now, line=dict(color="#777777", dash="dot", width=1.5), row=1, col=2)
+    fig.update_xaxes(title="θ₁", row=1, col=1)
+    fig.update_yaxes(title="θ₂", scaleanchor="x", scaleratio=1, row=1, col=1)
+    fig.update_xaxes(title="observations t", row=1, col=2)
+    fig.update_yaxes(title="symmetric log scale", row=1, col=2, **yax)
+    fig = style(fig, title, height=height)
+    # the legend above the subplot titles
+    fig.update_layout(margin_t=100 if title else 80, legend=dict(orientation="h", yanchor="bottom", y=1.09, x=0))
+    return fig
+
+
+def short_labels(codes, keep_first: bool = False) -> tuple[dict, str]:
+    """Readable names of several methods without the parts they all share, and those shared parts.
+
+    ``short_labels(["bong-lin-hess-dlr-10", "bog-lin-hess-dlr-10"])`` gives
+    ({"bong-lin-hess-dlr-10": "BONG", "bog-lin-hess-dlr-10": "BOG"}, "linearised Hessian, diagonal + low rank
+    (rank 10)"): a legend that fits beside the figure, the shared parts said once in the title."""
+    codes = list(dict.fromkeys(codes))
+    parts = {c: label(c).split(", ") for c in codes}
+    common = [p for p in parts[codes[0]] if all(p in parts[c] for c in codes)] if len(codes) > 1 else []
+    def name(c):
+        rest = [p for p in parts[c] if p not in common]
+        if keep_first and parts[c][0] in common:  # keep the algorithm's name (BONG, BLR ...) in front
+            rest = [parts[c][0]] + rest
+        return ", ".join(rest) or label(c)
+
+    out = {c: name(c) for c in codes}
+    return out, ", ".join(common)
+
+
+def conjugate_densities(theta, densities: dict, title: str | None = None, height: int = 400) -> go.Figure:
+    """Densities q(θ) on a grid: {"prior" | "BONG step" | "Bayes posterior": values}. The BONG step is
+    drawn wide and pale, the exact Bayes posterior dashed on top of it (they coincide)."""
     fig = go.Figure()
-    dashes = {"Bayes posterior": "dash"}
-    for i, (lab, v) in enumerate(densities.items()):
-        fig.add_trace(go.Scatter(x=theta, y=v, mode="lines", name=lab,
-                                 line=dict(color=color(lab, i), dash=dashes.get(lab, "solid"), width=3 if lab.startswith("BONG") else 2)))
+    looks = {"prior": dict(color="#777777", dash="dot", width=2.5),
+             "BONG step": dict(line(f"bong-lin-hess-fc", width=8), dash="solid"),
+             "Bayes posterior": dict(color="#000000", dash="dash", width=2.5)}
+    for lab, v in densities.items():
+        fig.add_trace(go.Scatter(x=theta, y=v, mode="lines", name=lab, line=looks.get(lab, dict(color=color(lab))),
+                                 opacity=0.55 if lab == "BONG step" else 1.0))
     fig.update_xaxes(title="θ")
     fig.update_yaxes(title="density")
-    return style(fig, title, height=360)
+    return style(fig, title, height=height)
 
 
-def metric_curves(curves: dict, metric: str = "NLPD", title: str | None = None, log_y: bool = False) -> go.Figure:
-    """{label: (t, values)} against the number of examples seen."""
+def metric_curves(curves: dict, metric: str = "NLPD", title: str | None = None, log_y: bool = False,
+                  codes: dict | None = None, notes: dict | None = None, height: int = 420) -> go.Figure:
+    """{name: (t, values)} against the number of examples seen; ``codes`` {name: method code} draws each
+    curve in its method's look (BONG grid codes: colour = algorithm, dash = family, marker = curvature)."""
+    codes = codes or {}
     fig = go.Figure()
     for i, (lab, (t, v)) in enumerate(curves.items()):
         v = np.asarray(v, float)
+        code = codes.get(lab, lab)
+        note = (notes or {}).get(lab, "")
         fig.add_trace(go.Scatter(x=list(t), y=[None if not np.isfinite(a) else a for a in v], mode="lines+markers",
-                                 name=lab, line=dict(color=color(lab, i))))
+                                 name=lab, line=line(code, width=2.5), marker=marker(code, size=8),
+                                 hovertemplate=f"{lab}{' (' + note + ')' if note else ''}<br>t = %{{x}}: "
+                                               f"{metric} %{{y:.3g}}<extra></extra>"))
     fig.update_xaxes(title="examples seen t")
     fig.update_yaxes(title=metric, type="log" if log_y else "linear")
-    return style(fig, title, height=380)
+    fig = style(fig, title, height=height)
+    if len(curves) > 3:  # many names: one column beside the plot (above it they would take its height)
+        fig.update_layout(legend=dict(orientation="v", yanchor="top", y=1.0, x=1.02, xanchor="left"),
+                          margin_t=55 if title else 24)
+    return fig
 
 
-def runtime_bars(labels, ms_per_step, title: str | None = None) -> go.Figure:
-    """Wall time per step (ms), one bar per method (Fig. 3 analogue)."""
+def runtime_bars(labels, ms_per_step, title: str | None = None, codes=None) -> go.Figure:
+    """Wall time per step (ms), one bar per method (Fig. 3 analogue); ``codes`` (one per bar) colour the bars."""
+    codes = list(codes) if codes is not None else list(labels)
     fig = go.Figure(go.Bar(x=list(ms_per_step), y=list(labels), orientation="h",
-                           marker_color=[color(lab, i) for i, lab in enumerate(labels)],
-                           text=[f"{v:.2f} ms" for v in ms_per_step], textposition="auto"))
-    fig.update_xaxes(title="ms per example", type="log")
-    return style(fig, title, height=max(220, 45 * len(labels) + 80))
+                           marker_color=[color(c, i) for i, c in enumerate(codes)],
+                           text=[f"{v:.3g} ms" for v in ms_per_step], textposition="auto"))
+    fig.update_xaxes(title="ms per example", type="log", dtick=1)  # powers of 10 only (no small minor labels)
+    fig.update_yaxes(autorange="reversed")
+    return style(fig, title, height=max(220, 40 * len(labels) + 90))
 
 
 def sweep_plot(series: dict, xlabel: str, baseline: tuple | None = None, title: str | None = None,
-               ylabel: str = "final test NLPD (plug-in)", cap: float | None = None) -> go.Figure:
-    """Final metric against a swept setting (log x): {label: (x, y, statuses)}.
+               ylabel: str = "final test NLPD (plug-in)", cap: float | None = None, codes: dict | None = None,
+               open_markers=(), height: int = 400) -> go.Figure:
+    """Final metric against a swept setting (log x): {name: (x, y, statuses)}.
 
-    Diverged runs (status "diverged: ...") are drawn as red crosses at the top of the panel;
-    ``baseline = (label, value)`` is a horizontal line (bong's fixed alpha = 1).
+    ``codes`` {name: method code} gives each series its method's look; names in ``open_markers`` get
+    open markers and a solid line (e.g. the same method with more inner iterations). Diverged runs
+    (status "diverged: ...") are drawn as crosses at the top of the panel; ``baseline = (label,
+    value)`` is a horizontal line (bong's fixed alpha = 1).
     """
+    codes = codes or {}
     fig = go.Figure()
     finite = [v for (_, ys, _) in series.values() for v in ys if v is not None and np.isfinite(v)]
     top = cap if cap is not None else (max(finite) * 1.1 if finite else 1.0)
-    for i, (lab, (xs, ys, st)) in enumerate(series.items()):
+    def pts(v):
+        return [(float(x), None if y is None else round(float(y), 9)) for x, y in zip(v[0], v[1])]
+
+    # a series whose points another one repeats exactly (BBB with I = 1 is BOG) is drawn wider, with
+    # larger markers, under it: both stay visible
+    under = {a for a in series for b in series if list(series).index(b) > list(series).index(a)
+             and pts(series[a]) == pts(series[b])}
+    for lab, (xs, ys, st) in series.items():
+        code = codes.get(lab, lab)
         ok = [(x, y) for x, y, s in zip(xs, ys, st) if y is not None and np.isfinite(y) and not s.startswith("diverged")]
         bad = [x for x, y, s in zip(xs, ys, st) if y is None or not np.isfinite(y) or s.startswith("diverged")]
+        ln, mk = line(code, width=2.5), marker(code, size=10)
+        if lab in open_markers:
+            ln["dash"] = "solid"
+            mk["symbol"] = mk["symbol"] + "-open"
+            mk["line"] = dict(width=2, color=mk["color"])
+        if lab in under:
+            ln["width"], mk["size"] = 7, 17
         fig.add_trace(go.Scatter(x=[p[0] for p in ok], y=[min(p[1], top) for p in ok], mode="lines+markers", name=lab,
-                                 line=dict(color=color(lab, i))))
+                                 line=ln, marker=mk, legendgroup=lab))
         if bad:
             fig.add_trace(go.Scatter(x=bad, y=[top] * len(bad), mode="markers", name=f"{lab}: diverged",
-                                     marker=dict(symbol="x", size=12, color=color(lab, i), line=dict(width=2))))
+                                     legendgroup=lab, showlegend=False,
+                                     marker=dict(symbol="x-thin", size=14, color=mk["color"], line=dict(width=3, color=mk["color"])),
+                                     hovertemplate=f"{lab}: diverged at %{{x:.3g}}<extra></extra>"))
     if baseline is not None:
-        fig.add_hline(y=baseline[1], line=dict(color="#111", dash="dash"), annotation_text=baseline[0])
-    fig.update_xaxes(title=xlabel, type="log")
+        fig.add_hline(y=baseline[1], line=dict(color="#000000", dash="dash"), annotation_text=baseline[0],
+                      annotation_position="bottom left")
+    xs_all = sorted({float(x) for (xs, _, _) in series.values() for x in xs})
+    # ticks at the swept values (a log axis would add small unlabelled-size minor digits)
+    fig.update_xaxes(title=xlabel, type="log", tickvals=xs_all, ticktext=[f"{x:g}" for x in xs_all])
     fig.update_yaxes(title=ylabel)
-    return style(fig, title, height=380)
+    fig = style(fig, title, height=height)
+    if len(series) > 3:
+        fig.update_layout(legend=dict(orientation="v", yanchor="top", y=1.0, x=1.02, xanchor="left"),
+                          margin_t=55 if title else 24)
+    return fig

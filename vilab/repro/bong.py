@@ -145,6 +145,7 @@ DIGITS_SEEDS = (0, 1, 2)
 
 def digits_ordering_runs(T: int = DIGITS_T, seeds=DIGITS_SEEDS):
     """Final test plug-in NLL of the three methods of the ordering check, per seed."""
+    from ..core import as_key
     from ..online.digits import TUNED_SIGMA0_2, run_digits
 
     configs = {
@@ -156,7 +157,7 @@ def digits_ordering_runs(T: int = DIGITS_T, seeds=DIGITS_SEEDS):
     for name, s2 in configs.items():
         vals = []
         for seed in seeds:
-            r = run_digits(name, sigma0_2=s2, T=T, seed=seed, checkpoints=(0, T), predictives=("plugin",), n_samples=10)
+            r = run_digits(name, sigma0_2=s2, T=T, key=as_key(seed), checkpoints=(0, T), predictives=("plugin",), n_samples=10)
             vals.append(r.extra["nlpd_plugin"][-1] if not r.diverged else np.inf)
         out[name] = np.array(vals)
     return out
