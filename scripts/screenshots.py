@@ -23,6 +23,7 @@ def main(argv=None) -> int:
     ap.add_argument("--pages", nargs="*", help="url paths (e.g. Vector_fields); default: every page")
     ap.add_argument("--out", default=str(ROOT / "assets" / "screenshots"))
     ap.add_argument("--full", action="store_true", help="also save a full-page screenshot")
+    ap.add_argument("--query", default="", help="URL parameters for every page, e.g. 'tab=3-D'")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -32,7 +33,7 @@ def main(argv=None) -> int:
         for path in paths:
             for (w, h) in layout.SIZES:
                 for lecture in (False, True):
-                    page, errors = layout.open_page(browser, url, path, w, h, lecture)
+                    page, errors = layout.open_page(browser, url, path, w, h, lecture, args.query)
                     tag = f"{path.lower()}-{w}x{h}{'-lecture' if lecture else ''}"
                     page.screenshot(path=str(out / f"{tag}.png"))
                     if args.full:

@@ -97,9 +97,12 @@ def test_short_labels():
 
 def test_hierarchical_methods_sharing_a_look_are_told_apart():
     st = hplots.method_styles(["SNNGM", "KLD", "SDb"])
-    assert st["SNNGM"][0]["color"] == st["KLD"][0]["color"] == plots.look("snngm").color  # the theme's blue
-    assert st["SNNGM"][0]["dash"] != st["KLD"][0]["dash"] and st["SNNGM"][1]["symbol"] != st["KLD"][1]["symbol"]
+    assert (st["SNNGM"][0]["color"], st["SNNGM"][0]["dash"]) != (st["KLD"][0]["color"], st["KLD"][0]["dash"])
     assert st["SDb"][0] == plots.line("sdb", width=2.5)
+    # two methods whose looks coincide (SNNGM and VN are both natural-gradient blue) are told apart
+    st = hplots.method_styles(["SNNGM", "VN"])
+    assert st["SNNGM"][0]["color"] == st["VN"][0]["color"] == plots.look("snngm").color
+    assert st["SNNGM"][0]["dash"] != st["VN"][0]["dash"] and st["SNNGM"][1]["symbol"] != st["VN"][1]["symbol"]
     fig = hplots.elbo_vs_time({"SNNGM": ([1, 2], [-10, -5]), "KLD": ([1, 2], [-9, -6])})
     assert fig.data[0].line.dash != fig.data[1].line.dash
 

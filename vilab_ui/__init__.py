@@ -450,6 +450,7 @@ button p, [data-baseweb="tag"] span, [data-testid="stSidebarNav"] span, [data-te
     white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
 }
 [data-baseweb="tag"] { max-width: none !important; height: auto !important; }
+[data-baseweb="select"] > div > div:first-child { flex-wrap: wrap !important; }
 """
 
 

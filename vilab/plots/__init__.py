@@ -115,5 +115,7 @@ def lecture_style(fig: go.Figure) -> go.Figure:
             cb.tickfont.size = small
     if lay.margin.t is not None and lay.title.text:
         fig.update_layout(margin_t=int(lay.margin.t * 1.25))
-    fig.update_traces(selector=dict(type="scatter"), line_width=3.5)
+    for tr in fig.data:  # thicker lines; a trace widened on purpose (drawn under another) keeps its width
+        if tr.type == "scatter" and (tr.line.width is None or tr.line.width < 3.5):
+            tr.line.width = 3.5 if tr.line.width is None else min(3.5, 1.5 * tr.line.width + 0.5)
     return fig

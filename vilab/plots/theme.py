@@ -79,7 +79,7 @@ LOOKS: dict[str, Look] = {
     "wasserstein": _L("Wasserstein gradient", "#CC79A7", "wasserstein", "triangle-up"),
     # --- divergences (Chen, Nott & Tan): one hue per objective, the batch forms dashed
     "kl": _L("KL(q‖p)", "#0072B2", "divergence", "circle", "solid"),
-    "kld": _L("KL(q‖p), stochastic", "#0072B2", "divergence", "circle", "solid"),
+    "kld": _L("KL(q‖p), stochastic", "#332288", "divergence", "circle-open", "dashdot"),
     "forward_kl": _L("KL(p‖q)", "#7B3294", "divergence", "triangle-up", "dashdot"),
     "fisher": _L("Fisher", "#E69F00", "divergence", "square", "solid"),
     "fdr": _L("Fisher, stochastic", "#E69F00", "divergence", "square", "solid"),
