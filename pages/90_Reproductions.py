@@ -1,5 +1,6 @@
 """Reproductions: every registered number of the papers, paper vs computed, one button away."""
 
+import re
 import threading
 
 import pandas as pd
@@ -10,9 +11,8 @@ from vilab import repro
 
 ui.page(
     "Reproductions",
-    "Each entry recomputes numbers printed in one of the papers and sets them beside the paper's "
-    "values, with the tolerance used. Press **Run** to check one yourself, or run them all; results "
-    "are kept for everyone using this server. The same entries run from a terminal: `vilab repro NAME`.",
+    "Pick a result of the papers and press **Run**: the numbers printed in the paper and the same numbers "
+    "recomputed here, side by side with the tolerance used.",
 )
 
 
@@ -36,56 +36,66 @@ def _verdict(r: repro.Result | None) -> str:
     return f"{'PASS' if r.passed else 'FAIL'} ({r.seconds:.1f} s)"
 
 
+_NOTES = re.compile(r"\s*\((?:see )?(?:the )?digest[^)]*\)", re.IGNORECASE)
+
+
+def _clean(text: str) -> str:
+    """A registry text as a student reads it (no pointers to the project's internal notes)."""
+    return _NOTES.sub("", str(text or "")).strip()
+
+
 entries = repro.entries()
 for module, error in repro.import_errors().items():
-    st.error(f"vilab/repro/{module}.py could not be imported, so its reproductions are missing: {error}")
+    st.error(f"The reproductions of {module} could not be loaded, so they are missing: {error}")
 if not entries:
     st.info("No reproductions are registered yet.")
     st.stop()
 
-catalogue_slot = st.empty()
 names = [e.name for e in entries]
-name = ui.select("Reproduction", "r", names, names[0])
-entry = repro.get(name)
-st.markdown(f"**{entry.name}** ({entry.paper}): {entry.what}")
-if entry.settings:
-    st.caption(entry.settings)
-
-auto = ui.toggle("Run on page load (for shared links)", "auto", False)
-col1, col2 = st.columns(2)
-run_this = col1.button("Run this reproduction", type="primary")
-run_all = col2.button("Run every reproduction")
-with ui.more("Which ones 'run every' includes"):
-    with_slow = ui.checkbox("include the slow ones (minutes each)", "slow", False)
+ctl, main = ui.columns(1, 2)
+with ctl:
+    name = ui.select("Reproduction", "r", names, names[0],
+                     help="The same entries run from a terminal: vilab repro NAME.")
+    entry = repro.get(name)
+    st.markdown(f"**{_clean(entry.paper)}**: {_clean(entry.what)}" + (" *(slow: minutes)*" if entry.slow else ""))
+    run_this = st.button("Run this reproduction", type="primary", key="run")
+    run_all = st.button("Run every reproduction", key="all")
+    with ui.more("Settings of this reproduction, and more"):
+        if entry.settings:
+            st.caption(_clean(entry.settings))
+        with_slow = ui.checkbox("'Run every' includes the slow ones (minutes each)", "slow", False)
+        auto = ui.toggle("Run on page load (for shared links)", "auto", False)
 
 
 def show(results: list[repro.Result]) -> None:
     for r in results:
         (st.success if r.passed else st.error)(f"{r.name}: {_verdict(r)}")
-    st.dataframe(pd.DataFrame(repro.table_rows(results)), hide_index=True, width="stretch")
+    rows = pd.DataFrame(repro.table_rows(results))
+    first = ["quantity", "paper", "computed", "tolerance", "pass"]  # the comparison first, the entry's name last
+    ui.table(rows[[c for c in first if c in rows] + [c for c in rows if c not in first]], hide_index=True,
+             width="stretch")
 
 
-with ui.guard("Reproduction"):
-    if run_this or auto:
-        with st.spinner(f"Computing {name}..."):
-            show([run_one(name)])
-    elif run_all:
-        todo = [e.name for e in entries if with_slow or not e.slow]
-        bar = st.progress(0.0, text="Running reproductions...")
-        results = []
-        for i, n in enumerate(todo):
-            results.append(run_one(n))
-            bar.progress((i + 1) / len(todo), text=f"{n} done")
-        show(results)
-    else:
-        done = [r for r in (_store()[0].get(n) for n in names) if r is not None]
-        if done:
-            st.markdown("**Results computed on this server so far**")
-            show(done)
-
-stored = _store()[0]
-catalogue_slot.dataframe(
-    pd.DataFrame([{"name": e.name, "paper": e.paper, "reproduces": e.what, "cost": "slow" if e.slow else "fast",
-                   "result": _verdict(stored.get(e.name))} for e in entries]),
-    hide_index=True, width="stretch",
-)
+with main:
+    with ui.guard("Reproduction"):
+        if run_this or auto:
+            with st.spinner(f"Computing {name}..."):
+                show([run_one(name)])
+            ui.notice("Each row is one number of the paper: the paper's value, ours, and the tolerance within which "
+                      "they must agree (relative where marked). A FAIL is reported, never hidden.")
+        elif run_all:
+            todo = [e.name for e in entries if with_slow or not e.slow]
+            bar = st.progress(0.0, text="Running reproductions...")
+            results = []
+            for i, n in enumerate(todo):
+                results.append(run_one(n))
+                bar.progress((i + 1) / len(todo), text=f"{n} done")
+            show(results)
+        elif _store()[0].get(name) is not None:  # computed before on this server
+            st.markdown(f"**{name}**, computed on this server earlier:")
+            show([_store()[0][name]])
+    stored = _store()[0]
+    st.markdown("**Every reproduction** (result: computed on this server so far)")
+    ui.table(pd.DataFrame([{"name": e.name, "result": _verdict(stored.get(e.name)), "cost": "slow" if e.slow else "fast",
+                            "paper": _clean(e.paper), "reproduces": _clean(e.what)}
+                           for e in entries]), hide_index=True, width="stretch", height=320)

@@ -596,3 +596,31 @@ def test_vi_step_reports_the_core_codes_of_an_invalid_iterate():
     from vilab.optim import Layout
 
     assert int(Layout(P, "chol_cov", True).validity(s0.lam.at[P].set(0.0))) == 5  # what the step passes on
+
+
+def test_learning_curves_draw_each_method_in_its_look_with_the_chance_level():
+    """The CNN lab's main figure: test error (from the start, epoch 0) and ELBO per epoch, each method in
+    the look of vilab.plots (SNNGM natural/solid, Adam Euclidean/dashed), chance level 1 - 1/K, and the
+    empty figure (before any run) says where the curves will appear."""
+    from vilab import plots
+    from vilab.plots import cnn as pcnn
+
+    runs = [dict(label="SNNGM run", optimizer="snngm", test_err=[0.9, 0.5, 0.1], elbo_epoch=[-3e4, -1e4]),
+            dict(label="Adam run", optimizer="adam", test_err=[0.9, 0.85, 0.8], elbo_epoch=[-3e4, -2e4]),
+            dict(label="SNNGM, other step", optimizer="snngm", test_err=[0.9, 0.4], elbo_epoch=[-2e4])]
+    fig = pcnn.learning_curves(runs, epochs=2, n_classes=10)
+    err = [t for t in fig.data if t.xaxis == "x" and t.name in ("SNNGM run", "Adam run", "SNNGM, other step")]
+    assert [list(t.x) for t in err] == [[0, 1, 2], [0, 1, 2], [0, 1]]
+    np.testing.assert_allclose(err[0].y, [0.9, 0.5, 0.1])
+    assert err[0].line.color == plots.look("snngm").color and err[0].line.dash == "solid"
+    assert err[1].line.color == plots.look("adam").color and err[1].line.dash == "dash"
+    assert err[2].line.color == err[0].line.color and err[2].line.dash != err[0].line.dash  # told apart
+    elbo = [t for t in fig.data if t.xaxis == "x2"]
+    assert list(elbo[0].x) == [1, 2] and not elbo[0].showlegend
+    (chance,) = [t for t in fig.data if str(t.name).startswith("chance")]
+    assert list(chance.y) == [0.9, 0.9]
+    empty = pcnn.learning_curves([], epochs=50, message="Press Train")
+    assert any("Press Train" in a.text for a in empty.layout.annotations)
+    assert list(empty.layout.xaxis.range) == [-0.5, 50.5]
+    bars = pcnn.speed_bars(["a", "b"], [100.0, 2000.0], codes=["snngm", "adam"])
+    assert list(bars.data[0].marker.color) == [plots.look("snngm").color, plots.look("adam").color]

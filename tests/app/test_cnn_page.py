@@ -27,6 +27,41 @@ def test_default_view_device_count_and_honest_full_scale_section():
         assert any("holds" in df.value.columns for df in at.dataframe)
 
 
+def test_every_control_round_trips_through_the_url_and_hostile_values_fall_back():
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params.update({"opts": ["adam", "snngm"], "a_adam": "0.003", "a_snngm": "0.01", "ep": "7", "bs": "64",
+                            "ntr": "500", "model": "mlp"})
+    at.run()
+    assert not at.exception
+    assert at.multiselect(key="opts").value == ["adam", "snngm"]
+    assert at.select_slider(key="a_adam").value == pytest.approx(0.00316)  # snapped to the log grid
+    assert at.select_slider(key="a_snngm").value == pytest.approx(0.01)
+    assert (at.slider(key="ep").value, at.selectbox(key="bs").value, at.slider(key="ntr").value) == (7, 64, 500)
+    assert at.selectbox(key="model").value == "mlp"
+    assert at.query_params["a_adam"] == "0.00316" and at.query_params["ep"] == "7"
+    assert list(at.query_params["opts"]) == ["adam", "snngm"] and at.query_params["mode"] == "VI (minibatch ELBO)"
+    on = AppTest.from_file(PAGE, default_timeout=120)
+    on.query_params.update({"mode": "online (BONG family)", "om": "bong-mc-ef-diag", "lr": "0.3", "T": "50",
+                            "s02": "0.01", "I": "10"})
+    on.run()
+    assert not on.exception
+    assert on.radio(key="mode").value == "online (BONG family)" and on.multiselect(key="om").value == ["bong-mc-ef-diag"]
+    assert on.select_slider(key="lr").value == pytest.approx(0.316) and on.slider(key="T").value == 50
+    assert on.select_slider(key="s02").value == pytest.approx(0.01) and on.selectbox(key="I").value == 10
+    bad = AppTest.from_file(PAGE, default_timeout=120)
+    bad.query_params.update({"opts": "<script>", "ep": "1e400", "a_snngm": "-1", "bs": "7", "mode": "nonsense",
+                             "ntr": "nan", "model": "resnet"})
+    bad.run()
+    assert not bad.exception
+    assert bad.radio(key="mode").value == "VI (minibatch ELBO)" and bad.multiselect(key="opts").value == ["snngm"]
+    assert bad.slider(key="ep").value == 50 and bad.selectbox(key="bs").value == 32
+    assert bad.selectbox(key="model").value == "lenet5-digits" and bad.slider(key="ntr").value == 1437
+    ok = AppTest.from_file(PAGE, default_timeout=120)
+    ok.query_params.update({"ep": "1000", "a_snngm": "5"})
+    ok.run()
+    assert ok.slider(key="ep").value == 100 and ok.select_slider(key="a_snngm").value == pytest.approx(0.1)  # clamped
+
+
 def test_mnist_missing_offers_digits():
     at = AppTest.from_file(PAGE, default_timeout=120)
     at.query_params.update({"ds": "mnist", "model": "bong-cnn"})
@@ -35,6 +70,38 @@ def test_mnist_missing_offers_digits():
     if not data.mnist_available():
         assert any("make data" in i.value and "digits" in i.value for i in at.info)
         assert "11,642 weights" in _text(at)  # bong-cnn on the 8x8 digits
+
+
+@pytest.mark.slow
+def test_default_run_learns_the_digits_and_shows_the_uncertainty_gallery():
+    """Issue 14: the page's default settings, untouched, give a visibly learned network (test error
+    < 0.2 on the digits; chance is 0.9) in about half a minute, and end with the uncertainty gallery."""
+    import time
+
+    at = AppTest.from_file(PAGE, default_timeout=300).run()
+    assert not at.exception
+    assert at.multiselect(key="opts").value == ["snngm"] and at.slider(key="ep").value == 50
+    assert len(at.get("plotly_chart")) >= 1  # the main figure's place is drawn before any run (with a message)
+    t0 = time.perf_counter()
+    at.button(key="train").click().run()
+    seconds = time.perf_counter() - t0
+    print(f"default run: {seconds:.1f} s")
+    assert not at.exception and not at.warning
+    table = at.dataframe[0].value
+    assert table.shape[0] == 1
+    err = float(table["test error"].iloc[0])
+    assert err < 0.2, f"the default run ends at test error {err} after {seconds:.0f} s"
+    assert not any("Stopped" in i.value for i in at.info)  # no run was stopped
+    elbo = table["final ELBO (MC, full train)"].iloc[0]
+    assert "." not in elbo  # rounded: "-9,514", not "-9513.8042"
+    assert len(at.get("plotly_chart")) >= 6  # curves, NLPD, speed, two galleries, probabilities
+    assert "Most uncertain" in " ".join(str(c.proto.spec) for c in at.get("plotly_chart"))  # the uncertainty gallery
+    text = _text(at)
+    assert "0.90" in text  # the "what to notice" line states chance level
+    # Stop after the run finished: no "Stopped" message
+    at.button(key="stop").click().run()
+    assert not any(i.value.startswith("Stopped") for i in at.info)
+    assert any("No training was running" in i.value for i in at.info)
 
 
 @pytest.mark.slow
@@ -50,12 +117,12 @@ def test_tiny_vi_run_shows_progress_table_charts_csv_and_gallery():
     assert len(at.download_button) == 1
     assert len(at.get("plotly_chart")) >= 6  # ELBO, NLPD, speed, two galleries, probability bars
     assert not at.warning  # no divergence, no error message
-    assert at.selectbox(key="gal").value.startswith("adam | mlp on 64 digits")
+    assert at.selectbox(key="gal").value.startswith("Adam, α = 0.001 | MLP (one hidden layer) on 64 digits")
     # a newer run becomes the gallery's choice
     at.multiselect(key="opts").set_value(["snngm"]).run()
     at.button(key="train").click().run()
     assert not at.exception and at.dataframe[0].value.shape[0] == 2
-    assert at.selectbox(key="gal").value.startswith("snngm | mlp on 64 digits")
+    assert at.selectbox(key="gal").value.startswith("SNNGM, α = 0.003 | MLP (one hidden layer) on 64 digits")
     # extreme values: a batch larger than the training set is explained, not a traceback
     at.selectbox(key="bs").set_value(256).run()
     at.button(key="train").click().run()

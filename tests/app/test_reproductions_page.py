@@ -1,6 +1,7 @@
 from pathlib import Path
 
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from vilab import repro
@@ -8,12 +9,26 @@ from vilab import repro
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "90_Reproductions.py")
 
 
+def _catalogue(at):
+    """The registry table (one row per reproduction)."""
+    (df,) = [d.value for d in at.dataframe if "reproduces" in d.value.columns]
+    return df
+
+
+def _results(at):
+    """The paper-vs-computed table (one row per checked number)."""
+    (df,) = [d.value for d in at.dataframe if "computed" in d.value.columns]
+    return df
+
+
 def test_lists_every_registered_reproduction():
+    st.cache_resource.clear()  # no result computed on this server yet
     at = AppTest.from_file(PAGE, default_timeout=120).run()
     assert not at.exception
     names = [e.name for e in repro.entries()]
     if names:
-        listed = at.dataframe[0].value["name"].tolist()
+        assert len(at.dataframe) == 1  # before any run, the registry table comes first (and alone)
+        listed = _catalogue(at)["name"].tolist()
         assert listed == names
         assert at.selectbox(key="r").options == names
 
@@ -26,9 +41,9 @@ def test_run_button_shows_paper_and_computed_values():
     at = AppTest.from_file(PAGE, default_timeout=600)
     at.query_params["r"] = name
     at.run()
-    at.button[0].click().run()
+    at.button(key="run").click().run()
     assert not at.exception
-    table = at.dataframe[1].value
+    table = _results(at)
     assert {"paper", "computed", "tolerance", "pass"} <= set(table.columns)
     assert (table["reproduction"] == name).all() and table["pass"].all()
     assert at.success or at.error  # a verdict is shown
@@ -57,17 +72,17 @@ def fake_registry(monkeypatch):
 
 
 def _verdicts(at):
-    cat = at.dataframe[0].value
+    cat = _catalogue(at)
     return dict(zip(cat["name"], cat["result"]))
 
 
 def test_run_every_reproduction_lists_paper_computed_tolerance_and_verdict(fake_registry):
     at = AppTest.from_file(PAGE, default_timeout=120).run()
     assert not at.exception
-    assert at.dataframe[0].value["name"].tolist() == ["zz-fail", "zz-pass", "zz-slow"]
-    at.button[1].click().run()  # run every (fast) reproduction
+    assert _catalogue(at)["name"].tolist() == ["zz-fail", "zz-pass", "zz-slow"]
+    at.button(key="all").click().run()  # run every (fast) reproduction
     assert not at.exception
-    table = at.dataframe[1].value
+    table = _results(at)
     assert set(table["reproduction"]) == {"zz-fail", "zz-pass"}  # the slow one needs the checkbox
     row = table[table["quantity"] == "y"].iloc[0]
     assert (row["paper"], row["computed"], row["tolerance"], bool(row["pass"])) == ("2", "2.5", "0.1", False)
@@ -76,9 +91,9 @@ def test_run_every_reproduction_lists_paper_computed_tolerance_and_verdict(fake_
     assert verdicts["zz-slow"] == "not run yet"
     assert len(at.error) == 1 and len(at.success) == 1
     at.checkbox(key="slow").check().run()
-    at.button[1].click().run()
+    at.button(key="all").click().run()
     assert not at.exception
-    assert set(at.dataframe[1].value["reproduction"]) == {"zz-fail", "zz-pass", "zz-slow"}
+    assert set(_results(at)["reproduction"]) == {"zz-fail", "zz-pass", "zz-slow"}
     assert _verdicts(at)["zz-slow"].startswith("PASS")
 
 
@@ -88,5 +103,37 @@ def test_shared_link_runs_the_named_reproduction_on_load(fake_registry):
     at.run()
     assert not at.exception
     assert at.selectbox(key="r").value == "zz-pass"
-    table = at.dataframe[1].value
+    table = _results(at)
     assert set(table["reproduction"]) == {"zz-pass"} and table["pass"].all()
+    # the result stays on screen for the selected entry (computed before on this server), above the registry
+    at.toggle(key="auto").set_value(False).run()
+    assert not at.exception
+    assert set(_results(at)["reproduction"]) == {"zz-pass"}
+    assert [("computed" in d.value.columns) for d in at.dataframe] == [True, False]
+
+
+def test_hostile_url_values_fall_back_to_defaults(fake_registry):
+    st.cache_resource.clear()  # no result computed on this server yet
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params.update({"r": "<script>", "auto": "maybe", "slow": "2"})
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key="r").value == "zz-fail" and at.toggle(key="auto").value is False
+    assert at.checkbox(key="slow").value is False
+    assert len(at.dataframe) == 1  # nothing was run
+
+
+def test_no_internal_notes_on_screen(fake_registry):
+    @repro.reproduction("zz-notes", paper="Paper D (digest Sec. 7)", what="an entry (see the digest, Sec. 2)",
+                        settings="x = 1 (digest Table 3)")
+    def _d():
+        return [repro.Check("w", 1.0, 1.0, tol=0.0)]
+
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params.update({"r": "zz-notes"})
+    at.run()
+    assert not at.exception
+    shown = " ".join([m.value for m in at.markdown] + [c.value for c in at.caption]
+                     + _catalogue(at).astype(str).stack().tolist())
+    assert "Paper D" in shown and "x = 1" in shown
+    assert "digest" not in shown.lower()

@@ -13,13 +13,34 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from . import color, style
+from . import color, line, marker, style
 
-__all__ = ["as_run", "elbo_curves", "metric_curves", "online_curves", "speed_bars", "digit_gallery", "probability_bars"]
+__all__ = ["as_run", "learning_curves", "elbo_curves", "metric_curves", "online_curves", "speed_bars", "digit_gallery", "probability_bars"]
 
 
-def _key(label: str) -> str:
-    return label.split(" ")[0].lower().replace("adam-natural", "nadam")
+def _code(r: dict) -> str:
+    """The method code of a run (its 'optimizer' entry, else the first word of its label)."""
+    return str(r.get("optimizer") or str(r["label"]).split(" ")[0])
+
+
+_REPEAT_DASH = ("solid", "dash", "dot", "dashdot", "longdash")
+
+
+def _looks(runs: Sequence[dict]) -> list[tuple[dict, dict]]:
+    """(line, marker) of each run: the method's look (:mod:`vilab.plots.theme`); a second run of the
+    same method (other settings) keeps its colour but gets another dash and an open marker."""
+    seen: dict[str, int] = {}
+    out = []
+    for r in runs:
+        c = _code(r)
+        k = seen[c] = seen.get(c, -1) + 1
+        ln, mk = line(c), marker(c, size=7)
+        if k:
+            ln["dash"] = _REPEAT_DASH[k % len(_REPEAT_DASH)] if ln["dash"] != _REPEAT_DASH[k % len(_REPEAT_DASH)] \
+                else _REPEAT_DASH[(k + 1) % len(_REPEAT_DASH)]
+            mk["symbol"] = f"{mk['symbol']}-open"
+        out.append((ln, mk))
+    return out
 
 
 _ONLINE_NAMES = ("nlpd_plugin", "nlpd_mc", "nlpd_lin", "err_plugin", "err_mc", "err_lin")
@@ -41,6 +62,47 @@ def as_run(r) -> dict:
                 metrics={k: np.asarray(r.extra[k]) for k in _ONLINE_NAMES if k in r.extra})
 
 
+def learning_curves(runs: Sequence[dict], epochs: int | None = None, n_classes: int = 10,
+                    title: str = "Learning curves: test error and ELBO per epoch", height: int = 420,
+                    message: str | None = None) -> go.Figure:
+    """Two panels per epoch: the test error of the Monte Carlo predictive (entry 0 = the start, with
+    the chance level 1 - 1/n_classes drawn) and the average ELBO estimate; the CNN lab's main figure.
+
+    runs: dicts as for :func:`elbo_curves` with 'test_err' (or vi_train Traces); none gives the
+    empty axes (0..epochs) with ``message`` written where the curves will appear.
+    """
+    runs = [as_run(r) for r in runs]
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.2)
+    for r, (ln, mk) in zip(runs, _looks(runs)):
+        err = np.asarray(r.get("test_err", []), float)
+        fig.add_trace(go.Scatter(x=np.arange(err.size), y=err, mode="lines+markers", name=r["label"],
+                                 legendgroup=r["label"], line=ln, marker=mk,
+                                 hovertemplate="epoch %{x}: test error %{y:.3f}<extra></extra>"), row=1, col=1)
+        el = np.asarray(r.get("elbo_epoch", []), float)
+        fig.add_trace(go.Scatter(x=np.arange(1, el.size + 1), y=el, mode="lines+markers", name=r["label"],
+                                 legendgroup=r["label"], showlegend=False, line=ln, marker=mk,
+                                 hovertemplate="epoch %{x}: ELBO %{y:,.0f}<extra></extra>"), row=1, col=2)
+    chance = 1.0 - 1.0 / max(int(n_classes), 2)
+    x_hi = max([int(epochs or 1)] + [np.asarray(r.get("test_err", [])).size - 1 for r in runs])
+    fig.add_trace(go.Scatter(x=[0, x_hi], y=[chance, chance], mode="lines", name=f"chance level ({chance:.2f})",
+                             showlegend=False, line=dict(color="#777777", dash="dot", width=1.5), hoverinfo="skip"),
+                  row=1, col=1)
+    fig.add_annotation(text=f"chance level {chance:.2f}", x=x_hi, y=chance, xanchor="right", yanchor="top",
+                       showarrow=False, font=dict(color="#555555"), row=1, col=1)
+    fig.update_xaxes(title_text="epoch", range=[-0.5, x_hi + 0.5])
+    fig.update_yaxes(title_text="test error (MC predictive)", range=[0, 1.02], row=1, col=1)
+    fig.update_yaxes(title_text="average ELBO estimate", row=1, col=2)
+    fig.update_layout(showlegend=bool(runs))
+    if not runs:
+        fig.add_trace(go.Scatter(x=[], y=[], showlegend=False, hoverinfo="skip"), row=1, col=2)  # draws its axes
+        fig.update_yaxes(showticklabels=False, zeroline=False, row=1, col=2)  # no ELBO values yet
+        if message:
+            fig.add_annotation(text=message, xref="paper", yref="paper", x=0.5, y=0.45, showarrow=False,
+                               align="center", bgcolor="rgba(255,255,255,0.92)", bordercolor="#999999",
+                               borderwidth=1, borderpad=8)
+    return style(fig, title, height=height)
+
+
 def elbo_curves(runs: Sequence[dict], title: str = "Average ELBO per epoch (Tan Fig. 8 style)") -> go.Figure:
     """One line per run: epoch -> average of the per-iteration ELBO estimates in that epoch.
 
@@ -48,12 +110,13 @@ def elbo_curves(runs: Sequence[dict], title: str = "Average ELBO per epoch (Tan 
     vi_train Traces.
     """
     fig = go.Figure()
-    for i, r in enumerate(map(as_run, runs)):
+    runs = [as_run(r) for r in runs]
+    for r, (ln, mk) in zip(runs, _looks(runs)):
         y = np.asarray(r["elbo_epoch"], float)
         if y.size == 0:
             continue
         fig.add_trace(go.Scatter(x=np.arange(1, y.size + 1), y=y, mode="lines+markers", name=r["label"],
-                                 line=dict(color=color(_key(r.get("optimizer", r["label"])), i))))
+                                 line=ln, marker=mk))
     fig.update_xaxes(title="epoch")
     fig.update_yaxes(title="average ELBO estimate")
     return style(fig, title)
@@ -63,10 +126,11 @@ def metric_curves(runs: Sequence[dict], key: str = "test_nlpd", title: str | Non
                   ylabel: str = "test NLPD (MC predictive)") -> go.Figure:
     """One line per run of a per-epoch test metric (entry 0 = the start); dicts or vi_train Traces."""
     fig = go.Figure()
-    for i, r in enumerate(map(as_run, runs)):
+    runs = [as_run(r) for r in runs]
+    for r, (ln, mk) in zip(runs, _looks(runs)):
         y = np.asarray(r[key], float)
         fig.add_trace(go.Scatter(x=np.arange(y.size), y=y, mode="lines+markers", name=r["label"],
-                                 line=dict(color=color(_key(r.get("optimizer", r["label"])), i))))
+                                 line=ln, marker=mk))
     fig.update_xaxes(title="epoch")
     fig.update_yaxes(title=ylabel)
     return style(fig, title)
@@ -78,7 +142,8 @@ _ONLINE_METRICS = [("nlpd_plugin", "plug-in NLPD"), ("nlpd_mc", "MC NLPD"), ("nl
 
 def online_curves(runs: Sequence[dict],
                   metrics: Sequence[str] = ("nlpd_plugin", "err_plugin", "nlpd_mc", "err_mc", "nlpd_lin", "err_lin"),
-                  title: str = "Online training: test metrics against examples seen (Jones, Chang & Murphy Figs 1-2 style)") -> go.Figure:
+                  title: str = "Online training: test metrics against examples seen (Jones, Chang & Murphy Figs 1-2 style)",
+                  height: int | None = None) -> go.Figure:
     """Panels of test metrics against t for online runs.
 
     runs: dicts with 'label', 'checkpoints' (array) and 'metrics' ({name: array}), or online_train
@@ -91,22 +156,24 @@ def online_curves(runs: Sequence[dict],
     cols = 2 if len(metrics) > 1 else 1
     rows = -(-len(metrics) // cols)
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=[names[m] for m in metrics], vertical_spacing=0.14)
-    for i, r in enumerate(runs):
+    for r, (ln, mk) in zip(runs, _looks(runs)):
         for j, m in enumerate(metrics):
             y = np.asarray(r["metrics"].get(m, []), float)
             fig.add_trace(go.Scatter(x=np.asarray(r["checkpoints"]), y=y, mode="lines+markers", name=r["label"],
-                                     legendgroup=r["label"], showlegend=(j == 0), line=dict(color=color("", i))),
+                                     legendgroup=r["label"], showlegend=(j == 0), line=ln, marker=mk),
                           row=j // cols + 1, col=j % cols + 1)
     for j in range(len(metrics)):
         fig.update_xaxes(title_text="examples seen t", row=j // cols + 1, col=j % cols + 1)
-    return style(fig, title, height=330 * rows)
+    return style(fig, title, height=330 * rows if height is None else height)
 
 
-def speed_bars(labels: Sequence[str], examples_per_second: Sequence[float], title: str = "Training speed") -> go.Figure:
-    """Horizontal bars of examples per second (compilation excluded)."""
+def speed_bars(labels: Sequence[str], examples_per_second: Sequence[float], title: str = "Training speed",
+               codes: Sequence[str] | None = None) -> go.Figure:
+    """Horizontal bars of examples per second (compilation excluded), coloured by method ``codes`` when given."""
     v = np.asarray(examples_per_second, float)
     fig = go.Figure(go.Bar(x=v, y=list(labels), orientation="h", text=[f"{x:,.0f}/s" for x in v],
-                           textposition="auto", marker_color=[color("", i) for i in range(len(v))]))
+                           textposition="auto", marker_color=[line(c)["color"] for c in codes] if codes else
+                           [color("", i) for i in range(len(v))]))
     fig.update_xaxes(title="examples per second")
     return style(fig, title, height=120 + 40 * len(v))
 
@@ -138,7 +205,7 @@ def digit_gallery(images, probs, labels, n_cols: int = 6, title: str = "Test ima
                                  hovertemplate=f"image {i}<extra></extra>"), row=i // n_cols + 1, col=i % n_cols + 1)
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False, scaleanchor="x")
-    fig.update_annotations(font_size=11)
+    fig.update_annotations(font_size=14)
     return style(fig, title, height=40 + 165 * n_rows)
 
 
