@@ -1,6 +1,6 @@
 """Vector fields: Euclidean vs natural gradients of the ELBO in the (mu, sigma^2) plane (Tan 2025 Fig. 1, Table 2)."""
 
-from functools import partial
+import math
 
 import numpy as np
 import pandas as pd
@@ -9,29 +9,39 @@ import streamlit as st
 import vilab_ui as ui
 from vilab_ui import starts as starts_ui
 from vilab import fields as vf
+from vilab import plots
 from vilab.plots import fields as fplots
 from vilab.targets import gaussian_target
 from vilab.targets.papers import horseshoe_crab_toy
 
 ui.page(
     "Vector fields",
-    "The ELBO of a one-dimensional Gaussian q = N(mu, sigma^2), seen as a landscape over (mu, sigma^2). "
-    "The Euclidean gradient has a huge vertical component near sigma^2 = 0 (the entropy term "
-    "1/(2 sigma^2) explodes), so gradient ascent zigzags with tiny steps; the natural gradient rescales it by "
-    "the inverse Fisher information and points at the mode. The natural field is the same tangent field "
-    "whatever the coordinates: in natural parameters its flow lines on a Gaussian target are straight.",
+    "The ELBO of a one-dimensional Gaussian q = N(μ, σ²) as a landscape: Euclidean gradient ascent (left) "
+    "against natural-gradient ascent (right), from the same starting points.",
 )
-st.latex(r"\tilde\nabla L=F^{-1}\nabla L=\big(\sigma^2\,\partial_\mu L,\ 2\sigma^4\,\partial_{\sigma^2}L\big)"
-         r"\qquad\text{(Tan 2025, Table 1, }\kappa=(\mu,\sigma^2))")
 
+# option strings are URL values (keep them); the screen shows readable names
 RULES = {"Euclidean (kappa)": "gd-mv", "Natural (kappa)": "kappa", "Natural (xi)": "xi", "Natural (lambda)": "lambda",
          "Cholesky C = sigma (Thm 1(i))": "tan-1N", "Cholesky T = 1/sigma (Thm 1(ii))": "tan-2N",
          "T with Corollary 1": "tan-2N-cor1"}
+# short names for the chips and the table's columns (the legend shows vilab.plots.label)
+RULE_TEXT = {"gd-mv": "Euclidean (κ)", "kappa": "natural (κ)", "xi": "natural (ξ)", "lambda": "natural (λ)",
+             "tan-1N": "natural (C = σ)", "tan-2N": "natural (T = 1/σ)", "tan-2N-cor1": "natural (T, Cor. 1)"}
 TABLE2 = list(RULES)[:4]
+CHART_TEXT = {vf.CHARTS[4]: "(μ, log σ²)", vf.CHARTS[0]: "(μ, σ²), as Tan's Fig. 1", vf.CHARTS[1]: "(μ, σ)",
+              vf.CHARTS[2]: "(μ, log σ)", vf.CHARTS[3]: "natural parameters"}
+AXIS_TEXT = {"mu": "mean μ", "sigma^2": "variance σ²", "sigma": "standard deviation σ", "log sigma": "log σ",
+             "log sigma^2": "variance σ² (log scale)", "eta_1 = mu / sigma^2": "η₁ = μ / σ²",
+             "eta_2 = -1 / (2 sigma^2)": "η₂ = −1 / (2σ²)"}
 CRAB, GAUSS = "horseshoe crabs (Poisson, Tan Fig. 1)", "Gaussian N(m, 1/a)"
 PAPER_STARTS = "0,0.1; 0.5,0.02; 2,0.01"
-GAUSS_STARTS = "-1.5,2.25; 2.5,0.0125"  # Kumar digest T1: (m0, sigma0) = (-1.5, 1.5)
-M_TARGET = 1.0  # Kumar digest T1: N(1, 1/a)
+GAUSS_STARTS = "-1.5,2.25; 2.5,0.0125"  # Kumar et al. toy T1: (m0, sigma0) = (-1.5, 1.5)
+M_TARGET = 1.0  # Kumar et al. toy T1: N(1, 1/a)
+
+
+def _rule_label(option: str) -> str:
+    code = RULES.get(option, option)
+    return RULE_TEXT.get(code, plots.label(code))
 
 
 @st.cache_resource(show_spinner=False)
@@ -73,46 +83,61 @@ def _add_click(plot_key, starts_key, chart):
         _add_start(starts_key, float(mu), float(s2))
 
 
+def _log_ticks(lo, hi):
+    """Tick positions (natural log of the variance) and labels (the variance) of a log-variance axis."""
+    vals = []
+    for k in range(math.floor(lo / math.log(10)) - 1, math.ceil(hi / math.log(10)) + 1):
+        for f in (1, 2, 5):
+            v = math.log(f * 10.0**k)
+            if lo <= v <= hi:
+                vals.append(v)
+    if len(vals) > 9:
+        vals = [v for v in vals if abs(math.exp(v) / 10 ** round(math.log10(math.exp(v))) - 1) < 1e-9]
+    return vals, [f"{math.exp(v):.3g}" for v in vals]
+
+
 # ------------------------------------------------------------------------------------------ controls
-c1, c2, c3 = st.columns(3)
-with c1:
+ctl, area = ui.columns(1, 3.3)
+with ctl:
     tname = ui.radio("target", "tgt", [CRAB, GAUSS], CRAB)
     crab = tname == CRAB
     a = 4.0 if crab else ui.log_slider("target precision a (target N(1, 1/a))", "a", 0.04, 400.0, 4.0)
-    chart = ui.select("coordinates", "chart", list(vf.CHARTS), vf.CHARTS[0])
-with c2:
-    normalise = ui.toggle("normalise arrows (direction only)", "norm", True)
-    n_arrows = ui.slider("arrows per axis", "na", 8, 30, 17)
-    schedule = ui.radio("step-size rule", "rule", ["backtracking (Tan Sec. 4.1)", "fixed"],
-                        "backtracking (Tan Sec. 4.1)")
-    step = ui.log_slider("fixed step size rho", "rho", 1e-6, 1.0, 0.01) if schedule == "fixed" else 1.0
-with c3:
+    charts = [vf.CHARTS[4]] + list(vf.CHARTS[:4])
+    chart = ui.select("coordinates", "chart", charts, vf.CHARTS[4], format_func=CHART_TEXT.get)
     starts_key = "starts" if crab else "gstarts"
     starts_text = ui.text("starting points 'mu,sigma^2; ...' (or click a plot)", starts_key,
                           PAPER_STARTS if crab else GAUSS_STARTS)
-    n1, n2 = st.columns(2)
-    with n1:
-        ui.number("new start: mu", "nmu", -50.0, 50.0, 1.0, 0.1)
-    with n2:
-        ui.number("new start: sigma^2", "ns2", 1e-6, 1e3, 0.05, 0.01, format="%.4g")
-    b1, b2 = st.columns(2)
-    b1.button("add this start", key="add_start", on_click=_add_start, args=(starts_key,))
-    b2.button("reset starts", key="reset_starts", on_click=st.session_state.__setitem__,
-              args=(starts_key, PAPER_STARTS if crab else GAUSS_STARTS))
-    rules = ui.multiselect("update rules", "rules", list(RULES), TABLE2)
     start_msg = st.session_state.pop("_vf_start_msg", None)
     if start_msg:
         st.info(start_msg)
+    n_arrows = ui.slider("arrows per axis", "na", 8, 30, 17)
+    normalise = ui.toggle("arrows: direction only", "norm", True)
+    with ui.more("Step sizes and new starts"):
+        schedule = ui.radio("step-size rule", "rule", ["backtracking (Tan Sec. 4.1)", "fixed"],
+                            "backtracking (Tan Sec. 4.1)")
+        step = ui.log_slider("fixed step size ρ", "rho", 1e-6, 1.0, 0.01) if schedule == "fixed" else 1.0
+        ui.number("new start: mean μ", "nmu", -50.0, 50.0, 1.0, 0.1)
+        ui.number("new start: variance σ²", "ns2", 1e-6, 1e3, 0.05, 0.01, format="%.4g")
+        st.button("add this start", key="add_start", on_click=_add_start, args=(starts_key,))
+        st.button("reset starts", key="reset_starts", on_click=st.session_state.__setitem__,
+                  args=(starts_key, PAPER_STARTS if crab else GAUSS_STARTS))
+
+with area:
+    fig_slot, rules_slot, table_slot = st.container(), st.container(), st.container()
+with rules_slot:  # under the figure, where the chips have room; made first: the figure needs it
+    rules = ui.multiselect("update rules: κ = (μ, σ²), ξ = (μ, 1/σ²), λ = natural parameters, C = σ, T = 1/σ",
+                           "rules", list(RULES), TABLE2, format_func=_rule_label)
 
 tkey = (tname, float(a))
 sched = "backtracking" if schedule.startswith("backtracking") else "constant"
 
-with ui.guard("vector fields"):
+with fig_slot, ui.guard("vector fields"):
     target = _target(*tkey)
     starts = starts_ui.parse_starts(starts_text, max_starts=None)
     if len(starts) > starts_ui.MAX_STARTS:
-        st.info(f"Only the first {starts_ui.MAX_STARTS} of the {len(starts)} starting points are drawn; remove some from "
-                "the text box to draw the others.")
+        with ctl:
+            st.info(f"Only the first {starts_ui.MAX_STARTS} of the {len(starts)} starting points are drawn; remove some "
+                    "from the text box to draw the others.")
         starts = starts[: starts_ui.MAX_STARTS]
     if crab:
         opt = target.info["optimum"]
@@ -123,35 +148,99 @@ with ui.guard("vector fields"):
     window = ((min(window[0][0], min(m for m, _ in starts) - 0.1), max(window[0][1], max(m for m, _ in starts) + 0.1)),
               (min(window[1][0], 0.5 * min(s for _, s in starts)), max(window[1][1], 1.05 * max(s for _, s in starts))))
     box = vf.chart_window(chart, window, points=list(starts) + [opt])
+    if chart != vf.CHARTS[3]:  # room for the numbered start shapes at the edges (the natural chart has its own)
+        (x0, x1), (y0, y1) = box
+        xr, yr = x1 - x0, y1 - y0
+        lo = y0 - 0.04 * yr if chart in (vf.CHARTS[2], vf.CHARTS[4]) else max(y0 - 0.04 * yr, 0.5 * y0)
+        box = ((x0 - 0.03 * xr, x1 + 0.03 * xr), (lo, y1 + 0.1 * yr))
     arrows = _grid(tkey, chart, box, int(n_arrows))
     fine = _grid(tkey, chart, box, 80)
     ox, oy = (float(v) for v in vf.to_chart(opt[0], opt[1], chart))
     L_opt = float(vf.elbo_grads_1d(target, opt[0], opt[1])[0])
 
-    eu_paths, na_paths, rows = {}, {}, []
-    for mu0, s20 in starts:
-        row = {"start": f"({mu0:g}, {s20:g})"}
+    eu_paths, na_paths, rows, counts = {}, {}, [], {}
+    for k, (mu0, s20) in enumerate(starts):
+        row = {"start": f"({mu0:g}, {s20:g})", "on the plot": f"{k + 1} {fplots.start_symbol(k)[1]}"}
         for r in rules:
             pm, ps, status, its, rmin = _path(tkey, r, mu0, s20, sched, float(step))
-            px, py = vf.to_chart(pm, ps, chart)
-            (eu_paths if RULES[r] == "gd-mv" else na_paths)[f"{r} from {row['start']}"] = (px, py, status, r)
-            row[r] = f"{its} ({rmin:.0e})" if status == "converged" else f"{its}: {status}"
+            with np.errstate(invalid="ignore", divide="ignore"):
+                px, py = vf.to_chart(pm, np.where(ps > 0, ps, np.nan), chart)
+            code = RULES[r]
+            (eu_paths if code == "gd-mv" else na_paths)[f"start {k + 1} {row['start']}"
+                                                       + ("" if code == "gd-mv" else f" ({_rule_label(r)})")] = \
+                (px, py, status, code)
+            row[_rule_label(r)] = f"{its} ({rmin:.0e})" if status == "converged" else f"{its}: {status}"
+            counts.setdefault(code, []).append((its, status, rmin))
         rows.append(row)
 
-    xlabel, ylabel = vf.chart_labels(chart)
+    xlabel, ylabel = (AXIS_TEXT.get(t, t) for t in vf.chart_labels(chart))
     click = (np.linspace(*box[0], 40), np.linspace(*box[1], 40))
-    left, right = st.columns(2)
-    for col, key, field, paths, title in [(left, "euclid_plot", "E", eu_paths, "Euclidean gradient field"),
-                                          (right, "natural_plot", "N", na_paths, "natural gradient field")]:
-        with col:
-            st.markdown(f"**{title}**")
-            fig = fplots.field_figure(arrows["xs"], arrows["ys"], arrows[field + "x"], arrows[field + "y"],
-                                      objective=fine["L"], objective_xy=(fine["xs"], fine["ys"]), objective_max=L_opt,
-                                      optimum=(ox, oy), paths=paths, normalise=normalise,
-                                      xlabel=xlabel, ylabel=ylabel, click_grid=click)
-            ui.show(fig, key=key, on_select=partial(_add_click, key, starts_key, chart), selection_mode="points")
-    st.caption("Contours: the ELBO's gap to its optimum on a log scale (darker = closer). Click either plot to add "
-               "a starting point there. Euclidean paths are drawn on the left, natural-gradient paths on the right.")
-    st.markdown("**Iterations to convergence (smallest step size used)**, stopping when "
-                "|L_new - L_old| < 1e-7 |L_new|" + (" (Tan 2025 Table 2 with the default settings)." if crab else "."))
-    st.dataframe(pd.DataFrame(rows).set_index("start"))
+    start_xy = np.array([vf.to_chart(m, s, chart) for m, s in starts], float)
+    fig = fplots.field_pair_figure(
+        arrows["xs"], arrows["ys"], [(arrows["Ex"], arrows["Ey"]), (arrows["Nx"], arrows["Ny"])],
+        titles=("Euclidean gradient field", "natural gradient field"), paths=(eu_paths, na_paths),
+        objective=fine["L"], objective_xy=(fine["xs"], fine["ys"]), objective_max=L_opt, optimum=(ox, oy),
+        starts=start_xy, start_labels=[f"start {k + 1}: ({m:g}, {s:g})" for k, (m, s) in enumerate(starts)],
+        normalise=normalise, xlabel=xlabel, ylabel=ylabel, click_grid=click, height=400)
+    if chart == vf.CHARTS[4]:
+        tv, tt = _log_ticks(*box[1])
+        fig.update_yaxes(tickvals=tv, ticktext=tt)
+    ui.show(fig, key="fields", main=True, on_select=lambda: _add_click("fields", starts_key, chart),
+            selection_mode="points")
+
+    # what to notice, with this view's numbers
+    def _summary(code):
+        got = counts.get(code, [])
+        ok = [c for c in got if c[1] == "converged"]
+        if not ok:
+            return None
+        its = [c[0] for c in ok]
+        return min(its), max(its), min(c[2] for c in ok)
+
+    eu = _summary("gd-mv")
+    nat = {c: _summary(c) for c in counts if c != "gd-mv" and _summary(c) is not None}
+    n_div = sum(str(c[1]).startswith("diverged") for v in counts.values() for c in v)
+    parts = []
+    if eu is not None and nat:
+        best = min(nat, key=lambda c: nat[c][1])
+        rng = lambda t: f"{t[0]}" if t[0] == t[1] else f"{t[0]} to {t[1]}"  # noqa: E731
+        parts.append(f"Euclidean ascent needs {rng(eu)} steps, with step sizes down to {eu[2]:.0e}; "
+                     f"the fastest natural rule here, {_rule_label(next(o for o in rules if RULES[o] == best))}, needs "
+                     f"{rng(nat[best])}.")
+    parts.append("Near σ² = 0 the Euclidean gradient's σ² component holds the entropy term 1/(2σ²), which explodes, "
+                 "so only tiny steps keep σ² positive and the ELBO rising: the left paths zigzag. The natural gradient "
+                 "multiplies it by 2σ⁴ "
+                 "(the inverse Fisher information), which cancels the blow-up, so the right arrows point at the "
+                 "optimum ○ and large steps are safe.")
+    if chart == vf.CHARTS[3]:
+        parts.append("In natural parameters the natural field of a Gaussian target points straight at the optimum.")
+    if n_div:
+        parts.append(f"{n_div} run(s) diverged (a fixed step too large for the curvature): the label marks where "
+                     "they left the Gaussians; hover it for the reason.")
+    ui.notice(" ".join(parts))
+
+    with table_slot:
+        st.markdown("**Iterations to convergence (smallest step size used)**, stopping when "
+                    "|L_new − L_old| < 10⁻⁷ |L_new|" + (" (Tan 2025, Table 2, with the default settings)." if crab else "."))
+        ui.table(pd.DataFrame(rows).set_index("start"))
+
+with area, ui.explain():
+    st.markdown(
+        "The ELBO L(μ, σ²) of q = N(μ, σ²) is drawn as contours of its gap to the optimum (log scale, darker = "
+        "closer). **Euclidean gradient ascent** follows (∂L/∂μ, ∂L/∂σ²). Its σ² component contains the entropy term "
+        "1/(2σ²), which is huge near σ² = 0: a step large enough to move μ overshoots σ² below zero, so the "
+        "backtracking rule (Tan 2025, Sec. 4.1: try ρ = 1, 0.1, 0.01, … until q stays a Gaussian and L increases) "
+        "accepts only tiny steps and the path zigzags. **Natural-gradient ascent** premultiplies by the inverse "
+        "Fisher information F⁻¹:")
+    st.latex(r"\tilde\nabla L=F^{-1}\nabla L=\big(\sigma^2\,\partial_\mu L,\ 2\sigma^4\,\partial_{\sigma^2}L\big)")
+    st.caption("Tan (2025), Table 1, in κ = (μ, σ²).")
+    st.markdown(
+        "This is one tangent vector, the same whatever coordinates describe q: κ = (μ, σ²), ξ = (μ, 1/σ²), the "
+        "natural parameters λ = (μ/σ², −1/(2σ²)) or the Cholesky factors C = σ and T = 1/σ. The update rules differ "
+        "only in which coordinates take the straight step, hence the different iteration counts in the table. "
+        "In natural parameters, the natural-gradient flow lines on a Gaussian target are straight lines to the "
+        "optimum. Arrows show the direction only (equal sizes) unless 'arrows: direction only' is off, then their size "
+        "grows with the gradient's length; the coordinates menu redraws the same picture in other charts: "
+        "(μ, log σ²) spreads the small variances over the plot, (μ, σ²) is Tan's Fig. 1, and the natural "
+        "parameters are (μ/σ², −1/(2σ²)). Each starting point has its own numbered "
+        "shape, listed in the table's 'on the plot' column; click either plot to add one.")

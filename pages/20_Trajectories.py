@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 import vilab_ui as ui
-from vilab import stability
+from vilab import plots, stability
 from vilab.algorithms import run
 from vilab.core import as_key
 from vilab.gaussian import CholCov
@@ -16,22 +16,16 @@ from vilab.targets.papers import kumar_t2, kumar_t3
 
 ui.page(
     "Trajectories",
-    "Each method moves q = N(m, V) towards the posterior. Natural-gradient methods (VN, SR-VN, Tan's "
-    "Cholesky rules) precondition by the Fisher metric and are not slowed down by ill-conditioning; "
-    "Euclidean and Wasserstein methods need step sizes of order 1/lambda_max of the posterior precision "
-    "(GD in (m, C) and BW-GD below 1/lambda_max, GD in (m, V) below min(2/lambda_max, 4/lambda_max^2); "
-    "beyond 1/lambda_max FB-GVI stalls at a wrong covariance) and then crawl along the flat direction. "
-    "Paths show the mean, ellipses the covariance every k steps.",
+    "Each method moves q = N(m, V) towards a 2-D posterior: the paths show the mean, the ellipses the "
+    "covariance every k steps.",
 )
-st.latex(r"\text{VN (Kumar et al. Eq. 7): } S_{t+1}=(1-\rho)S_t+\rho H_t,\quad m_{t+1}=m_t-\rho S_{t+1}^{-1}g_t")
-st.latex(r"\text{SR-VN (Eq. 17): } C_{t+1}=C_t-\rho\,C_t\,\mathrm{tril}[C_t^\top H_tC_t-I],"
-         r"\quad m_{t+1}=m_t-\rho C_tC_t^\top g_t")
 
 METHODS = ["vn", "srvn", "gd-mc", "gd-mv", "bwgd", "fbgvi", "tan-1E", "tan-1N", "tan-2E", "tan-2N", "tan-2N-cor1"]
 DEFAULT_STEP = {"vn": 1.0, "srvn": 1.0, "gd-mc": 0.0237, "gd-mv": 0.00237, "bwgd": 0.0237, "fbgvi": 0.0237,
                 "tan-1E": 0.0237, "tan-1N": 1.0, "tan-2E": 0.0133, "tan-2N": 1.0, "tan-2N-cor1": 1.0}
 STEP_HI = 10 ** 0.25  # 1.78: the 1/8-decade grid from 1e-4 then contains 1 exactly
 TARGETS = ["Bayesian linear regression (T2)", "logistic regression (T3)", "correlated Gaussian", "banana", "Student-t"]
+VIEWS = ["paths", "animation", "step-size sweep"]
 
 
 @st.cache_resource(show_spinner=False)
@@ -79,7 +73,7 @@ def _contour(tkey, bounds):
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _limits(tkey, m0, c0):
-    return stability.step_size_limits(_target(*tkey), CholCov(np.asarray(m0), c0 * np.eye(2)))["limits"]
+    return stability.step_size_limits(_target(*tkey), CholCov(np.asarray(m0), c0 * np.eye(2)))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -92,54 +86,67 @@ def _sweep(tkey, method, grads, n_samples, seed, m0, c0, n_steps, tol):
     return steps, its, sts
 
 
+def _names(ms):
+    return ", ".join(plots.label(m) for m in ms[:-1]) + (" and " if len(ms) > 1 else "") + plots.label(ms[-1])
+
+
 # ------------------------------------------------------------------------------------------ controls
-c1, c2, c3 = st.columns(3)
-with c1:
+ctl, area = ui.columns(1, 2.6)
+with area:  # the figure, then the methods (their chips need the width), then the rest
+    fig_slot, methods_slot, rest = st.container(), st.container(), st.container()
+with methods_slot:
+    methods = ui.multiselect("methods (each keeps its colour, dash and marker on every page)", "m", METHODS,
+                             ["vn", "srvn", "gd-mc", "bwgd"], format_func=plots.label)
+with ctl:
     tname = ui.select("target", "tgt", TARGETS, TARGETS[0])
     kappa = ui.log_slider("condition number", "kappa", 1.0, 1000.0, 30.0) if tname == "correlated Gaussian" else 30.0
     rho_t = ui.slider("Student-t correlation", "trho", -0.95, 0.95, 0.5, 0.05) if tname == "Student-t" else 0.5
     df = ui.log_slider("Student-t degrees of freedom", "df", 1.0, 100.0, 5.0) if tname == "Student-t" else 5.0
-with c2:
-    methods = ui.multiselect("methods", "m", METHODS, ["vn", "srvn", "gd-mc", "bwgd"])
-    view = ui.radio("view", "view", ["paths", "animation", "step-size sweep"], "paths", horizontal=True)
-with c3:
-    every = ui.slider("ellipse every k steps (at most 30 per run)", "k", 1, 200, 10)
-    m1 = ui.number("start mean m_1", "m1", -10.0, 10.0, -2.0, 0.5)
-    m2 = ui.number("start mean m_2", "m2", -10.0, 10.0, 2.5, 0.5)
+    view = ui.radio("view", "view", VIEWS, "paths", horizontal=True)
+    st.markdown("**Step sizes ρ**")
+    rhos = {m: ui.log_slider(f"{plots.label(m)}: step size", f"s_{m}", 1e-4, STEP_HI, DEFAULT_STEP[m],
+                             points_per_decade=8) for m in methods}
     c0 = ui.slider("start scale c_0 (C_0 = c_0 I)", "c0", 0.05, 5.0, 0.2, 0.05)
 
 tkey = (tname, float(kappa), float(rho_t), float(df))
 target = None
-with ui.guard("target"):
+with fig_slot, ui.guard("target"):
     target = _target(*tkey)
 if target is None:
     st.stop()
 exact_ok = _exact_ok(target)
 gauss = bool(target.quadratic and target.cov is not None)
 
-with ui.more("Step sizes and gradients"):
-    n_steps = ui.select("maximum steps", "n", [100, 300, 1000, 3000, 10000], 1000)
-    tol = ui.log_slider("tolerance (KL for Gaussian targets, relative ELBO change otherwise)", "tol", 1e-12, 1e-3,
-                        1e-8 if gauss else 1e-7)
-    n_samples = ui.number("samples per step (stochastic gradients)", "ns", 1, 1000, 10,
-                          help="Draws per step for 'first' / 'second' order gradients; the sidebar's random seed fixes them.")
-    settings = {}
-    cols = st.columns(3)
-    for i, m in enumerate(methods):
-        with cols[i % 3]:
-            rho = ui.log_slider(f"{m}: step size", f"s_{m}", 1e-4, STEP_HI, DEFAULT_STEP[m],
-                               points_per_decade=8)
-            modes = ["exact", "first", "second"] if exact_ok else ["first", "second"]
-            mode = ui.select(f"{m}: gradients", f"g_{m}", modes, modes[0])
-            settings[m] = (rho, mode)
-if not exact_ok:
-    st.info(f"{target.name} has no closed-form expectations: gradients are Monte Carlo estimates "
-            f"({int(n_samples)} draws per step), runs stop at the step limit.")
+settings = {m: [rhos[m], None] for m in methods}
+with ctl:
+    with ui.more("Start, gradients and stopping"):
+        every = ui.slider("ellipse every k steps (at most 30 per run)", "k", 1, 200, 10)
+        m1 = ui.number("start mean m_1", "m1", -10.0, 10.0, -2.0, 0.5)
+        m2 = ui.number("start mean m_2", "m2", -10.0, 10.0, 2.5, 0.5)
+        n_steps = ui.select("maximum steps", "n", [100, 300, 1000, 3000, 10000], 1000)
+        tol = ui.log_slider("tolerance (KL for Gaussian targets, relative ELBO change otherwise)", "tol", 1e-12, 1e-3,
+                            1e-8 if gauss else 1e-7)
+        n_samples = ui.number("samples per step (stochastic gradients)", "ns", 1, 1000, 10,
+                              help="Draws per step for 'first' / 'second' order gradients; the sidebar's random seed "
+                                   "fixes them.")
+        modes = ["exact", "first", "second"] if exact_ok else ["first", "second"]
+        for m in methods:
+            settings[m][1] = ui.select(f"{plots.label(m)}: gradients", f"g_{m}", modes, modes[0],
+                                       help="exact: closed-form expectations; first / second: Monte Carlo estimates "
+                                            "from gradients / Hessians of log p at sampled points.")
+        n_frames = ui.slider("animation frames", "frames", 10, 150, 60)
+settings = {m: tuple(v) for m, v in settings.items()}
 
 m0 = (float(m1), float(m2))
 seed = ui.seed()
 
-with ui.guard("runs"):
+with fig_slot, ui.guard("runs"):
+    if not exact_ok:
+        st.caption(f"{target.name} has no closed-form expectations: gradients are Monte Carlo estimates "
+                   f"({int(n_samples)} draws per step) and runs stop at the step limit.")
+    if not methods:
+        st.info("Choose at least one method.")
+        st.stop()
     traces = {m: _run(tkey, m, settings[m][0], settings[m][1], int(n_samples), seed, m0, float(c0), int(n_steps),
                       float(tol)) for m in methods}
     # the target's window, widened to show the start (and, without a window, the paths)
@@ -148,49 +155,107 @@ with ui.guard("runs"):
     vals, xs, ys = _contour(tkey, bounds)
     contour = density_contour(vals, xs, ys)
     truth = (target.mean, target.cov) if gauss else None
-    for m, tr in traces.items():
-        ui.report_status(tr, m)
+    lim = _limits(tkey, m0, float(c0)) if exact_ok else None
+    lam_max = lim["lam_max"] if lim else None
+    same = tplots.coinciding({m: np.asarray(t.mean) for m, t in traces.items()})
+    why_same = ""
+    if same:
+        g0 = same[0]
+        why_same = f" {plots.label(g0[0])} lies under {_names(g0[1:])} (wider line, larger markers)"
+        why_same += (": on a Gaussian target the mean's gradient g = A(m − m*) does not involve the covariance, and "
+                     "each of them updates the mean by m ← m − ρg, so at equal ρ their means agree at every step; only "
+                     "their ellipses differ." if gauss else ": their mean paths coincide.")
 
     if view == "paths":
-        a, b = st.columns([3, 2])
-        with a:
-            st.markdown(f"**{target.name}: mean paths, 1-sd ellipses every {int(every)} steps**")
-            ui.show(tplots.paths_figure(traces, contour, every=int(every), truth=truth, bounds=bounds), key="paths")
-        with b:
-            obj_name = next(iter(traces.values())).objective_name if traces else "objective"
+        ui.show(tplots.paths_figure(traces, contour, every=int(every), truth=truth, bounds=bounds, height=430),
+                key="paths", main=True)
+        counts = ", ".join(f"{plots.label(m)} {t.n_steps}" + ("" if t.status == "converged" else f" ({t.status})")
+                           for m, t in traces.items())
+        lesson = ("Natural-gradient methods precondition by the covariance and take steps of size about 1 however "
+                  "stretched the posterior; Euclidean and Wasserstein ones need ρ below about 1/λ_max")
+        lesson += (f" = {1 / lam_max:.3g}" if lam_max else "") + " and then crawl along the flat direction."
+        ui.notice(f"{target.name}: mean paths from the start □, 1-sd ellipses every {int(every)} steps. Steps to tolerance: {counts}. "
+                  f"{lesson}{why_same}")
+        for m, tr in traces.items():
+            ui.report_status(tr, plots.label(m))
+        with rest:
+            obj_name = next(iter(traces.values())).objective_name
             opt = None
-            if not gauss and traces:
+            if not gauss:
                 opt = min(float(np.nanmin(t.objective)) for t in traces.values()) - 1e-9
-            st.markdown(f"**{obj_name if gauss else obj_name + ' minus the best value seen'}**")
-            ui.show(tplots.objective_figure(traces, optimum=opt, log_x=True), key="objective")
-        rows = [{"method": m, "step size": settings[m][0], "gradients": settings[m][1], "iterations": tr.n_steps,
-                 "status": tr.status, "final " + tr.objective_name: f"{float(tr.objective[-1]):.6g}"}
-                for m, tr in traces.items()]
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
+            st.markdown(f"**{obj_name if gauss else obj_name + ' minus the best value seen'}, against the iteration**")
+            ui.show(tplots.objective_figure(traces, optimum=opt, log_x=True, height=360), key="objective")
+            rows = [{"method": plots.label(m), "step size": f"{settings[m][0]:.3g}", "gradients": settings[m][1],
+                     "iterations": tr.n_steps, "status": tr.status,
+                     "final " + tr.objective_name: f"{float(tr.objective[-1]):.4g}"}
+                    for m, tr in traces.items()]
+            ui.table(pd.DataFrame(rows), hide_index=True)
     elif view == "animation":
-        n_frames = ui.slider("frames", "frames", 10, 150, 60)
-        st.markdown("**Mean and 1-sd ellipse of each run: press Play, or drag the iteration slider**")
-        ui.show(tplots.animation_figure(traces, contour, n_frames=int(n_frames), truth=truth, bounds=bounds),
-                key="anim")
+        ui.show(tplots.animation_figure(traces, contour, n_frames=int(n_frames), truth=truth, bounds=bounds,
+                                        height=450), key="anim", main=True)
+        ui.notice("Press Play, or drag the iteration slider. Each ellipse is q's 1-sd region at that iteration, "
+                  "drawn in its method's colour and dash; the long-dashed black ellipse (Gaussian targets) is the "
+                  "posterior. Natural-gradient ellipses take the "
+                  "posterior's shape within a few steps, Euclidean and Wasserstein ones slowly." + why_same)
+        for m, tr in traces.items():
+            ui.report_status(tr, plots.label(m))
     else:
-        st.markdown("Iterations to tolerance over 18 step sizes from 1e-4 to 1.78 (one compiled, vectorised loop per "
-                    "method). Crosses: diverged; open circles: no convergence within the step limit. Dotted lines: "
-                    "1-D linear-stability limits on a Gaussian target (vilab.stability.stability_thresholds; Kumar "
-                    "et al. digest Secs. 2.5, 8.1): 1/lambda_max for GD in (m, C) and BW-GD, min(2/lambda_max, "
-                    "4/lambda_max^2) for GD in (m, V), 1/lambda_max for FB-GVI (beyond it FB-GVI stalls at a wrong "
-                    "covariance rather than blowing up), 1 for VN, the start-dependent SR-VN limit.")
         its, sts = {}, {}
         steps = None
         for m in methods:
             steps, its[m], sts[m] = _sweep(tkey, m, settings[m][1], int(n_samples), seed, m0, float(c0),
                                            int(n_steps), float(tol))
         thr = None
-        if exact_ok:  # linearised at the optimum: the target's precision, or V*^-1 at the Gaussian fixed point
-            allthr = _limits(tkey, m0, float(c0))
-            thr = {m: allthr.get(m) for m in methods}
-            if not gauss:
-                st.caption("Reference lines use A = V*^-1 = E_q*[-hess log p] at the Gaussian fixed point q* "
-                           "(Kumar et al. Eq. 22), the curvature the iterates feel near the end.")
-        if steps is not None:
-            st.markdown("**Iterations to tolerance against step size**")
-            ui.show(tplots.sweep_figure(steps, its, sts, thresholds=thr, max_steps=int(n_steps)), key="sweep")
+        if lim is not None:  # linearised at the optimum: the target's precision, or V*^-1 at the Gaussian fixed point
+            thr = {m: lim["limits"].get(m) for m in methods}
+        ui.show(tplots.sweep_figure(steps, its, sts, thresholds=thr, max_steps=int(n_steps), height=430), key="sweep",
+                main=True)
+        keys = {m: [(st_, int(n)) if st_ == "converged" else (str(st_)[:8], 0) for n, st_ in zip(its[m], sts[m])]
+                for m in methods}
+        agree = []  # methods with the same outcome (count, or divergence) wherever either of them did not time out
+
+        def _same(a, b):
+            told = [(x, y) for x, y in zip(keys[a], keys[b]) if not (x[0] == y[0] == "max_step")]
+            eq = sum(x == y for x, y in told)
+            return eq, len(told)
+
+        for i, a in enumerate(methods):
+            grp = [a] + [b for b in methods[i + 1:] if _same(a, b)[0] >= max(2, 0.5 * _same(a, b)[1])]
+            if len(grp) > 1 and not any(set(grp) <= set(g) for g, *_ in agree):
+                agree.append((grp, *min((_same(a, b) for b in grp[1:]), key=lambda t: t[0])))
+        best = {m: steps[int(np.nanargmin(np.where([s == "converged" for s in sts[m]], its[m], np.inf)))]
+                for m in methods if any(s == "converged" for s in sts[m])}
+        text = (f"Iterations to tolerance at {len(steps)} step sizes (the rows on top: step limit reached, diverged). ")
+        if best:
+            text += "Fastest step size: " + ", ".join(f"{plots.label(m)} {v:.3g}" for m, v in best.items()) + ". "
+        text += ("Euclidean and Wasserstein methods stop converging near their dotted stability limit (about 1/λ_max"
+                 + (f" = {1 / lam_max:.3g}" if lam_max else "") + "); VN converges in one step at ρ = 1.")
+        if agree:
+            grp, n_eq, n_told = agree[0]
+            text += (f" {_names(grp)} have the same outcome at {n_eq} of the {n_told} step sizes where they converge "
+                     "or diverge (stacked markers, larger ones underneath)")
+            text += (": on a Gaussian target they move the mean alike, and the mean is the slowest part." if gauss
+                     else ".")
+        ui.notice(text)
+
+with rest, ui.explain():
+    st.markdown(
+        "All methods minimise the same objective, the negative ELBO of q = N(m, V), V = CCᵀ, from the same start "
+        "(m₀, C₀ = c₀I). They differ in the geometry of their steps. **Natural-gradient** methods precondition by "
+        "the Fisher information, which for the mean is the covariance V: VN (Kumar et al. 2025, Eq. 7) updates the "
+        "precision S = V⁻¹ and takes a Newton-like step, exact in one step on a Gaussian target at ρ = 1; SR-VN "
+        "(Eq. 17) does the same in the Cholesky factor C; Tan's rules are natural-gradient steps in C or T = C⁻ᵀ.")
+    st.latex(r"\text{VN: } S_{t+1}=(1-\rho)S_t+\rho H_t,\quad m_{t+1}=m_t-\rho S_{t+1}^{-1}g_t")
+    st.latex(r"\text{SR-VN: } C_{t+1}=C_t-\rho\,C_t\,\mathrm{tril}[C_t^\top H_tC_t-I],")
+    st.latex(r"m_{t+1}=m_t-\rho\,C_tC_t^\top g_t")
+    st.markdown(
+        "Here g = E_q[∇ℓ] and H = E_q[∇²ℓ] are the expected gradient and Hessian of the negative log posterior ℓ. "
+        "**Euclidean** methods (GD in (m, C), GD in (m, V), Tan's Euclidean rules) and **Wasserstein** methods "
+        "(BW-GD, FB-GVI) all move the mean by m ← m − ρg. On a Gaussian target with precision A, g = A(m − m*) "
+        "shrinks the error along each eigenvector of A by the factor 1 − ρλ per step: stable only for ρ below about "
+        "1/λ_max, and then slow along the flat direction (λ_min), which is why they need hundreds of steps where "
+        "VN needs one. The stability limits drawn in the step-size sweep come from linearising each update at the "
+        "optimum: 1/λ_max for GD in (m, C) and BW-GD, min(2/λ_max, 4/λ_max²) for GD in (m, V), 1/λ_max for FB-GVI "
+        "(beyond it FB-GVI stalls at a wrong covariance rather than blowing up), 1 for VN, and a limit that depends "
+        "on the start for SR-VN. On targets that are not Gaussian, A is the curvature at the Gaussian fixed point, "
+        "V*⁻¹ = E_q*[∇²ℓ] (Kumar et al. Eq. 22). λ_max and λ_min are the largest and smallest eigenvalues of A.")

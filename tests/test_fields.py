@@ -141,6 +141,42 @@ def test_charts_round_trip_and_fields_transform_correctly(gauss):
         vf.to_chart(0.0, 1.0, "polar")
 
 
+def test_log_variance_chart_matches_finite_differences(crab, gauss):
+    """The (mu, log sigma^2) chart: its Euclidean field is the gradient of u -> L(mu, e^u) (finite
+    differences of the ELBO itself), its natural field the chart image of Tan's (s2 g_mu, 2 s2^2 g_s2),
+    i.e. d(log s2)/dt = 2 s2 g_s2; the window is the rectangle of log variances."""
+    chart = "(mu, log sigma^2)"
+    assert chart in vf.CHARTS and vf.CHARTS[:4] == ("(mu, sigma^2)", "(mu, sigma)", "(mu, log sigma)",
+                                                     "natural (mu/sigma^2, -1/(2 sigma^2))")  # URLs keep working
+    assert vf.chart_labels(chart) == ("mu", "log sigma^2")
+    mu, s2 = np.meshgrid(np.linspace(-0.5, 2.0, 4), np.array([0.002, 0.01, 0.05, 0.3]))
+    x, u = vf.to_chart(mu, s2, chart)
+    np.testing.assert_allclose(u, np.log(s2), rtol=1e-15)
+    h = 1e-6
+    for t in (crab, gauss):
+        L, g, gs = vf.elbo_grads_1d(t, mu, s2)
+        _, _, Ex, Ey, Nx, Ny = vf.chart_fields(mu, s2, g, gs, chart)
+
+        def L_chart(xx, uu):
+            return vf.elbo_grads_1d(t, *vf.from_chart(xx, uu, chart))[0]
+
+        np.testing.assert_allclose(Ex, (L_chart(x + h, u) - L_chart(x - h, u)) / (2 * h), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(Ey, (L_chart(x, u + h) - L_chart(x, u - h)) / (2 * h), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(Nx, s2 * g, rtol=1e-12)
+        np.testing.assert_allclose(Ny, 2 * s2 * gs, rtol=1e-12)
+    # on the Gaussian target N(1, 1/4) the natural field vanishes at the optimum (1, log 1/4) only
+    _, g, gs = vf.elbo_grads_1d(gauss, np.array([1.0, 1.0]), np.array([0.25, 0.5]))
+    _, _, _, _, Nx, Ny = vf.chart_fields(np.array([1.0, 1.0]), np.array([0.25, 0.5]), g, gs, chart)
+    np.testing.assert_allclose([Nx[0], Ny[0]], 0.0, atol=1e-15)
+    assert Ny[1] < 0  # too wide: the variance shrinks
+    box = vf.chart_window(chart, ((-0.25, 2.25), (0.0005, 0.11)))
+    np.testing.assert_allclose(box, ((-0.25, 2.25), (np.log(0.0005), np.log(0.11))))
+    grid = vf.chart_grid(crab, chart, box, 7)
+    m_g, s_g = vf.from_chart(*np.meshgrid(grid["xs"], grid["ys"]), chart)
+    np.testing.assert_allclose(grid["L"], vf.elbo_grads_1d(crab, m_g, s_g)[0])
+    np.testing.assert_allclose(vf.from_chart(0.3, np.log(0.02), chart), (0.3, 0.02), rtol=1e-14)
+
+
 def test_chart_window_and_grid(crab):
     window = ((-0.25, 2.25), (0.0005, 0.11))
     pts = STARTS + [crab.info["optimum"]]

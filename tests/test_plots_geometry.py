@@ -6,6 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
+from vilab import plots
 from vilab.plots import fields as pf
 from vilab.plots import flows as pfl
 from vilab.plots import pd as ppd
@@ -58,13 +59,19 @@ def test_field_figure_layers_and_click_grid():
     Z = -((X - 1) ** 2 + (Y - 0.05) ** 2)
     fig = pf.field_figure(xs, ys, U, V, objective=Z, optimum=(1, 0.05),
                           paths={"natural": (np.array([0, 1]), np.array([0.1, 0.05])),
-                                 "euclidean": (np.array([2, 1.5]), np.array([0.01, 0.02]), "diverged: sigma^2 < 0")},
+                                 "euclidean": (np.array([2, 5.0]), np.array([0.01, 0.5]), "diverged: sigma^2 < 0")},
                           click_grid=(np.linspace(0, 2, 3), np.linspace(0.01, 0.1, 3)))
     assert isinstance(fig, go.Figure)
     names = [t.name for t in fig.data]
     assert "objective" in names and "optimum" in names and pf.CLICK_TRACE_NAME in names
-    assert "natural" in names and "euclidean" in names
-    assert any("diverged" in a.text for a in fig.layout.annotations)
+    # paths are named by their readable label (vilab.plots.label), drawn in their method's look
+    assert "natural gradient" in names and "Euclidean gradient" in names
+    eu = [t for t in fig.data if t.name == "Euclidean gradient"][0]
+    assert eu.line.dash == plots.line("euclidean")["dash"] and eu.line.color == plots.color("euclidean")
+    # the diverged label is the short word, inside the plot (the last point lies outside), the reason on hover
+    ann = [a for a in fig.layout.annotations if a.text == "diverged"]
+    assert len(ann) == 1 and "sigma^2 < 0" in ann[0].hovertext
+    assert 0 < ann[0].x < 2 and 0.01 < ann[0].y < 0.1 and ann[0].ax < 0 and ann[0].ay > 0  # pointing inwards
     click = [t for t in fig.data if t.name == pf.CLICK_TRACE_NAME][0]
     assert len(click.x) == 9
     with pytest.raises(ValueError):
@@ -75,18 +82,58 @@ def test_field_figure_groups_paths_and_draws_log_gap_contours():
     xs, ys = np.linspace(0, 2, 6), np.linspace(0.01, 0.1, 5)
     X, Y = np.meshgrid(xs, ys)
     Z = -((X - 1) ** 2 + (Y - 0.05) ** 2)
-    paths = {f"rule A from {i}": (np.array([i, 1.0]), np.array([0.1, 0.05]), "converged", "rule A") for i in range(3)}
-    paths["rule B from 0"] = (np.array([0.0, 1.0]), np.array([0.1, 0.05]), "converged", "rule B")
+    paths = {f"rule A from {i}": (np.array([i, 1.0]), np.array([0.1, 0.05]), "converged", "gd-mv") for i in range(3)}
+    paths["rule B from 0"] = (np.array([0.0, 1.0]), np.array([0.1, 0.05]), "converged", "kappa")
     fig = pf.field_figure(xs, ys, -(X - 1), -(Y - 0.05), objective=Z, objective_max=0.0, paths=paths)
     lines = [t for t in fig.data if getattr(t, "mode", None) == "lines+markers"]
-    assert [t.name for t in lines] == ["rule A"] * 3 + ["rule B"]
+    assert [t.name for t in lines] == [plots.label("gd-mv")] * 3 + [plots.label("kappa")]
     assert [t.showlegend for t in lines] == [True, False, False, True]
     assert len({t.line.color for t in lines[:3]}) == 1 and lines[3].line.color != lines[0].line.color
+    assert lines[0].marker.symbol == plots.marker("gd-mv")["symbol"] and lines[0].line.dash != lines[3].line.dash
     contour = [t for t in fig.data if t.name == "objective"][0]
     # -log10(gap to the maximum): larger closer to the optimum, finite everywhere on the grid
     z = np.asarray(contour.z, float)
     np.testing.assert_allclose(z, -np.log10(np.maximum(-Z, 1e-9)))
     assert z[2, 2] == z.max()
+
+
+def test_field_pair_figure_shares_axes_legend_and_numbers_the_starts():
+    """Tan (2025) Fig. 1 side by side: Euclidean left, natural right, one legend entry per rule (under the
+    plots, away from the toolbar), the starts numbered with one shape each in both panels, arrows as
+    markers turned along the field, a click grid in both panels."""
+    xs, ys = np.linspace(0, 2, 7), np.linspace(-5, -1, 6)
+    X, Y = np.meshgrid(xs, ys)
+    E = (-(X - 1), -(Y + 3) * 10)
+    N = (-(X - 1), -(Y + 3))
+    starts = np.array([[0.2, -1.5], [1.8, -4.5], [1.0, -2.0]])
+    paths_l = {f"start {k + 1}": (np.array([s[0], 1.0]), np.array([s[1], -3.0]), "converged", "gd-mv")
+               for k, s in enumerate(starts)}
+    paths_r = {f"start {k + 1} {c}": (np.array([s[0], 1.0]), np.array([s[1], -3.0]), "converged", c)
+               for k, s in enumerate(starts) for c in ("kappa", "lambda")}
+    paths_r["start 1 xi"] = (np.array([0.2, 9.0]), np.array([-1.5, 7.0]), "diverged: precision lost positive definiteness",
+                             "xi")
+    fig = pf.field_pair_figure(xs, ys, [E, N], paths=(paths_l, paths_r), objective=-(X - 1) ** 2 - (Y + 3) ** 2,
+                               optimum=(1.0, -3.0), starts=starts, click_grid=(xs, ys), xlabel="mean μ",
+                               ylabel="log σ²", height=400)
+    assert [a.text for a in fig.layout.annotations][:2] == ["Euclidean gradient", "natural gradient"]
+    assert fig.layout.legend.orientation == "h" and fig.layout.legend.yref == "container" and fig.layout.legend.y == 0
+    legend = [t.name for t in fig.data if t.type == "scatter" and t.showlegend is not False]
+    assert sorted(legend) == sorted([plots.label(c) for c in ("gd-mv", "kappa", "lambda", "xi")] + ["optimum"])
+    assert {t.xaxis for t in fig.data if t.name == plots.label("gd-mv")} == {"x"}
+    assert {t.xaxis for t in fig.data if t.name == plots.label("kappa")} == {"x2"}
+    st = [t for t in fig.data if t.name == "starts"]
+    assert len(st) == 2 and list(st[0].text) == ["1", "2", "3"]
+    assert list(st[0].marker.symbol) == [pf.start_symbol(k)[0] for k in range(3)] and len(set(st[0].marker.symbol)) == 3
+    assert len([t for t in fig.data if t.name == pf.CLICK_TRACE_NAME]) == 2
+    arrows = [t for t in fig.data if t.type == "scatter" and t.marker.symbol == "arrow"]
+    assert len(arrows) == 2 and len(arrows[0].x) == X.size
+    # the arrow at the grid's corner (0, -5) points right and up (screen units: the box taken as square)
+    a0 = np.asarray(arrows[1].marker.angle)[0]
+    np.testing.assert_allclose(a0, np.degrees(np.arctan2(1 / 2, 2 / 4)))
+    div = [a for a in fig.layout.annotations if a.text == "diverged"]
+    assert len(div) == 1 and div[0].xref == "x2" and 0 <= div[0].x <= 2 and -5 <= div[0].y <= -1
+    with pytest.raises(ValueError):
+        pf.field_pair_figure(xs, ys, [E], paths=(None, None))
 
 
 # ------------------------------------------------------------------------------------- trajectories
@@ -95,14 +142,36 @@ def test_paths_figure_marks_divergence_and_limits_ellipses():
     traces = {"vn": _trace(), "gd-mv": _trace(status="diverged: covariance lost positive definiteness", n=200)}
     fig = ptr.paths_figure(traces, every=1, max_ellipses=10, truth=(np.zeros(2), np.eye(2)), bounds=((-3, 3), (-3, 3)))
     names = [t.name for t in fig.data]
-    assert "vn" in names and any(n and n.startswith("gd-mv (diverged") for n in names)
+    assert "VN" in names and any(n and n.startswith("GD in (m, V) (diverged") for n in names)  # readable labels
     ell = [t for t in fig.data if t.name is None and t.mode == "lines" and t.legendgroup == "gd-mv"][0]
     assert np.sum(np.isnan(np.asarray(ell.x, float))) <= 11
+    assert ell.line.dash == plots.line("gd-mv")["dash"]  # each method's ellipses in its own dash, no fill
     assert any("diverged" in a.text for a in fig.layout.annotations)
     with pytest.raises(ValueError):
         ptr.paths_figure({"x": _trace(d=3)})
     with pytest.raises(ValueError):
         ptr.paths_figure(traces, every=0)
+
+
+def test_paths_figure_keeps_coinciding_paths_visible():
+    """On a Gaussian target GD in (m, C) and BW-GD move the mean alike: equal mean paths. The first drawn gets
+    the wider line and larger markers, each its own colour, dash and marker symbol."""
+    a, b = _trace(n=40), _trace(n=40)
+    b.cov[1:] *= 0.5  # same means, other covariances
+    traces = {"gd-mc": a, "bwgd": b, "vn": _trace(n=40, seed=3)}
+    assert ptr.coinciding({k: t.mean for k, t in traces.items()}) == [["gd-mc", "bwgd"]]
+    fig = ptr.paths_figure(traces, every=10)
+    path = {t.name: t for t in fig.data if t.mode == "lines+markers"}
+    gd, bw, vn = path["GD in (m, C)"], path["BW-GD"], path["VN"]
+    assert gd.line.width > bw.line.width and bw.line.width == vn.line.width
+    assert max(gd.marker.size) > max(bw.marker.size)
+    assert (gd.line.color, gd.line.dash, gd.marker.symbol) == (plots.color("gd-mc"), plots.line("gd-mc")["dash"],
+                                                                plots.marker("gd-mc")["symbol"])
+    assert gd.line.dash != bw.line.dash and gd.marker.symbol != bw.marker.symbol and gd.line.color != bw.line.color
+    # markers only at the ellipse centres (every 10 steps and the last)
+    assert np.count_nonzero(np.asarray(gd.marker.size)) == 5
+    assert fig.layout.legend.itemsizing == "constant"
+    assert ptr.coinciding({"a": np.ones(3), "b": np.ones(3) + 1e-3}) == []
 
 
 def test_objective_figure_log_axis_and_gap():
@@ -116,14 +185,24 @@ def test_objective_figure_log_axis_and_gap():
 
 
 def test_animation_figure_has_frames_and_play_button():
-    fig = ptr.animation_figure({"a": _trace(n=100), "b": _trace(n=10)}, n_frames=20)
+    fig = ptr.animation_figure({"vn": _trace(n=100), "bwgd": _trace(n=10)}, n_frames=20,
+                               contour=go.Contour(z=np.ones((3, 3)), name="target"), truth=(np.zeros(2), np.eye(2)))
     assert 2 <= len(fig.frames) <= 22
     assert fig.layout.updatemenus[0].buttons[0].label == "Play"
     assert len(fig.layout.sliders[0].steps) == len(fig.frames)
+    # frames replace only the runs' traces and are redrawn in full: the contours and the target ellipse stay
+    n_static = 3
+    assert fig.data[0].type == "contour" and all(list(f.traces) == list(range(n_static, len(fig.data))) for f in fig.frames)
+    assert fig.layout.updatemenus[0].buttons[0].args[1]["frame"]["redraw"] is True
+    assert all(s.args[1]["frame"]["redraw"] is True for s in fig.layout.sliders[0].steps)
+    # distinct ellipses: no fill, each in its method's colour and dash
+    ells = [d for d in fig.frames[-1].data if d.mode == "lines" and d.showlegend is False]
+    assert len(ells) == 2 and all(d.fill in (None, "none") for d in ells)
+    assert [(d.line.color, d.line.dash) for d in ells] == [(plots.color(m), plots.line(m)["dash"]) for m in ("vn", "bwgd")]
     # the shorter run stays at its last iterate in late frames
     last = fig.frames[-1]
-    b_path = [d for d in last.data if d.legendgroup == "b" and d.mode == "lines" and d.name][0]
-    assert len(b_path.x) == 11
+    b_path = [d for d in last.data if d.legendgroup == "bwgd" and d.mode == "lines" and d.name][0]
+    assert len(b_path.x) == 11 and b_path.name == "BW-GD"
 
 
 def test_frame_indices():
@@ -138,15 +217,35 @@ def test_sweep_figure_markers_and_threshold_lines():
                            {"vn": ["converged"] * 4, "bwgd": ["converged", "converged", "max_steps", "diverged: x"]},
                            thresholds={"bwgd": 0.03, "vn": None}, max_steps=1000)
     assert fig.layout.xaxis.type == "log"
-    bw = [t for t in fig.data if t.name == "bwgd"][0]
+    bw = [t for t in fig.data if t.name == "BW-GD"][0]
     assert np.isnan(bw.y[3]) and bw.y[0] == 900
     assert any(getattr(s, "x0", None) == 0.03 for s in fig.layout.shapes)
-    assert any(t.name == "bwgd: diverged" for t in fig.data)
-    fig = ptr.sweep_figure(steps, {"a": [1, 1, 1, 1], "b": [2, 2, 2, 2]}, {"a": ["converged"] * 4, "b": ["converged"] * 4},
-                           thresholds={"a": 0.03, "b": 0.03})
-    assert len(fig.layout.shapes) == 1 and fig.layout.annotations[0].text == "a, b limit"  # shared limits: one line
+    assert any(t.name == "BW-GD: diverged" for t in fig.data)
+    assert {a.text for a in fig.layout.annotations} >= {"step limit", "diverged", "BW-GD limit"}
+    fig = ptr.sweep_figure(steps, {"gd-mc": [1, 1, 1, 1], "bwgd": [2, 2, 2, 2]},
+                           {"gd-mc": ["converged"] * 4, "bwgd": ["converged"] * 4},
+                           thresholds={"gd-mc": 0.03, "bwgd": 0.03})
+    assert len(fig.layout.shapes) == 1  # shared limits: one line, labelled with both methods
+    assert [a.text for a in fig.layout.annotations] == ["GD in (m, C), BW-GD limit"]
     with pytest.raises(ValueError):
         ptr.sweep_figure(steps, {"vn": [1, 2]}, {"vn": ["converged"] * 2})
+
+
+def test_sweep_figure_shows_every_methods_markers_where_counts_coincide():
+    """Three methods with the same counts (as GD in (m, C), BW-GD and FB-GVI on a Gaussian target): each
+    keeps its symbol, the earlier-drawn markers are larger so that all show; a fourth, different one is not
+    enlarged."""
+    steps = np.logspace(-3, 0, 4)
+    same = [500, 60, 8, 0]
+    sts = ["converged"] * 3 + ["diverged: x"]
+    fig = ptr.sweep_figure(steps, {"gd-mc": same, "bwgd": same, "fbgvi": same, "vn": [90, 30, 9, 1]},
+                           {"gd-mc": sts, "bwgd": sts, "fbgvi": sts, "vn": ["converged"] * 4}, max_steps=1000)
+    main = {t.name: t for t in fig.data if t.mode == "lines+markers"}
+    sizes = [np.asarray(main[plots.label(m)].marker.size, float) for m in ("gd-mc", "bwgd", "fbgvi", "vn")]
+    assert np.all(sizes[0] > sizes[1]) and np.all(sizes[1] > sizes[2]) and np.all(sizes[2] == sizes[3])
+    assert len({main[plots.label(m)].marker.symbol for m in ("gd-mc", "bwgd", "fbgvi", "vn")}) == 4
+    div = {t.name: t for t in fig.data if t.name and t.name.endswith(": diverged")}
+    assert len(div) == 3 and div["GD in (m, C): diverged"].marker.size[0] > div["FB-GVI: diverged"].marker.size[0]
 
 
 # ----------------------------------------------------------------------------------------------- pd

@@ -17,9 +17,10 @@ Surfaces and fields (any array shapes; exact expectations needed)::
                      for kappa, xi, the natural parameter, C = sigma and T = 1/sigma (Tan Table 1)
 * ``wasserstein``    alias of euclidean-sd
 
-Charts (coordinates of the same picture; ``CHARTS``): (mu, sigma^2), (mu, sigma), (mu, log sigma) and
+Charts (coordinates of the same picture; ``CHARTS``): (mu, sigma^2), (mu, sigma), (mu, log sigma),
 the natural parameters (mu/sigma^2, -1/(2 sigma^2)), where natural-gradient flow lines on Gaussian
-targets are straight::
+targets are straight, and (mu, log sigma^2), which spreads the small variances where the runs of
+Tan (2025) Fig. 1 start over the whole height of the plot::
 
     to_chart(mu, var, chart) -> (x, y)          from_chart(x, y, chart) -> (mu, var)
     chart_fields(mu, var, g_mu, g_var, chart) -> (x, y, Euclidean x, y, natural x, y)
@@ -157,9 +158,11 @@ def gradient_field_1d(target: Target, mu, var, geometry: str = "natural", coords
 # ---------------------------------------------------------------------------------------------
 # Charts of the (mu, sigma^2) half-plane
 
-CHARTS = ("(mu, sigma^2)", "(mu, sigma)", "(mu, log sigma)", "natural (mu/sigma^2, -1/(2 sigma^2))")
+# new charts go at the end: pages keep the chart's name in their URL and code refers to CHARTS[i]
+CHARTS = ("(mu, sigma^2)", "(mu, sigma)", "(mu, log sigma)", "natural (mu/sigma^2, -1/(2 sigma^2))",
+          "(mu, log sigma^2)")
 _LABELS = {CHARTS[0]: ("mu", "sigma^2"), CHARTS[1]: ("mu", "sigma"), CHARTS[2]: ("mu", "log sigma"),
-           CHARTS[3]: ("eta_1 = mu / sigma^2", "eta_2 = -1 / (2 sigma^2)")}
+           CHARTS[3]: ("eta_1 = mu / sigma^2", "eta_2 = -1 / (2 sigma^2)"), CHARTS[4]: ("mu", "log sigma^2")}
 
 
 def _chart(chart):
@@ -183,6 +186,8 @@ def to_chart(mu, var, chart: str):
         return mu, np.sqrt(var)
     if c == CHARTS[2]:
         return mu, 0.5 * np.log(var)
+    if c == CHARTS[4]:
+        return mu, np.log(var)
     return mu / var, -0.5 / var
 
 
@@ -192,6 +197,8 @@ def from_chart(x, y, chart: str):
     c = _chart(chart)
     if c == CHARTS[2]:
         return x, np.exp(2.0 * y)
+    if c == CHARTS[4]:
+        return x, np.exp(y)
     if c == CHARTS[3]:
         if np.any(y >= 0):
             raise ValueError("In natural parameters eta_2 = -1/(2 sigma^2) must be negative.")
@@ -209,7 +216,7 @@ def chart_fields(mu, var, g_mu, g_var, chart: str):
     (Table 1 kappa row, d = 1), pushed forward by the chart's Jacobian. The Euclidean gradient is a
     covector: grad_phi L = J^T grad_(mu,s2) L with J = d(mu, s2)/d phi, drawn in phi's coordinates
     (the direction of Euclidean gradient ascent in that chart).
-    Charts: (mu, s2); (mu, sigma): s2 = sigma^2; (mu, log sigma): s2 = e^{2 l};
+    Charts: (mu, s2); (mu, sigma): s2 = sigma^2; (mu, log sigma): s2 = e^{2 l}; (mu, log s2): s2 = e^u;
     natural (l1, l2) = (mu/s2, -1/(2 s2)): mu = -l1/(2 l2), s2 = -1/(2 l2).
     Returns (x, y, Ex, Ey, Nx, Ny) as arrays of the input shape.
     """
@@ -223,6 +230,8 @@ def chart_fields(mu, var, g_mu, g_var, chart: str):
         return x, y, g_mu, 2 * y * g_s2, n_mu, n_s2 / (2 * y)
     if c == CHARTS[2]:  # ds2/dl = 2 s2; dl = ds2 / (2 s2)
         return x, y, g_mu, 2 * s2 * g_s2, n_mu, n_s2 / (2 * s2)
+    if c == CHARTS[4]:  # ds2/du = s2; du = ds2 / s2
+        return x, y, g_mu, s2 * g_s2, n_mu, n_s2 / s2
     l1, l2 = x, y
     # J = d(mu, s2)/d(l1, l2): mu = -l1/(2 l2) -> (-1/(2 l2), l1/(2 l2^2)); s2 = -1/(2 l2) -> (0, 1/(2 l2^2))
     Ex = g_mu * (-0.5 / l2)
@@ -234,7 +243,7 @@ def chart_fields(mu, var, g_mu, g_var, chart: str):
 
 
 def chart_window(chart: str, window, points=(), pad: float = 0.12):
-    """The plotting box of ``chart``: for (mu, s2), (mu, sigma), (mu, log sigma) the image of the
+    """The plotting box of ``chart``: for (mu, s2), (mu, sigma), (mu, log sigma), (mu, log s2) the image of the
     (mu, s2) rectangle ``window`` = ((mu0, mu1), (s0, s1)) (these charts map rectangles to
     rectangles); for natural parameters, where that image is a thin sliver reaching far out, the
     bounding box of the chart images of ``points`` ((mu, s2) pairs: starts, optimum), padded by

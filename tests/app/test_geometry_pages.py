@@ -19,6 +19,14 @@ def _errors(at):
     return [e.value for e in at.error] + [str(e.value) for e in at.exception]
 
 
+def _notices(at):
+    return [i.value for i in at.info if i.value.startswith("**What to notice.**")]
+
+
+def _other_info(at):
+    return [i.value for i in at.info if not i.value.startswith("**What to notice.**")]
+
+
 # ------------------------------------------------------------------------------------ vector fields
 
 def test_vector_fields_default_table_is_tan_table2():
@@ -30,9 +38,18 @@ def test_vector_fields_default_table_is_tan_table2():
         "(0.5, 0.02)": ["107 (1e-06)", "12 (1e-01)", "8 (1e-01)", "5 (1e+00)"],
         "(2, 0.01)": ["115 (1e-06)", "9 (1e-02)", "8 (1e-01)", "5 (1e+00)"],
     }
-    cols = ["Euclidean (kappa)", "Natural (kappa)", "Natural (xi)", "Natural (lambda)"]
+    cols = ["Euclidean (κ)", "natural (κ)", "natural (ξ)", "natural (λ)"]  # readable names of the four rules
     got = {i: [table.loc[i, c] for c in cols] for i in expected}
     assert got == expected
+    assert table["on the plot"].tolist() == ["1 ■", "2 ◆", "3 ▲"]  # each start's numbered shape
+    # one figure, both fields side by side, in the main-figure container; a what-to-notice line with the counts
+    assert len(at.get("plotly_chart")) == 1
+    notice = _notices(at)
+    assert len(notice) == 1 and "107 to 141 steps" in notice[0] and "5 to 6" in notice[0]
+    # the default chart spreads the small variances: (mu, log sigma^2), with the variances as tick labels
+    assert at.selectbox(key="chart").value == "(mu, log sigma^2)"
+    spec = at.get("plotly_chart")[0].proto.spec
+    assert '"ticktext"' in spec and "Euclidean gradient field" in spec and "natural gradient field" in spec
 
 
 def test_vector_fields_cholesky_rules_table():
@@ -41,13 +58,14 @@ def test_vector_fields_cholesky_rules_table():
     at.query_params["rules"] = ["Cholesky C = sigma (Thm 1(i))", "Cholesky T = 1/sigma (Thm 1(ii))", "T with Corollary 1"]
     at.run()
     assert not at.exception and not _errors(at)
-    table = at.dataframe[0].value
+    table = at.dataframe[0].value.drop(columns="on the plot")
+    assert list(table.columns) == ["natural (C = σ)", "natural (T = 1/σ)", "natural (T, Cor. 1)"]
     assert table.loc["(0, 0.1)"].tolist() == ["9 (1e-02)", "12 (1e-02)", "8 (1e-01)"]
     assert table.loc["(0.5, 0.02)"].tolist() == ["10 (1e-01)", "8 (1e-01)", "6 (1e-01)"]
     assert table.loc["(2, 0.01)"].tolist() == ["5 (1e-01)", "7 (1e-01)", "6 (1e+00)"]
 
 
-CHARTS = ["(mu, sigma^2)", "(mu, sigma)", "(mu, log sigma)", "natural (mu/sigma^2, -1/(2 sigma^2))"]
+CHARTS = ["(mu, sigma^2)", "(mu, sigma)", "(mu, log sigma)", "natural (mu/sigma^2, -1/(2 sigma^2))", "(mu, log sigma^2)"]
 
 
 @pytest.mark.parametrize("params", [
@@ -56,6 +74,8 @@ CHARTS = ["(mu, sigma^2)", "(mu, sigma)", "(mu, log sigma)", "natural (mu/sigma^
     dict(chart=CHARTS[1], tgt="Gaussian N(m, 1/a)", a=400.0, rule="fixed", rho=1e-6),  # huge a, smallest step
     dict(chart=CHARTS[3], rule="fixed", rho=1.0, starts="2,0.01; 0,5; -3,1e-5", na=30),  # largest step
     dict(chart=CHARTS[0], tgt="Gaussian N(m, 1/a)", a=400.0, rule="fixed", rho=1.0, na=8),
+    dict(chart=CHARTS[4], rule="fixed", rho=1.0, starts="2,0.01; 0,5; -3,1e-5", na=30, norm=0),  # log variance, largest step
+    dict(chart=CHARTS[4], tgt="Gaussian N(m, 1/a)", a=0.04, starts="50,1000; -50,1e-6"),  # the widest window
 ])
 def test_vector_fields_extremes(params):
     at = AppTest.from_file(str(PAGES / "10_Vector_fields.py"), default_timeout=600)
@@ -63,7 +83,7 @@ def test_vector_fields_extremes(params):
         at.query_params[k] = str(v) if k != "rules" else [v]
     at.run()
     assert not at.exception and not _errors(at)
-    assert len(at.get("plotly_chart")) == 2
+    assert len(at.get("plotly_chart")) == 1
     default = "a;b" if params.get("tgt", "").startswith("Gaussian") else "a;b;c"
     assert len(at.dataframe[0].value) == len(params.get("starts", default).split(";"))
 
@@ -99,7 +119,8 @@ def test_vector_fields_a_ninth_start_is_refused_and_extra_typed_starts_are_repor
     eight = "; ".join(f"{0.25 * k:g},0.05" for k in range(8))
     at = _app("10_Vector_fields.py", starts=eight, rules="Natural (lambda)")
     assert not at.exception and not _errors(at)
-    assert len(at.dataframe[0].value) == 8 and not at.info
+    assert len(at.dataframe[0].value) == 8 and not _other_info(at)
+    assert at.dataframe[0].value["on the plot"].tolist() == ["1 ■", "2 ◆", "3 ▲", "4 ★", "5 ⬟", "6 ⬢", "7 ✚", "8 ✖"]
     at.button(key="add_start").click().run()
     assert not at.exception and not _errors(at)
     assert any("At most 8 starting points" in i.value for i in at.info)
@@ -116,6 +137,45 @@ def test_vector_fields_bad_start_is_a_message():
     assert any("positive variance" in w.value for w in at.warning)
 
 
+def test_vector_fields_url_round_trip_and_hostile_values():
+    """The chart, the rules and the target come back from the URL exactly; unknown values fall back to the
+    defaults without an error (the old chart names of shared links still work)."""
+    at = _app("10_Vector_fields.py", chart="natural (mu/sigma^2, -1/(2 sigma^2))", tgt="Gaussian N(m, 1/a)", a=25)
+    assert not at.exception and not _errors(at)
+    assert at.selectbox(key="chart").value == "natural (mu/sigma^2, -1/(2 sigma^2))"
+    assert at.query_params["chart"] in ("natural (mu/sigma^2, -1/(2 sigma^2))", ["natural (mu/sigma^2, -1/(2 sigma^2))"])
+    assert any("straight at the optimum" in n for n in _notices(at))
+    at.selectbox(key="chart").set_value("(mu, log sigma^2)").run()
+    assert at.query_params["chart"] in ("(mu, log sigma^2)", ["(mu, log sigma^2)"])
+    at.multiselect(key="rules").set_value(["Natural (xi)", "T with Corollary 1"]).run()
+    assert not at.exception and not _errors(at)
+    assert list(at.query_params["rules"]) == ["Natural (xi)", "T with Corollary 1"]
+    assert list(at.dataframe[0].value.columns) == ["on the plot", "natural (ξ)", "natural (T, Cor. 1)"]
+    at = AppTest.from_file(str(PAGES / "10_Vector_fields.py"), default_timeout=600)
+    at.query_params["chart"] = "polar"
+    at.query_params["rules"] = ["Natural (kappa)", "<script>", ""]
+    at.query_params["tgt"] = "nothing"
+    at.query_params["na"] = "1e400"
+    at.query_params["rho"] = "-1"
+    at.query_params["rule"] = "fixed"
+    at.query_params["starts"] = "((((;;; 1e999,1"
+    at.run()
+    assert not at.exception and not _errors(at)
+    assert at.selectbox(key="chart").value == "(mu, log sigma^2)" and at.radio(key="tgt").value.startswith("horseshoe")
+    assert at.slider(key="na").value == 17 and at.select_slider(key="rho").value == 0.01
+    assert any("could not read" in w.value or "finite" in w.value for w in at.warning)
+
+
+def test_vector_fields_fixed_step_divergence_is_labelled_inside_the_plot():
+    """A fixed step of 1 makes the Euclidean runs leave the Gaussians: a short 'diverged' label, inside the
+    plot, with the reason on hover, and the notice says so."""
+    at = _app("10_Vector_fields.py", rule="fixed", rho=1.0)
+    assert not at.exception and not _errors(at)
+    spec = at.get("plotly_chart")[0].proto.spec
+    assert '"text":"diverged"' in spec.replace(" ", "") and "hovertext" in spec
+    assert any("diverged" in n for n in _notices(at))
+
+
 # ------------------------------------------------------------------------------------- trajectories
 
 def test_trajectories_default_view():
@@ -124,8 +184,35 @@ def test_trajectories_default_view():
     assert not at.exception and not _errors(at)
     df = at.dataframe[0].value
     its = dict(zip(df["method"], df["iterations"]))
-    assert its["vn"] == 1 and its["srvn"] == 7
+    assert its["VN"] == 1 and its["SR-VN"] == 7 and its["GD in (m, C)"] == its["BW-GD"] == 351
     assert len(at.get("plotly_chart")) == 2
+    # the notice says why GD in (m, C) lies under BW-GD, with this view's numbers
+    notice = _notices(at)
+    assert len(notice) == 1
+    assert "GD in (m, C) lies under BW-GD" in notice[0] and "does not involve the covariance" in notice[0]
+    assert "1/λ_max = 0.0288" in notice[0] and "VN 1, SR-VN 7" in notice[0]
+    # every method's step size is a visible slider (not in an expander), labelled with its readable name
+    for m, label in [("vn", "VN"), ("srvn", "SR-VN"), ("gd-mc", "GD in (m, C)"), ("bwgd", "BW-GD")]:
+        assert at.select_slider(key=f"s_{m}").label == f"{label}: step size"
+    assert all(f"s_{m}" not in {w.key for e in at.expander for w in e.select_slider} for m in ("vn", "bwgd"))
+
+
+def test_trajectories_view_round_trips_through_the_url_and_hostile_values_fall_back():
+    at = _app("20_Trajectories.py", view="step-size sweep", n=100, m="vn")
+    assert not at.exception and not _errors(at)
+    assert at.radio(key="view").value == "step-size sweep" and len(at.get("plotly_chart")) == 1
+    at.radio(key="view").set_value("animation").run()
+    assert not at.exception and not _errors(at)
+    assert at.query_params["view"] in ("animation", ["animation"])
+    assert '"frames"' in at.get("plotly_chart")[0].proto.spec
+    at = AppTest.from_file(str(PAGES / "20_Trajectories.py"), default_timeout=600)
+    for k, v in {"view": "movie", "tgt": "x", "s_vn": "1e400", "c0": "nan", "k": "-5", "m1": "inf"}.items():
+        at.query_params[k] = v
+    at.query_params["m"] = ["vn", "not-a-method"]
+    at.run()
+    assert not at.exception and not _errors(at)
+    assert at.radio(key="view").value == "paths" and at.selectbox(key="tgt").value.startswith("Bayesian linear")
+    assert at.select_slider(key="s_vn").value == 1.0 and at.slider(key="c0").value == 0.2
 
 
 @pytest.mark.slow
@@ -158,7 +245,7 @@ def test_trajectories_target_sliders_redraw_without_recompiling():
     for kappa in (1000.0, 1.0):
         at.select_slider(key="kappa").set_value(kappa).run()
         assert not at.exception and not _errors(at)
-        assert any(f"(condition number {kappa:g})" in m.value for m in at.markdown)
+        assert any(f"(condition number {kappa:g})" in n for n in _notices(at))
         specs.append(at.get("plotly_chart")[0].proto.spec)
     assert len(set(specs)) == 3
     assert trace_count() == n_traces
@@ -184,8 +271,10 @@ def test_trajectories_sweep_on_t2_has_the_stability_lines():
     assert not at.exception and not _errors(at)
     assert len(at.get("plotly_chart")) == 1
     spec = at.get("plotly_chart")[0].proto.spec
-    for label in ("vn limit", "srvn limit", "gd-mc, bwgd limit"):  # Kumar digest Sec. 8.1 reference lines
+    for label in ("VN limit", "SR-VN limit", "GD in (m, C), BW-GD limit"):  # Kumar et al. stability limits
         assert label in spec
+    notice = _notices(at)
+    assert len(notice) == 1 and "GD in (m, C) and BW-GD have the same outcome at 6 of the 7 step sizes" in notice[0]
 
 
 # -------------------------------------------------------------------------------- positive definite

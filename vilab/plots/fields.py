@@ -15,11 +15,22 @@ from typing import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
-from . import color, style
+from plotly.subplots import make_subplots
 
-__all__ = ["arrow_segments", "field_figure", "click_grid_trace", "CLICK_TRACE_NAME"]
+from . import label, line, marker, style
+
+__all__ = ["arrow_segments", "field_figure", "field_pair_figure", "click_grid_trace", "CLICK_TRACE_NAME",
+           "START_SYMBOLS", "start_symbol"]
 
 CLICK_TRACE_NAME = "click to add a start"
+#: one marker shape per starting point (Plotly symbol, the same shape as text for tables)
+START_SYMBOLS = [("square", "■"), ("diamond", "◆"), ("triangle-up", "▲"), ("star", "★"), ("pentagon", "⬟"),
+                 ("hexagon", "⬢"), ("cross", "✚"), ("x", "✖")]
+
+
+def start_symbol(i: int) -> tuple[str, str]:
+    """(Plotly symbol, text symbol) of the i-th starting point (0-based), cycling after 8."""
+    return START_SYMBOLS[i % len(START_SYMBOLS)]
 
 
 def arrow_segments(X, Y, U, V, normalise: bool = True, length: float | None = None, head: float = 0.3,
@@ -79,11 +90,120 @@ def _log_gap(Z, z_max=None):
         return np.where(fin, -np.log10(np.maximum(top - Z, eps)), np.nan)
 
 
+def _check_field(xs, ys, U, V):
+    xs, ys = np.asarray(xs, float), np.asarray(ys, float)
+    U, V = np.asarray(U, float), np.asarray(V, float)
+    if U.shape != (len(ys), len(xs)) or V.shape != U.shape:
+        raise ValueError(f"The field must have shape (len(ys), len(xs)) = {(len(ys), len(xs))}; got {U.shape}.")
+    return xs, ys, U, V
+
+
+def _objective_trace(xs, ys, objective, objective_xy, objective_max, n_levels):
+    cx, cy = objective_xy if objective_xy is not None else (xs, ys)
+    Z = _log_gap(objective, objective_max)
+    if Z.shape != (len(cy), len(cx)):
+        raise ValueError(f"The objective must have shape {(len(cy), len(cx))}; got {Z.shape}.")
+    if not np.isfinite(Z).any():
+        return None
+    return go.Contour(x=cx, y=cy, z=Z, ncontours=n_levels, showscale=False, colorscale="Greys", opacity=0.3,
+                      contours=dict(coloring="fill"), line=dict(width=0.5, color="#9a9a9a"), name="objective",
+                      hoverinfo="skip")
+
+
+def _arrow_trace(xs, ys, U, V, normalise, arrow_color):
+    Xg, Yg = np.meshgrid(xs, ys)
+    xr = (xs.max() - xs.min()) or 1.0
+    yr = (ys.max() - ys.min()) or 1.0
+    ax, ay, _ = arrow_segments(Xg, Yg, U, V, normalise=normalise, aspect=yr / xr)
+    return go.Scatter(x=ax, y=ay, mode="lines", name="gradient" + (" (direction)" if normalise else ""),
+                      line=dict(color=arrow_color or "#555555", width=1.2), hoverinfo="skip")
+
+
+def _arrow_marker_trace(xs, ys, U, V, normalise, size=11.0):
+    """The field as arrow-head markers, one per grid point, turned along (U, V) on screen (the plot box
+    taken as square, as :func:`arrow_segments`). Markers keep their size whatever the line widths (lecture
+    mode thickens lines); without ``normalise`` the size grows with the magnitude (from 35% to 100%)."""
+    Xg, Yg = np.meshgrid(xs, ys)
+    xr = (xs.max() - xs.min()) or 1.0
+    yr = (ys.max() - ys.min()) or 1.0
+    X, Y, Us, Vs = Xg.ravel(), Yg.ravel(), np.ravel(U) / xr, np.ravel(V) / yr
+    mag = np.hypot(Us, Vs)
+    ok = np.isfinite(mag) & (mag > 0)
+    X, Y, Us, Vs, mag = X[ok], Y[ok], Us[ok], Vs[ok], mag[ok]
+    angle = np.degrees(np.arctan2(Us, Vs))  # marker angle: clockwise from "up"
+    sizes = np.full(mag.shape, size) if normalise or not mag.size else size * (0.35 + 0.65 * mag / mag.max())
+    return go.Scatter(x=X, y=Y, mode="markers", name="gradient" + (" (direction)" if normalise else ""),
+                      showlegend=False, hoverinfo="skip",
+                      marker=dict(symbol="arrow", angle=angle, size=sizes, color="#4d4d4d", line=dict(width=0)))
+
+
+def _inside(v, lo, hi, frac=0.04):
+    """v moved inside [lo, hi] by ``frac`` of its width (a label anchored there is not cut off)."""
+    pad = frac * (hi - lo)
+    return float(min(max(v, lo + pad), hi - pad))
+
+
+def _path_traces(paths, box, seen: dict, starts_drawn: bool):
+    """Scatter traces (and 'diverged' annotations) of ``paths`` name -> (x, y[, status[, group]]).
+
+    Each group (a method's code or label) is drawn in its look (colour, dash, marker: vilab.plots.look)
+    under its readable label, with one legend entry per group across the whole figure (``seen``).
+    Without ``starts_drawn`` the first point of each path is a square, as in Tan (2025) Fig. 1."""
+    (x0, x1), (y0, y1) = box
+    traces, annotations = [], []
+    for name, p in (paths or {}).items():
+        px, py = np.asarray(p[0], float), np.asarray(p[1], float)
+        status = p[2] if len(p) > 2 else ""
+        group = p[3] if len(p) > 3 else name
+        first = group not in seen
+        seen.setdefault(group, len(seen))
+        lab = label(group)
+        traces.append(go.Scatter(x=px, y=py, mode="lines+markers", name=lab, legendgroup=lab, showlegend=first,
+                                 line=line(group, width=2.5), marker=marker(group, size=6),
+                                 hovertemplate=f"{name}<br>(%{{x:.4g}}, %{{y:.4g}})<extra>{lab}</extra>"))
+        if px.size and not starts_drawn:
+            traces.append(go.Scatter(x=px[:1], y=py[:1], mode="markers", showlegend=False, legendgroup=lab,
+                                     marker=dict(symbol="square", size=11, color=line(group)["color"],
+                                                 line=dict(width=1, color="black")),
+                                     hovertemplate=f"start of {name}<extra></extra>"))
+        if isinstance(status, str) and status.startswith("diverged"):
+            ok = np.flatnonzero(np.isfinite(px) & np.isfinite(py))
+            if ok.size:
+                # the last finite point, moved inside the plot, the short word pointing inwards; the
+                # full reason in the label's hover text
+                xa, ya = _inside(px[ok[-1]], x0, x1), _inside(py[ok[-1]], y0, y1)
+                right, top = xa > 0.5 * (x0 + x1), ya > 0.5 * (y0 + y1)
+                annotations.append(dict(x=xa, y=ya, text="diverged", hovertext=f"{lab} from {name}: {status}",
+                                        showarrow=True, arrowhead=2, ax=-45 if right else 45, ay=25 if top else -25,
+                                        font=dict(color=line(group)["color"]), bgcolor="rgba(255,255,255,0.85)",
+                                        bordercolor=line(group)["color"]))
+    return traces, annotations
+
+
+def _start_trace(starts, labels=None):
+    """The starting points: one shape per start (START_SYMBOLS), numbered 1, 2, ... on the plot."""
+    pts = np.asarray(starts, float).reshape(-1, 2)
+    n = len(pts)
+    names = list(labels) if labels is not None else [f"start {k + 1}" for k in range(n)]
+    return go.Scatter(x=pts[:, 0], y=pts[:, 1], mode="markers+text", name="starts", showlegend=False,
+                      text=[str(k + 1) for k in range(n)], textposition="middle right", cliponaxis=False,
+                      textfont=dict(color="black", size=14),
+                      marker=dict(symbol=[start_symbol(k)[0] for k in range(n)], size=14, color="white",
+                                  line=dict(width=2, color="black")),
+                      customdata=names, hovertemplate="%{customdata}<extra></extra>")
+
+
+def _optimum_trace(optimum, showlegend=True):
+    return go.Scatter(x=[optimum[0]], y=[optimum[1]], mode="markers", name="optimum", legendgroup="optimum",
+                      showlegend=showlegend, marker=dict(symbol="circle-open", size=16, color="black", line=dict(width=3)),
+                      hovertemplate="optimum (%{x:.4g}, %{y:.4g})<extra></extra>")
+
+
 def field_figure(xs, ys, U, V, objective=None, optimum=None, paths: Mapping[str, tuple] | None = None,
                  normalise: bool = True, title: str | None = None, xlabel: str = "mu", ylabel: str = "sigma^2",
                  arrow_color: str | None = None, n_levels: int = 20, click_grid: tuple | None = None,
                  objective_xy: tuple | None = None, objective_max: float | None = None,
-                 height: int = 480) -> go.Figure:
+                 starts=None, height: int = 480) -> go.Figure:
     """A gradient vector field over objective contours, the optimum and trajectories (Tan (2025) Fig. 1).
 
     Parameters
@@ -93,57 +213,81 @@ def field_figure(xs, ys, U, V, objective=None, optimum=None, paths: Mapping[str,
         -log10(objective_max - objective) beneath, so that levels are spread from far away to the
         optimum (``objective_max`` defaults to the grid's largest value); non-finite entries are blank.
     optimum : optional (x, y), drawn as a circle (Tan Fig. 1).
-    paths : name -> (x, y[, status[, group]]) trajectories; the start is a square (Tan Fig. 1), a status
-        starting with "diverged" is written at the last point. Paths of one ``group`` (default: the
-        name) share a colour and one legend entry.
+    paths : name -> (x, y[, status[, group]]) trajectories drawn in the look of their ``group`` (a
+        method code or label; default: the name), one legend entry per group under its readable label.
+        A status starting with "diverged" puts a "diverged" label (inside the plot) at the last point.
+    starts : optional (n, 2) starting points, each its own numbered shape (:data:`START_SYMBOLS`);
+        without them the first point of every path is a square.
     normalise : arrows of equal length (direction only) instead of length ~ magnitude.
     click_grid : optional (gx, gy) 1-D arrays: an invisible clickable grid for picking starts.
     objective_xy : optional (ox, oy) 1-D grids of ``objective`` when it is finer than the arrows'.
     """
-    xs, ys = np.asarray(xs, float), np.asarray(ys, float)
-    U, V = np.asarray(U, float), np.asarray(V, float)
-    if U.shape != (len(ys), len(xs)) or V.shape != U.shape:
-        raise ValueError(f"The field must have shape (len(ys), len(xs)) = {(len(ys), len(xs))}; got {U.shape}.")
+    xs, ys, U, V = _check_field(xs, ys, U, V)
     traces = []
     if objective is not None:
-        cx, cy = objective_xy if objective_xy is not None else (xs, ys)
-        Z = _log_gap(objective, objective_max)
-        if Z.shape != (len(cy), len(cx)):
-            raise ValueError(f"The objective must have shape {(len(cy), len(cx))}; got {Z.shape}.")
-        if np.isfinite(Z).any():
-            traces.append(go.Contour(x=cx, y=cy, z=Z, ncontours=n_levels, showscale=False, colorscale="Blues",
-                                     opacity=0.45, contours=dict(coloring="fill"), line=dict(width=0.5),
-                                     name="objective", hoverinfo="skip"))
-    Xg, Yg = np.meshgrid(xs, ys)
-    xr = (xs.max() - xs.min()) or 1.0
-    yr = (ys.max() - ys.min()) or 1.0
-    ax, ay, _ = arrow_segments(Xg, Yg, U, V, normalise=normalise, aspect=yr / xr)
-    traces.append(go.Scatter(x=ax, y=ay, mode="lines", name="gradient" + (" (direction)" if normalise else ""),
-                             line=dict(color=arrow_color or "#444444", width=1.2), hoverinfo="skip"))
-    annotations = []
-    groups: dict = {}
-    for name, p in (paths or {}).items():
-        px, py = np.asarray(p[0], float), np.asarray(p[1], float)
-        status = p[2] if len(p) > 2 else ""
-        group = p[3] if len(p) > 3 else name
-        first = group not in groups
-        c = groups.setdefault(group, color(group, len(groups)))
-        traces.append(go.Scatter(x=px, y=py, mode="lines+markers", name=group, legendgroup=group, showlegend=first,
-                                 line=dict(color=c, width=2), marker=dict(size=5, color=c),
-                                 hovertemplate=f"{name}<br>(%{{x:.4g}}, %{{y:.4g}})<extra></extra>"))
-        if px.size:
-            traces.append(go.Scatter(x=px[:1], y=py[:1], mode="markers", showlegend=False, legendgroup=group,
-                                     marker=dict(symbol="square", size=11, color=c, line=dict(width=1, color="black")),
-                                     hovertemplate=f"start of {name}<extra></extra>"))
-            if isinstance(status, str) and status.startswith("diverged"):
-                annotations.append(dict(x=px[-1], y=py[-1], text=status, showarrow=True, arrowhead=2,
-                                        font=dict(color=c, size=11), bgcolor="rgba(255,255,255,0.8)"))
+        c = _objective_trace(xs, ys, objective, objective_xy, objective_max, n_levels)
+        if c is not None:
+            traces.append(c)
+    traces.append(_arrow_trace(xs, ys, U, V, normalise, arrow_color))
+    box = ((xs.min(), xs.max()), (ys.min(), ys.max()))
+    ptr, annotations = _path_traces(paths, box, {}, starts is not None)
+    traces += ptr
+    if starts is not None and len(starts):
+        traces.append(_start_trace(starts))
     if optimum is not None:
-        traces.append(go.Scatter(x=[optimum[0]], y=[optimum[1]], mode="markers", name="optimum",
-                                 marker=dict(symbol="circle-open", size=16, color="black", line=dict(width=3))))
+        traces.append(_optimum_trace(optimum))
     if click_grid is not None:
         traces.append(click_grid_trace(*click_grid))
     fig = go.Figure(data=traces)
     fig.update_layout(annotations=annotations, xaxis=dict(title=xlabel, range=[xs.min(), xs.max()]),
                       yaxis=dict(title=ylabel, range=[ys.min(), ys.max()]))
     return style(fig, title=title, height=height)
+
+
+def field_pair_figure(xs, ys, fields, titles=("Euclidean gradient", "natural gradient"), paths=(None, None),
+                      objective=None, objective_xy: tuple | None = None, objective_max: float | None = None,
+                      optimum=None, starts=None, start_labels=None, normalise: bool = True, xlabel: str = "mu",
+                      ylabel: str = "sigma^2", n_levels: int = 20, click_grid: tuple | None = None,
+                      height: int = 420) -> go.Figure:
+    """Two gradient fields of the same objective side by side, sharing both axes and one legend
+    (Tan (2025) Fig. 1: the Euclidean field on the left, the natural field on the right).
+
+    ``fields`` = ((U, V), (U, V)) on the grid xs x ys; ``paths`` = (left paths, right paths), each as
+    :func:`field_figure` takes them; ``starts`` (n, 2) are drawn in both panels, numbered, one shape
+    each (hover: ``start_labels``). The legend sits under the plots, away from the toolbar;
+    ``click_grid`` is drawn in both panels, so a click on either picks a point.
+    """
+    if len(fields) != 2 or len(paths) != 2 or len(titles) != 2:
+        raise ValueError("A pair of fields needs two fields, two path sets and two titles.")
+    checked = [_check_field(xs, ys, U, V) for U, V in fields]
+    xs, ys = checked[0][0], checked[0][1]
+    box = ((xs.min(), xs.max()), (ys.min(), ys.max()))
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04, subplot_titles=list(titles))
+    cont = None if objective is None else _objective_trace(xs, ys, objective, objective_xy, objective_max, n_levels)
+    seen: dict = {}
+    annotations = []
+    for col, (_, _, U, V) in enumerate(checked, start=1):
+        if cont is not None:
+            fig.add_trace(cont, row=1, col=col)
+        fig.add_trace(_arrow_marker_trace(xs, ys, U, V, normalise), row=1, col=col)
+        ptr, ann = _path_traces(paths[col - 1], box, seen, starts is not None)
+        for t in ptr:
+            fig.add_trace(t, row=1, col=col)
+        ref = "" if col == 1 else str(col)
+        annotations += [dict(a, xref="x" + ref, yref="y" + ref) for a in ann]
+        if starts is not None and len(starts):
+            fig.add_trace(_start_trace(starts, start_labels), row=1, col=col)
+        if optimum is not None:
+            fig.add_trace(_optimum_trace(optimum, showlegend=col == 1), row=1, col=col)
+        if click_grid is not None:
+            fig.add_trace(click_grid_trace(*click_grid), row=1, col=col)
+    for a in annotations:
+        fig.add_annotation(**a)
+    fig.update_xaxes(title=xlabel, range=[xs.min(), xs.max()])
+    fig.update_yaxes(range=[ys.min(), ys.max()])
+    fig.update_yaxes(title=ylabel, row=1, col=1)
+    style(fig, height=height)
+    # the legend under the plots: the toolbar (top right) never covers it, and the panel titles stay on top
+    fig.update_layout(legend=dict(orientation="h", x=0.0, xanchor="left", yref="container", y=0.0, yanchor="bottom"),
+                      margin=dict(t=34, b=40))
+    return fig

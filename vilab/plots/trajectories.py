@@ -12,15 +12,29 @@ from typing import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
-from . import color, ellipse, style
+from . import color, ellipse, label, line, marker, style
 
 __all__ = ["paths_figure", "objective_figure", "animation_figure", "sweep_figure", "frame_indices", "plot_window",
-           "log_density_grid"]
+           "log_density_grid", "coinciding"]
 
 
 def _label(name: str, tr) -> str:
+    """The legend entry of a run: its readable label, "(diverged)" when it diverged (the reason is long: the
+    page's warning and the hover give it)."""
     st = getattr(tr, "status", "")
-    return f"{name} ({st})" if isinstance(st, str) and st.startswith("diverged") else name
+    lab = label(name)
+    return f"{lab} (diverged)" if isinstance(st, str) and st.startswith("diverged") else lab
+
+
+def _ln(name, width, c):
+    """The method's line (colour and dash) at ``width``, coloured ``c`` (its colour, or a palette colour
+    for an unnamed run)."""
+    return {**line(name, width=width), "color": c}
+
+
+def _mk(name, size, c, **kw):
+    """The method's marker (symbol) at ``size``, coloured ``c``."""
+    return {**marker(name, size=size, **kw), "color": c}
 
 
 def _check_2d(tr, name):
@@ -30,20 +44,52 @@ def _check_2d(tr, name):
     return m
 
 
+def coinciding(series: Mapping[str, np.ndarray], rtol: float = 1e-9, atol: float = 1e-12) -> list[list[str]]:
+    """Groups (of two or more names, in the mapping's order) whose arrays are equal to round-off:
+    runs whose mean paths lie on top of each other, or sweeps with the same counts."""
+    names = list(series)
+    groups: list[list[str]] = []
+    used = set()
+    for i, a in enumerate(names):
+        if a in used:
+            continue
+        xa = np.asarray(series[a], float)
+        g = [a]
+        for b in names[i + 1:]:
+            xb = np.asarray(series[b], float)
+            if b not in used and xa.shape == xb.shape and np.allclose(xa, xb, rtol=rtol, atol=atol, equal_nan=True):
+                g.append(b)
+        if len(g) > 1:
+            groups.append(g)
+            used.update(g)
+    return groups
+
+
+def _widths(names, groups, base: float = 2.5, extra: float = 3.0) -> dict:
+    """Line width per run: within a group of coinciding runs the first drawn is the widest, so every
+    member shows around the ones drawn on top of it (their dash and colour differ too)."""
+    w = {n: base for n in names}
+    for g in groups:
+        for j, n in enumerate(g):
+            w[n] = base + extra * (len(g) - 1 - j)
+    return w
+
+
 def _base(contour, bounds, truth, n_std):
     fig = go.Figure()
     if contour is not None:
         fig.add_trace(contour)
     if truth is not None:
         x, y = ellipse(truth[0], truth[1], n_std)
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name="target", line=dict(color=color("true"), dash="dash", width=2)))
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name="target", line={**line("target", width=2), "dash": "longdash"},
+                                 hoverinfo="skip"))
         fig.add_trace(go.Scatter(x=[truth[0][0]], y=[truth[0][1]], mode="markers", name="target mean", showlegend=False,
-                                 marker=dict(symbol="x", size=10, color=color("true"))))
+                                 marker=marker("target", size=12), hoverinfo="skip"))
     if bounds is not None:
         fig.update_xaxes(range=list(bounds[0]))
         fig.update_yaxes(range=list(bounds[1]))
-    fig.update_xaxes(title="theta_1")
-    fig.update_yaxes(title="theta_2")
+    fig.update_xaxes(title="θ₁")
+    fig.update_yaxes(title="θ₂")
     return fig
 
 
@@ -52,22 +98,23 @@ def paths_figure(traces: Mapping[str, object], contour: go.Contour | None = None
                  max_ellipses: int = 30, height: int = 520) -> go.Figure:
     """Mean paths over the target's contours with n_std covariance ellipses every ``every`` steps.
 
-    ``truth`` = (mean, cov) of the exact posterior draws it dashed. At most ``max_ellipses``
-    ellipses per run are drawn (``every`` is raised if needed). A diverged run's legend entry
-    carries its status and its last point is annotated.
+    Runs are keyed by method (code or label): each is drawn in its look (vilab.plots.look: colour,
+    dash, marker symbol at the ellipse points) under its readable label. Runs whose mean paths
+    coincide (on a Gaussian target GD in (m, C), BW-GD and FB-GVI move the mean alike) stay visible:
+    the first drawn is the widest line. ``truth`` = (mean, cov) of the exact posterior draws it
+    long-dashed. At most ``max_ellipses`` ellipses per run are drawn (``every`` is raised if
+    needed). A diverged run's legend entry carries its status and its last point is annotated.
     """
     if every < 1:
         raise ValueError(f"Draw ellipses every k >= 1 steps; got k = {every}.")
     fig = _base(contour, bounds, truth, n_std)
+    means = {name: _check_2d(tr, name) for name, tr in traces.items()}
+    widths = _widths(list(traces), coinciding(means))
     for i, (name, tr) in enumerate(traces.items()):
-        m = _check_2d(tr, name)
+        m = means[name]
         cov = np.asarray(tr.cov)
         c = color(name, i)
-        label = _label(name, tr)
-        fig.add_trace(go.Scatter(x=m[:, 0], y=m[:, 1], mode="lines+markers", name=label, legendgroup=name,
-                                 line=dict(color=c, width=2), marker=dict(size=4, color=c),
-                                 customdata=np.arange(len(m)),
-                                 hovertemplate=f"{name}<br>step %{{customdata}}<br>(%{{x:.4g}}, %{{y:.4g}})<extra></extra>"))
+        lab = _label(name, tr)
         k = max(every, int(np.ceil(len(m) / max_ellipses)))
         idx = list(range(0, len(m), k))
         if idx[-1] != len(m) - 1:
@@ -78,35 +125,57 @@ def paths_figure(traces: Mapping[str, object], contour: go.Contour | None = None
             ex += [*x, np.nan]
             ey += [*y, np.nan]
         fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", showlegend=False, legendgroup=name,
-                                 line=dict(color=c, width=1), opacity=0.6, hoverinfo="skip"))
-        fig.add_trace(go.Scatter(x=m[:1, 0], y=m[:1, 1], mode="markers", showlegend=False, legendgroup=name,
-                                 marker=dict(symbol="square", size=9, color=c), hoverinfo="skip"))
+                                 line=_ln(name, 1.2, c), opacity=0.7, hoverinfo="skip"))
+        # the path, with the method's marker at the ellipse centres only (size 0 elsewhere)
+        sizes = np.zeros(len(m))
+        sizes[idx] = 7 + widths[name]
+        fig.add_trace(go.Scatter(x=m[:, 0], y=m[:, 1], mode="lines+markers", name=lab, legendgroup=name,
+                                 line=_ln(name, widths[name], c),
+                                 marker=_mk(name, sizes, c, line=dict(width=1, color="white")),
+                                 customdata=np.arange(len(m)),
+                                 hovertemplate=f"{label(name)}<br>step %{{customdata}}<br>(%{{x:.4g}}, %{{y:.4g}})<extra></extra>"))
         if getattr(tr, "diverged", False) or str(getattr(tr, "status", "")).startswith("diverged"):
-            fig.add_annotation(x=m[-1, 0], y=m[-1, 1], text=f"{name}: {tr.status}", showarrow=True, arrowhead=2,
-                               font=dict(color=c, size=11), bgcolor="rgba(255,255,255,0.85)")
-    return style(fig, title=title, height=height)
+            fig.add_annotation(x=m[-1, 0], y=m[-1, 1], text=f"{label(name)}: diverged", hovertext=str(tr.status),
+                               showarrow=True, arrowhead=2, font=dict(color=c), bgcolor="rgba(255,255,255,0.85)")
+    if means:
+        m0 = next(iter(means.values()))[0]
+        fig.add_trace(go.Scatter(x=[m0[0]], y=[m0[1]], mode="markers", name="start", showlegend=False,
+                                 marker=dict(symbol="square", size=11, color="white", line=dict(width=2, color="black")),
+                                 hovertemplate="start (%{x:.4g}, %{y:.4g})<extra></extra>"))
+    style(fig, title=title, height=height)
+    fig.update_layout(legend_itemsizing="constant")  # legend symbols at one size (the markers grow with overlaps)
+    return fig
 
 
 def objective_figure(traces: Mapping[str, object], optimum: float | None = None, log_x: bool = False,
                      title: str | None = None, ylabel: str | None = None, height: int = 400) -> go.Figure:
-    """Objective against iteration on a log y axis (log x optional).
+    """Objective against iteration on a log y axis (log x optional), each run in its method's look.
 
     With ``optimum`` the gap objective - optimum is drawn (KL is drawn as is). Non-positive
     values cannot sit on a log axis: they are dropped (a run that reached the optimum to round-off
-    simply ends). Iterations start at 1 on a log x axis (iteration k drawn at k + 1).
+    simply ends). Iterations start at 1 on a log x axis (iteration k drawn at k + 1). Coinciding
+    curves stay visible (the first drawn is the widest).
     """
     fig = go.Figure()
     name0 = None
+    objs = {n: np.asarray(tr.objective, float) for n, tr in traces.items()}
+    widths = _widths(list(traces), coinciding(objs, rtol=1e-6))
     for i, (name, tr) in enumerate(traces.items()):
-        obj = np.asarray(tr.objective, float)
+        obj = objs[name]
         name0 = name0 or getattr(tr, "objective_name", "objective")
         y = obj - optimum if optimum is not None else obj
         k = np.arange(len(y)) + (1 if log_x else 0)
         ok = np.isfinite(y) & (y > 0)
         fig.add_trace(go.Scatter(x=k[ok], y=y[ok], mode="lines", name=_label(name, tr),
-                                 line=dict(color=color(name, i), width=2)))
-    ylabel = ylabel or (f"{name0} - optimum" if optimum is not None else (name0 or "objective"))
-    fig.update_yaxes(type="log", title=ylabel, exponentformat="power")
+                                 line=_ln(name, widths[name], color(name, i))))
+    ylabel = ylabel or (f"{name0} − optimum" if optimum is not None else (name0 or "objective"))
+    fig.update_yaxes(type="log", title=ylabel, exponentformat="e")  # no superscripts: small on a projector
+    pos = np.concatenate([np.asarray(t.y, float) for t in fig.data] or [np.ones(1)])
+    pos = pos[np.isfinite(pos) & (pos > 0)]
+    if pos.size and np.log10(pos.max() / pos.min()) < 6:  # short ranges: whole decades only (no 70%-size "2", "5")
+        fig.update_yaxes(dtick=1)
+    if log_x:
+        fig.update_xaxes(dtick=1)
     fig.update_xaxes(type="log" if log_x else "linear", title="iteration" + (" + 1" if log_x else ""))
     return style(fig, title=title, height=height)
 
@@ -129,13 +198,16 @@ def animation_figure(traces: Mapping[str, object], contour: go.Contour | None = 
     """Animated mean (path so far) and n_std ellipse of each run, with a play button and a slider.
 
     Frames are taken at common iteration indices (a run that stopped earlier stays at its last
-    iterate). Built with Plotly frames: no server round trip while playing.
+    iterate). Built with Plotly frames: no server round trip while playing. Frames only replace the
+    runs' traces; every frame is redrawn in full, so the target's contours stay. Each run keeps its
+    method's look: an unfilled ellipse in its colour and dash, its marker at the current mean.
     """
     names = list(traces)
     means = {n: _check_2d(traces[n], n) for n in names}
     covs = {n: np.asarray(traces[n].cov) for n in names}
     n_rows = max(len(m) for m in means.values())
     ks = frame_indices(n_rows, n_frames)
+    widths = _widths(names, coinciding(means))
     fig = _base(contour, bounds, truth, n_std)
     first_dynamic = len(fig.data)
 
@@ -146,12 +218,13 @@ def animation_figure(traces: Mapping[str, object], contour: go.Contour | None = 
             j = min(k, len(m) - 1)
             ex, ey = ellipse(m[j], c[j], n_std, n=60)
             col = color(n, i)
-            out.append(go.Scatter(x=m[:j + 1, 0], y=m[:j + 1, 1], mode="lines", line=dict(color=col, width=2),
+            out.append(go.Scatter(x=m[:j + 1, 0], y=m[:j + 1, 1], mode="lines", line=_ln(n, widths[n], col),
                                   name=_label(n, traces[n]), legendgroup=n))
-            out.append(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color=col, width=2), fill="toself",
-                                  opacity=0.35, showlegend=False, legendgroup=n, hoverinfo="skip"))
+            out.append(go.Scatter(x=ex, y=ey, mode="lines", line=_ln(n, 2.5, col), showlegend=False,
+                                  legendgroup=n, hoverinfo="skip"))
             out.append(go.Scatter(x=m[j:j + 1, 0], y=m[j:j + 1, 1], mode="markers", showlegend=False, legendgroup=n,
-                                  marker=dict(size=10, color=col, line=dict(width=1, color="black"))))
+                                  marker=_mk(n, 9 + 2 * widths[n], col, line=dict(width=1.5, color="white")),
+                                  hovertemplate=f"{label(n)}, step {j}<br>(%{{x:.4g}}, %{{y:.4g}})<extra></extra>"))
         return out
 
     for tr in dynamic(0):
@@ -159,72 +232,111 @@ def animation_figure(traces: Mapping[str, object], contour: go.Contour | None = 
     idx = list(range(first_dynamic, len(fig.data)))
     fig.frames = [go.Frame(data=dynamic(int(k)), traces=idx, name=str(int(k))) for k in ks]
     play = dict(label="Play", method="animate",
-                args=[None, dict(frame=dict(duration=frame_ms, redraw=False), fromcurrent=True,
+                args=[None, dict(frame=dict(duration=frame_ms, redraw=True), fromcurrent=True,
                                  transition=dict(duration=0))])
     pause = dict(label="Pause", method="animate",
-                 args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate")])
+                 args=[[None], dict(frame=dict(duration=0, redraw=True), mode="immediate")])
     fig.update_layout(
-        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=-0.12, xanchor="left", yanchor="top",
-                          buttons=[play, pause], showactive=False)],
-        sliders=[dict(active=0, x=0.15, y=-0.08, len=0.85, currentvalue=dict(prefix="iteration "),
+        # under the axis at a fixed distance in px (pad), whatever the plot's height and the font sizes
+        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=0.0, xanchor="left", yanchor="top",
+                          pad=dict(t=72), buttons=[play, pause], showactive=False)],
+        sliders=[dict(active=0, x=0.32, y=0.0, yanchor="top", len=0.68, pad=dict(t=62),
+                      currentvalue=dict(prefix="iteration "),
                       steps=[dict(label=str(int(k)), method="animate",
-                                  args=[[str(int(k))], dict(frame=dict(duration=0, redraw=False), mode="immediate")])
+                                  args=[[str(int(k))], dict(frame=dict(duration=0, redraw=True), mode="immediate")])
                              for k in ks])])
     style(fig, title=title, height=height)
-    fig.update_layout(margin=dict(b=110))
+    fig.update_layout(margin=dict(b=150), legend_itemsizing="constant")
     return fig
+
+
+def _ranks(keys: Mapping[str, list]) -> dict:
+    """For each method and point, how many methods drawn later sit on the same point (same key):
+    the marker of a method grows with it, so every method's marker shows around those on top."""
+    names = list(keys)
+    out = {}
+    for i, n in enumerate(names):
+        out[n] = np.array([sum(keys[o][j] == keys[n][j] for o in names[i + 1:]) for j in range(len(keys[n]))])
+    return out
 
 
 def sweep_figure(step_sizes, iterations: Mapping[str, np.ndarray], statuses: Mapping[str, list],
                  thresholds: Mapping[str, float | None] | None = None, max_steps: int | None = None,
                  title: str | None = None, height: int = 430) -> go.Figure:
-    """Iterations to tolerance against step size (log-log), one line per method.
+    """Iterations to tolerance against step size (log-log), one line per method in its look.
 
     ``iterations[m][i]`` is the count at ``step_sizes[i]`` with status ``statuses[m][i]``:
-    converged runs are joined by a line, runs that hit the step limit are open circles at
-    ``max_steps``, diverged runs are crosses at the top of the plot. ``thresholds[m]`` draws a
-    dotted vertical reference line (the theoretical stability limit).
+    converged runs are joined by a line; runs that hit the step limit sit in a row at ``max_steps``
+    ("step limit"), diverged runs in a row above it ("diverged"), each in its method's marker.
+    Where several methods have the same count, the earlier-drawn markers are larger, so every
+    method's marker shows. ``thresholds[m]`` draws a dotted vertical reference line (the
+    theoretical stability limit), one per distinct value, labelled with the methods sharing it.
     """
     steps = np.asarray(step_sizes, float)
     fig = go.Figure()
     top = max_steps or max((np.nanmax(np.asarray(v, float)) for v in iterations.values() if len(v)), default=1)
-    for i, (name, its) in enumerate(iterations.items()):
+    keys = {}
+    for name, its in iterations.items():
         its = np.asarray(its, float)
         sts = list(statuses[name])
         if len(its) != len(steps) or len(sts) != len(steps):
             raise ValueError(f"Method {name!r}: need one iteration count and one status per step size.")
+        keys[name] = [("c", float(n)) if s == "converged" else ("d" if str(s).startswith("diverged") else "m")
+                      for n, s in zip(its, sts)]
+    ranks = _ranks(keys)
+    n_div = n_max = 0
+    for i, (name, its) in enumerate(iterations.items()):
+        its = np.asarray(its, float)
+        sts = list(statuses[name])
         c = color(name, i)
+        lab = label(name)
         conv = np.array([s == "converged" for s in sts])
         div = np.array([str(s).startswith("diverged") for s in sts])
         maxed = ~conv & ~div
+        size = 8.0 + 4.0 * ranks[name]
         y = np.where(conv, its, np.nan)
-        fig.add_trace(go.Scatter(x=steps, y=y, mode="lines+markers", name=name, legendgroup=name,
-                                 line=dict(color=c, width=2), marker=dict(size=7, color=c), connectgaps=False))
+        fig.add_trace(go.Scatter(x=steps, y=y, mode="lines+markers", name=lab, legendgroup=name,
+                                 line=_ln(name, 2.5 + 1.5 * float(ranks[name][conv].max(initial=0) > 0), c),
+                                 marker=_mk(name, size, c, line=dict(width=1, color="white")),
+                                 connectgaps=False,
+                                 hovertemplate=f"{lab}<br>step size %{{x:.3g}}: %{{y:.0f}} iterations<extra></extra>"))
         if maxed.any():
+            n_max += 1
             fig.add_trace(go.Scatter(x=steps[maxed], y=np.full(maxed.sum(), top), mode="markers", legendgroup=name,
-                                     name=f"{name}: step limit", showlegend=False,
-                                     marker=dict(symbol="circle-open", size=10, color=c),
-                                     hovertemplate=f"{name}: no convergence within the step limit<extra></extra>"))
+                                     name=f"{lab}: step limit", showlegend=False,
+                                     marker=_mk(name, size[maxed], c, line=dict(width=1, color="white")),
+                                     hovertemplate=f"{lab}, step size %{{x:.3g}}: no convergence within the step limit"
+                                                   "<extra></extra>"))
         if div.any():
-            fig.add_trace(go.Scatter(x=steps[div], y=np.full(div.sum(), top * 1.6), mode="markers", legendgroup=name,
-                                     name=f"{name}: diverged", showlegend=False,
-                                     marker=dict(symbol="x", size=11, color=c),
+            n_div += 1
+            fig.add_trace(go.Scatter(x=steps[div], y=np.full(div.sum(), top * 2.5), mode="markers", legendgroup=name,
+                                     name=f"{lab}: diverged", showlegend=False,
+                                     marker=_mk(name, size[div], c, line=dict(width=1, color="white")),
                                      text=[sts[j] for j in np.flatnonzero(div)],
-                                     hovertemplate=f"{name}: %{{text}}<extra></extra>"))
-    # one dotted line per distinct limit, labelled with every method that shares it
+                                     hovertemplate=f"{lab}, step size %{{x:.3g}}: %{{text}}<extra></extra>"))
+    rows = [(top, "step limit", n_max), (top * 2.5, "diverged", n_div)]
+    for yv, text, n in rows:
+        if n:
+            fig.add_annotation(x=1.0, xref="paper", xanchor="left", y=float(np.log10(yv)), yref="y", text=text,
+                               showarrow=False, xshift=6)
+    # one dotted line per distinct limit, labelled with every method that shares it, labels staggered
     limits: dict = {}
     for i, name in enumerate(iterations):
         thr = (thresholds or {}).get(name)
         if thr is not None and np.isfinite(thr) and thr > 0:
             limits.setdefault(round(float(thr), 12), []).append((name, color(name, i)))
-    for thr, owners in limits.items():
+    for k, (thr, owners) in enumerate(sorted(limits.items())):
         c = owners[0][1]
-        fig.add_vline(x=thr, line=dict(color=c, dash="dot", width=2),
-                      annotation=dict(text=", ".join(n for n, _ in owners) + " limit", font=dict(color=c, size=10)),
-                      annotation_position="top")
-    fig.update_xaxes(type="log", title="step size", exponentformat="power")
-    fig.update_yaxes(type="log", title="iterations to tolerance")
-    return style(fig, title=title, height=height)
+        fig.add_vline(x=thr, line=dict(color=c, dash="dot", width=2))
+        fig.add_annotation(x=float(np.log10(thr)), xref="x", y=1.0 - 0.09 * k, yref="paper", yanchor="top",
+                           xanchor="right", text=", ".join(label(n) for n, _ in owners) + " limit", showarrow=False,
+                           font=dict(color=c), bgcolor="rgba(255,255,255,0.8)", xshift=-3)
+    # one tick per decade: Plotly's in-between labels ("2", "5") are drawn at 70% size, too small on a projector
+    fig.update_xaxes(type="log", title="step size ρ", exponentformat="e", dtick=1)
+    fig.update_yaxes(type="log", title="iterations to tolerance", dtick=1)
+    style(fig, title=title, height=height)
+    fig.update_layout(margin=dict(r=95 if (n_div or n_max) else 40), legend_itemsizing="constant")
+    return fig
 
 
 # ---------------------------------------------------------------------------------------------
