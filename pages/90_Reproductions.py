@@ -76,26 +76,26 @@ def show(results: list[repro.Result]) -> None:
              width="stretch")
 
 
-with main:
-    with ui.guard("Reproduction"):
-        if run_this or auto:
-            with st.spinner(f"Computing {name}..."):
-                show([run_one(name)])
-            ui.notice("Each row is one number of the paper: the paper's value, ours, and the tolerance within which "
-                      "they must agree (relative where marked). A FAIL is reported, never hidden.")
-        elif run_all:
-            todo = [e.name for e in entries if with_slow or not e.slow]
-            bar = st.progress(0.0, text="Running reproductions...")
-            results = []
-            for i, n in enumerate(todo):
-                results.append(run_one(n))
-                bar.progress((i + 1) / len(todo), text=f"{n} done")
-            show(results)
-        elif _store()[0].get(name) is not None:  # computed before on this server
-            st.markdown(f"**{name}**, computed on this server earlier:")
-            show([_store()[0][name]])
-    stored = _store()[0]
-    st.markdown("**Every reproduction** (result: computed on this server so far)")
-    ui.table(pd.DataFrame([{"name": e.name, "result": _verdict(stored.get(e.name)), "cost": "slow" if e.slow else "fast",
-                            "paper": _clean(e.paper), "reproduces": _clean(e.what)}
-                           for e in entries]), hide_index=True, width="stretch", height=320)
+with main, st.container(key=ui.MAIN_FIGURE):  # the page's main element: results and the registry
+        with ui.guard("Reproduction"):
+            if run_this or auto:
+                with st.spinner(f"Computing {name}..."):
+                    show([run_one(name)])
+                ui.notice("Each row is one number of the paper: the paper's value, ours, and the tolerance within which "
+                          "they must agree (relative where marked). A FAIL is reported, never hidden.")
+            elif run_all:
+                todo = [e.name for e in entries if with_slow or not e.slow]
+                bar = st.progress(0.0, text="Running reproductions...")
+                results = []
+                for i, n in enumerate(todo):
+                    results.append(run_one(n))
+                    bar.progress((i + 1) / len(todo), text=f"{n} done")
+                show(results)
+            elif _store()[0].get(name) is not None:  # computed before on this server
+                st.markdown(f"**{name}**, computed on this server earlier:")
+                show([_store()[0][name]])
+        stored = _store()[0]
+        st.markdown("**Every reproduction** (result: computed on this server so far)")
+        ui.table(pd.DataFrame([{"name": e.name, "result": _verdict(stored.get(e.name)), "cost": "slow" if e.slow else "fast",
+                                "paper": _clean(e.paper), "reproduces": _clean(e.what)}
+                               for e in entries]), hide_index=True, width="stretch", height=320)

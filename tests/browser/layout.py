@@ -5,7 +5,8 @@ look at every page). Each check takes a Playwright page already rendered and ret
 problems (empty when the page passes):
 
 * :func:`main_figure_problems`: the page's main figure (the chart inside the container keyed
-  ``main_figure``, made by ``vilab_ui.show(fig, main=True)``) lies inside the first viewport;
+  ``main_figure``, made by ``vilab_ui.show(fig, main=True)``) lies inside the first viewport; a page
+  whose main element is a table (Reproductions) must show the table's head and first rows;
 * :func:`font_problems`: in lecture mode, the page title, body text, widget labels and every text of
   every Plotly chart (ticks, axis titles, legends, annotations) are at least 18 px;
 * :func:`overflow_problems`: no visible element's text is clipped by its box (buttons, chips,
@@ -137,12 +138,18 @@ def main_figure_problems(page) -> list[str]:
     box = page.evaluate("""() => {
         const c = document.querySelector('.st-key-main_figure [data-testid="stPlotlyChart"] .main-svg')
                || document.querySelector('.st-key-main_figure img');
-        if (!c) return null;
-        const r = c.getBoundingClientRect();
-        return {top: r.top, bottom: r.bottom, left: r.left, right: r.right, w: innerWidth, h: innerHeight};
+        if (c) {
+            const r = c.getBoundingClientRect();
+            return {top: r.top, bottom: r.bottom, left: r.left, right: r.right, w: innerWidth, h: innerHeight};
+        }
+        // a page whose main element is a table (Reproductions): its heading row and first rows
+        const t = document.querySelector('.st-key-main_figure [data-testid="stDataFrame"], .st-key-main_figure [data-testid="stTable"]');
+        if (!t) return null;
+        const r = t.getBoundingClientRect();
+        return {top: r.top, bottom: Math.min(r.bottom, r.top + 150), left: r.left, right: r.right, w: innerWidth, h: innerHeight};
     }""")
     if box is None:
-        return ["no main figure (a chart in the container keyed 'main_figure')"]
+        return ["no main figure (a chart or table in the container keyed 'main_figure')"]
     out = []
     if box["top"] < -1 or box["bottom"] > box["h"] + 1:
         out.append(f"main figure spans y = {box['top']:.0f}..{box['bottom']:.0f} px; the first screen ends at {box['h']}")
