@@ -1,23 +1,32 @@
-"""AppTest of pages/30_Adam_vs_SNNGM.py: default view, extreme step sizes, every view."""
+"""AppTest of pages/30_Adam_vs_SNNGM.py: default view, extreme step sizes, every view, the URL round trip."""
 
+import json
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from vilab import plots
+
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "30_Adam_vs_SNNGM.py")
 VIEWS = ["1-D crab toy (Fig. 3)", "2-D logistic regression", "Real data", "Notes on the optimizers"]
 
 
-def _app():
+def _app(**params):
     at = AppTest.from_file(PAGE, default_timeout=180)
+    for k, v in params.items():
+        at.query_params[k] = v if isinstance(v, list) else str(v)
     at.run()
     assert not at.exception, at.exception
     return at
 
 
 def _text(at):
-    return " ".join(str(m.value) for m in list(at.markdown) + list(at.caption) + list(at.warning))
+    return " ".join(str(m.value) for m in list(at.markdown) + list(at.caption) + list(at.warning) + list(at.info))
+
+
+def _fig(at, i):
+    return json.loads(at.get("plotly_chart")[i].proto.spec)
 
 
 def test_default_view_shows_fig3_with_divergence():
@@ -25,6 +34,43 @@ def test_default_view_shows_fig3_with_divergence():
     df = at.dataframe[0].value
     assert "2197 iterations" in df.to_string() and "767 iterations" in df.to_string()
     assert any("negative sigma^2" in str(w.value) for w in at.warning)
+    # three panels (Adam, natural-gradient Adam, SNNGM) on a log sigma^2 axis zoomed to the paths, each
+    # optimizer in its look: Adam warm dashed (Euclidean), SNNGM blue solid (natural)
+    assert len(at.get("plotly_chart")) == 3
+    panels = [_fig(at, i) for i in range(3)]
+    for fig in panels:
+        assert fig["layout"]["yaxis"]["type"] == "log"
+        lo, hi = fig["layout"]["yaxis"]["range"]
+        assert -4.5 < lo < -3.5 and -1.5 < hi < -0.5  # sigma^2 from ~1e-4 (Adam's last start) to ~0.1
+        assert fig["layout"]["height"] >= 360
+    paths = [[d for d in fig["data"] if d.get("mode") == "lines" and d.get("line", {}).get("width") == 2.5]
+             for fig in panels]
+    assert [len(p) for p in paths] == [3, 3, 3]
+    assert {(d["line"]["color"], d["line"]["dash"]) for d in paths[0]} == {(plots.color("adam"), "dash")}
+    assert {(d["line"]["color"], d["line"]["dash"]) for d in paths[2]} == {(plots.color("snngm"), "solid")}
+    assert {d["line"]["color"] for d in paths[1]} == {plots.color("nadam")}
+    notes = [t for fig in panels for d in fig["data"] for t in (d.get("text") or [])]
+    assert "2197 it." in notes and "767 it." in notes and "diverged at 14" in notes
+    text = _text(at)
+    assert "What to notice" in text and "staircases" in text and "1856 iterations in all" in text
+    assert "digest" not in text + df.to_string() and "sigma^2 <" not in text
+
+
+def test_every_view_round_trips_through_the_url_and_hostile_values_fall_back():
+    at = _app(view=VIEWS[3], N="100", beta="0.99")
+    assert at.radio(key="view").value == VIEWS[3] and at.query_params["view"] in (VIEWS[3], [VIEWS[3]])
+    assert at.slider(key="N").value == 100 and at.slider(key="beta").value == 0.99
+    at = _app(view="<script>", aa="1e400", an="-1", **{"as": "nan"})
+    assert at.radio(key="view").value == VIEWS[0]
+    assert [at.select_slider(key=k).value for k in ("aa", "an", "as")] == [1e-3, 1e-3, 1e-3]
+    at = _app(aa="0.1", an="1e-4", **{"as": "0.0178"})  # a URL value snaps to the slider's grid
+    assert [at.select_slider(key=k).value for k in ("aa", "an", "as")] == [0.1, 1e-4, 0.0178]
+    at = _app(view=VIEWS[1], par="chol_prec", est="first", nit="50", opt=["snngm", "adam"], a2snngm="0.1")
+    assert not at.exception
+    assert at.radio(key="par").value == "chol_prec" and at.radio(key="est").value == "first"
+    assert at.multiselect(key="opt").value == ["snngm", "adam"] and at.select_slider(key="a2snngm").value == 0.1
+    for k, v in dict(view=VIEWS[1], par="chol_prec", est="first", nit="50", a2snngm="0.1").items():
+        assert at.query_params[k] in (v, [v]), k
 
 
 def test_fig3_extreme_alphas():
@@ -51,6 +97,13 @@ def test_2d_view_extreme_alphas_and_sweep():
     at.slider(key="nit").set_value(50).run()
     assert not at.exception, at.exception
     n_charts = len(at.get("plotly_chart"))
+    # the mean paths lie over grey contours of the exact posterior, each optimizer in its look
+    fig = _fig(at, 0)
+    contour = [d for d in fig["data"] if d["type"] == "contour"]
+    assert len(contour) == 1 and contour[0]["contours"]["coloring"] == "lines"
+    assert all(c[1].startswith("#") and c[1][1:3] == c[1][3:5] == c[1][5:7] for c in contour[0]["colorscale"])
+    snngm = next(d for d in fig["data"] if d.get("name", "").startswith("SNNGM"))
+    assert snngm["line"]["color"] == plots.color("snngm") and snngm["line"]["dash"] == "solid"
     at.button(key="sweep_btn").click().run()
     assert not at.exception, at.exception
     assert len(at.get("plotly_chart")) == n_charts + 1

@@ -1,10 +1,13 @@
 """AppTest of the Flows and guarantees page (Kumar et al. 2025): default view, extreme widget values,
 Theorem 1 / Lemma 1 messages, VN vs SR-VN counts."""
 
+import json
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+
+from vilab import plots
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "27_Flows_and_guarantees.py")
 
@@ -30,22 +33,65 @@ def test_flows_default_view():
     at = _app()
     assert not at.exception and not _errors(at)
     assert len(at.get("plotly_chart")) == 4  # KL, two path panels, the O(rho^2) gap
-    spec = _spec(at, 0)
-    for name in ("natural", "Wasserstein", "Euclidean (m, V)", "vn, rho = 0.0178", "srvn, rho = 0.0178",
-                 "bwgd, rho = 0.0178", "e^{-2t}", "printed mu = 0.000509", "corrected mu = 0.0176"):
-        assert name in spec, name
+    fig = json.loads(_spec(at, 0))
+    names = [d["name"] for d in fig["data"]]
+    assert names == ["natural flow", "Wasserstein flow", "Euclidean (m, V) flow", "VN", "SR-VN", "BW-GD",
+                     "e<sup>-2t</sup>", "Thm 1 bound (printed μ)", "Thm 1 bound (corrected μ)"]
+    theorem = next(m.value for m in at.markdown if "Theorem 1 of Kumar" in m.value)
+    assert "**0.000509**" in theorem and "**0.0176**" in theorem  # the printed and corrected rates mu
+    # one visual language: the natural flow and VN blue, the Wasserstein flow and BW-GD purple dotted
+    by = {d["name"]: d for d in fig["data"]}
+    assert by["natural flow"]["line"]["color"] == plots.color("vn") == by["VN"]["marker"]["color"]
+    assert by["Wasserstein flow"]["line"]["dash"] == "dot"
+    assert by["BW-GD"]["marker"]["color"] == plots.color("bwgd")
+    assert by["VN"]["marker"]["size"] > by["SR-VN"]["marker"]["size"]  # VN shows as a ring around SR-VN
+    assert not any(c in " ".join(names) for c in ("vn,", "srvn", "bwgd", "rho"))  # readable names only
     assert any("Lemma 1 bound" in i.value and "true but smaller" in i.value for i in at.info)
+    # what to notice: why the natural flow is slower in flow time on T2 (lambda_min(A) = 1.22 > 1)
+    notice = next(i.value for i in at.info if "What to notice" in i.value and "flow time" in i.value)
+    assert "λ_min = 1.22" in notice and "slowest" in notice and "1/λ_max = 0.0288" in notice
     df = at.dataframe[0].value
-    at_one = df[df["rho"] == 1.0].set_index("method")["steps to KL < 1e-8"]
-    assert at_one.to_dict() == {"vn": "1", "srvn": "7"}
-    assert set(df[df["rho"] == 1e-5]["steps run"]) == {600000}
-    assert any("0.0259" in c.value or "0.026" in c.value for c in at.caption)
+    at_one = df[df["ρ"] == "1"].set_index("method")["steps to KL < 1e-8"]
+    assert at_one.to_dict() == {"VN": "1", "SR-VN": "7"}
+    assert set(df[df["ρ"] == "1e-05"]["steps run"]) == {600000}
+    assert any("0.0259" in i.value or "0.026" in i.value for i in at.info)
+    text = " ".join(str(m.value) for m in list(at.markdown) + list(at.caption) + list(at.info))
+    assert "digest" not in text and "vilab." not in text
 
 
 def test_flows_page_says_where_lemma1_fails():
     at = _app(tgt="correlated Gaussian", kappa=1.78, scale=3.16, c0=3.0)
     assert not at.exception and not _errors(at)
     assert any("Lemma 1 is false" in w.value for w in at.warning)
+    # a flat target (every curvature below 1): the notice says the natural flow is the fastest here
+    assert any("What to notice" in i.value and "the natural flow is the fastest" in i.value for i in at.info)
+
+
+def test_flows_widgets_round_trip_through_the_url():
+    params = dict(T=5.0, rho=0.1, tgt="correlated Gaussian", kappa=100.0, scale=3.16, fl=["natural", "Euclidean (m, C)"],
+                  dm=["gd-mc", "fbgvi"], m1=1.5, m2=-3.0, c0=0.5, rs=1e-3, rl=0.5)
+    at = _app(**params)
+    assert not at.exception and not _errors(at)
+    for k, v in params.items():  # the page writes back exactly what the URL asked for
+        got = at.query_params[k]
+        got = list(got) if isinstance(got, (list, tuple)) else [got]
+        if isinstance(v, list):
+            assert got == v, k
+        elif isinstance(v, str):
+            assert got == [v], k
+        else:
+            assert float(got[0]) == pytest.approx(v), k
+    assert at.multiselect(key="dm").value == ["gd-mc", "fbgvi"] and at.slider(key="T").value == 5.0
+    # mixed curvatures (lambda from 0.1 to 10): the notice names the flattest direction's rate
+    assert any("What to notice" in i.value and "e^(-2 λ_min t)" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize("params", [dict(T="inf", rho="-1", fl=["nope"], dm=["<script>"], tgt="x", m1="nan"),
+                                    dict(T="1e400", c0="0", kappa="1e9", rs="abc", rl="2")])
+def test_flows_hostile_url_values_fall_back(params):
+    at = _app(**params)
+    assert not at.exception and not _errors(at)
+    assert len(at.get("plotly_chart")) == 4
 
 
 @pytest.mark.parametrize("params", [

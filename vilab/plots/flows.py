@@ -12,7 +12,7 @@ from typing import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
-from . import color, style
+from . import color, line, marker, style
 
 __all__ = ["log_kl_figure", "order_gap_figure"]
 
@@ -25,15 +25,20 @@ def _pos(t, y):
     return t[ok], y[ok]
 
 
+def _is_colour(v) -> bool:
+    return isinstance(v, str) and (v.startswith("#") or v.startswith("rgb"))
+
+
 def log_kl_figure(flows: Mapping[str, tuple], discrete: Mapping[str, tuple] | None = None,
                   references: Mapping[str, tuple] | None = None, title: str | None = None,
-                  ylabel: str = "KL(q_t || p)", floor: float = 1e-16, max_markers: int = 80,
-                  height: int = 460) -> go.Figure:
+                  ylabel: str = "KL(q_t ‖ p)", floor: float = 1e-16, max_markers: int = 40,
+                  height: int = 460, legend_below: bool = False) -> go.Figure:
     """KL (log axis) against continuous time t (Kumar et al. digest Sec. 8.3).
 
-    flows : name -> (t, kl[, colour]), drawn as lines (the continuous-time gradient flows).
-    discrete : name -> (t = rho k, kl_k[, colour]), drawn as markers on the same time axis; a name
-        containing "diverged" keeps its reason in the legend.
+    flows : name -> (t, kl[, look]), drawn as lines (the continuous-time gradient flows); ``look`` is a
+        method code for :func:`vilab.plots.look` (e.g. "natural", "wasserstein", "gd-mv") or a colour "#rrggbb".
+    discrete : name -> (t = rho k, kl_k[, look]), drawn as markers (the method's marker) on the same time
+        axis; a name containing "diverged" keeps its reason in the legend.
     references : name -> (t, values), drawn dashed/dotted in greys (e^{-2t}, the Theorem 1 bounds).
     Values <= ``floor`` are dropped (they sit at round-off); a discrete run shows at most
     ``max_markers`` evenly spread iterates (its first and last included).
@@ -42,27 +47,54 @@ def log_kl_figure(flows: Mapping[str, tuple], discrete: Mapping[str, tuple] | No
     for i, (name, p) in enumerate(flows.items()):
         t, kl = _pos(p[0], p[1])
         keep = kl > floor
-        c = p[2] if len(p) > 2 else color(name, i)
-        traces.append(go.Scatter(x=t[keep], y=kl[keep], mode="lines", name=name, line=dict(color=c, width=3)))
+        style_of = p[2] if len(p) > 2 else None
+        if _is_colour(style_of):
+            ln = dict(color=style_of, width=3)
+        elif str(style_of or name).strip():
+            ln = line(style_of or name, width=3)
+        else:
+            ln = dict(color=color("", i), width=3)
+        traces.append(go.Scatter(x=t[keep], y=kl[keep], mode="lines", name=name, line=ln))
     symbols = ["circle", "x", "star", "diamond", "square", "triangle-up"]
     for i, (name, p) in enumerate((discrete or {}).items()):
         t, kl = _pos(p[0], p[1])
         t, kl = t[kl > floor], kl[kl > floor]
         keep = np.unique(np.linspace(0, len(t) - 1, min(len(t), max(int(max_markers), 2))).round().astype(int))
-        c = p[2] if len(p) > 2 else color(name, i + 3)
-        traces.append(go.Scatter(x=t[keep], y=kl[keep], mode="markers", name=name,
-                                 marker=dict(size=7, color=c, symbol=symbols[i % len(symbols)],
-                                             line=dict(width=1, color=c))))
-    dashes = ["dash", "dot", "dashdot", "longdash"]
-    greys = ["#111111", "#7f7f7f", "#bcbd22", "#17becf"]
+        style_of = p[2] if len(p) > 2 else None
+        size = max(11 - 2 * i, 6)  # each run smaller than the one before: coinciding runs show as rings
+        if style_of is not None and not _is_colour(style_of):
+            mk = marker(style_of, size=size)
+        else:
+            c = style_of or color(name, i + 3)
+            mk = dict(size=size, color=c, symbol=symbols[i % len(symbols)])
+        mk["line"] = dict(width=1, color=mk["color"])
+        traces.append(go.Scatter(x=t[keep], y=kl[keep], mode="markers", name=name, marker=mk))
+    dashes = ["dash", "longdash", "dashdot", "dot"]
+    greys = ["#111111", "#777777", "#444444", "#999999"]
     for i, (name, (t, v)) in enumerate((references or {}).items()):
         t, v = _pos(t, v)
         keep = v > floor
         traces.append(go.Scatter(x=t[keep], y=v[keep], mode="lines", name=name,
                                  line=dict(color=greys[i % 4], dash=dashes[i % 4], width=2)))
     fig = go.Figure(data=traces)
-    fig.update_layout(yaxis=dict(type="log", title=ylabel, exponentformat="power"), xaxis=dict(title="time t"))
-    return style(fig, title=title, height=height)
+    ys = np.concatenate([np.asarray(tr.y, float) for tr in traces if tr.y is not None and len(tr.y)] or [np.ones(1)])
+    fig.update_layout(yaxis=dict(type="log", title=ylabel, exponentformat="power", dtick=_decades(ys)),
+                      xaxis=dict(title="flow time t"))
+    fig = style(fig, title=title, height=height)
+    if legend_below:  # two columns under the plot
+        fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.3, x=0, entrywidth=0.5,
+                                      entrywidthmode="fraction"), margin=dict(t=16 if not title else 80))
+    return fig
+
+
+def _decades(values, most: int = 7) -> int:
+    """A log axis's tick step in decades (whole decades only: no small 2 and 5 labels), at most ``most`` ticks."""
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if v.size == 0:
+        return 1
+    span = np.log10(v.max()) - np.log10(v.min())
+    return int(max(1, np.ceil(span / most)))
 
 
 def order_gap_figure(rhos, gaps, reference_slope: float = 2.0, title: str | None = None,
@@ -81,14 +113,16 @@ def order_gap_figure(rhos, gaps, reference_slope: float = 2.0, title: str | None
         o = np.argsort(r)
         r, g = r[o], g[o]
         traces.append(go.Scatter(x=r, y=g, mode="lines+markers", name=name,
-                                 line=dict(color=color("natural" if i == 0 else name, i), width=3)))
+                                 line=dict(color=["#222222", "#8a8a8a", "#555555"][i % 3], width=3),
+                                 marker=dict(symbol=["circle", "diamond", "square"][i % 3], size=8)))
         if ref is None:
             ref = go.Scatter(x=r, y=g[0] * (r / r[0]) ** reference_slope, mode="lines",
-                             name=f"slope {reference_slope:g} (O(rho^{reference_slope:g}))",
-                             line=dict(color="black", dash="dash"))
+                             name=f"slope {reference_slope:g}: O(ρ<sup>{reference_slope:g}</sup>)",
+                             line=dict(color="black", dash="dot", width=2))
     if ref is None:
         raise ValueError("No positive gap to plot.")
     fig = go.Figure(data=traces + [ref])
-    fig.update_layout(xaxis=dict(type="log", title="step size rho", exponentformat="power"),
-                      yaxis=dict(type="log", title=ylabel, exponentformat="power"))
+    ys = np.concatenate([np.asarray(tr.y, float) for tr in traces + [ref]])
+    fig.update_layout(xaxis=dict(type="log", title="step size ρ", exponentformat="power", dtick=_decades(rhos)),
+                      yaxis=dict(type="log", title=ylabel, exponentformat="power", dtick=_decades(ys)))
     return style(fig, title=title, height=height)

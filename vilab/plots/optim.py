@@ -10,28 +10,114 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from vilab import optim
-from vilab.plots import color, density_contour, ellipse, style
+from vilab import optim, plots
+from vilab.plots import color, ellipse, line, marker, style
 from vilab.plots.fields import arrow_segments
 
-__all__ = ["field_paths", "mean_paths_2d", "elbo_curves", "alpha_sweep", "tau_weights_figure",
+__all__ = ["code", "label", "fig3_view", "field_panel", "field_paths", "posterior_contours", "mean_paths_2d", "elbo_curves", "alpha_sweep", "tau_weights_figure",
            "ORDER_SUFFIX", "comparison_specs", "comparison_summary", "run_label", "table8"]
 
 _KEYMAP = {"adam": "adam", "adam-natural": "nadam", "snngm": "snngm", "nagm": "nagm", "pga": "pga", "vogn": "vogn"}
+_START_SYMBOLS = ["square", "diamond", "triangle-up", "pentagon", "star"]
+
+
+def code(name: str) -> str:
+    """The look code (:func:`vilab.plots.look`) of an optimizer of :mod:`vilab.optim` ("adam-natural" -> "nadam")."""
+    return _KEYMAP.get(name, name)
+
+
+def label(name: str) -> str:
+    """The readable name of an optimizer, the same on every page."""
+    return plots.label(code(name))
 
 
 def _col(name: str, i: int = 0) -> str:
-    return color(_KEYMAP.get(name, name), i)
+    return color(code(name), i)
 
 
-def _legend_below(fig: go.Figure) -> go.Figure:
-    """Legend under the plot (many long labels would otherwise cover the title)."""
-    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.22, x=0), margin=dict(b=40))
+def _legend_below(fig: go.Figure, y: float = -0.26) -> go.Figure:
+    """A figure with a title keeps its legend under the plot (many long labels would cover the title);
+    one without keeps the template's legend strip above the plot, which never meets the axis title."""
+    if fig.layout.title.text:
+        fig.update_layout(legend=dict(orientation="h", yanchor="top", y=y, x=0), margin=dict(b=40))
+    return fig
+
+
+def fig3_view(paths, optimum=None, starts=(), pad: float = 0.06):
+    """The common window (mu range, sigma^2 range) of Tan's Fig. 3 panels, zoomed to the paths.
+
+    paths : iterable of (mu_path, s2_path); starts and the optimum are included. The sigma^2 range is
+    for a log axis (a factor ``1.4`` of room below and above); the mu range is padded by ``pad`` of its width.
+    """
+    mus = [np.asarray(m, float) for m, _ in paths] + [np.asarray([s[0] for s in starts], float)]
+    s2s = [np.asarray(v, float) for _, v in paths] + [np.asarray([s[1] for s in starts], float)]
+    if optimum is not None:
+        mus.append(np.asarray([optimum[0]], float))
+        s2s.append(np.asarray([optimum[1]], float))
+    mu = np.concatenate(mus) if mus else np.zeros(0)
+    s2 = np.concatenate(s2s) if s2s else np.zeros(0)
+    mu, s2 = mu[np.isfinite(mu)], s2[np.isfinite(s2) & (s2 > 0)]
+    if mu.size == 0 or s2.size == 0:
+        raise ValueError("There is no path to draw: every run failed before its first step.")
+    lo, hi = float(mu.min()), float(mu.max())
+    w = max(hi - lo, 1e-3)
+    return (lo - pad * w, hi + pad * w), (float(s2.min()) / 1.4, float(s2.max()) * 1.4)
+
+
+def field_panel(name, U, V, mus, s2s, paths, mu_range, s2_range, optimum=None, title=None, height=400):
+    """One panel of Tan (2025) Fig. 3: the normalised gradient field an optimizer is fed and its paths.
+
+    sigma^2 is on a log axis, so the paths near the optimum (sigma^2 ~ 2e-3) are not pressed onto the
+    axis. ``U``, ``V`` (shape (len(s2s), len(mus))) are the field's (mu, sigma^2) components on the grid;
+    the arrows are drawn in (mu, log sigma^2) coordinates, as the eye reads a log axis.
+    paths : [(start, mu_path, s2_path, note)], ``note`` the text at the start (e.g. "2197 it.");
+    a path whose note starts with "diverged" ends in a cross. The optimizer ``name`` gives the look.
+    """
+    M, S = np.meshgrid(np.asarray(mus, float), np.asarray(s2s, float))
+    U, V = np.asarray(U, float), np.asarray(V, float)
+    logS = np.log10(S)
+    Vlog = V / (S * np.log(10.0))  # d log10(s2) = d s2 / (s2 ln 10)
+    inside = (M >= mu_range[0]) & (M <= mu_range[1]) & (S >= s2_range[0]) & (S <= s2_range[1])
+    lx, ly = np.log10(s2_range[0]), np.log10(s2_range[1])
+    aspect = (ly - lx) / (mu_range[1] - mu_range[0])
+    nx = max(int(inside.any(axis=0).sum()), 2)
+    xs, ys, _ = arrow_segments(M[inside], logS[inside], U[inside], Vlog[inside], normalise=True, aspect=aspect,
+                               length=0.8 * (mu_range[1] - mu_range[0]) / nx)
+    fig = go.Figure()
+    # thin grey arrows (WebGL lines: lecture mode thickens the SVG scatter lines, the paths, not these)
+    fig.add_trace(go.Scattergl(x=xs, y=np.power(10.0, ys), mode="lines", line=dict(color="#b0b0b0", width=1),
+                               hoverinfo="skip", showlegend=False, name="gradient field"))
+    c = code(name)
+    lk = plots.look(c)
+    for i, (start, mu_path, s2_path, note) in enumerate(paths):
+        mu_path, s2_path = np.asarray(mu_path, float), np.asarray(s2_path, float)
+        ok = np.isfinite(mu_path) & np.isfinite(s2_path) & (s2_path > 0)
+        mu_path, s2_path = mu_path[ok], s2_path[ok]
+        fig.add_trace(go.Scatter(x=mu_path, y=s2_path, mode="lines", name=f"from {start}: {note}",
+                                 line=line(c, width=2.5), showlegend=False,
+                                 hovertemplate=f"{lk.label} from {start}<br>μ %{{x:.3f}}<br>σ² %{{y:.3g}}<extra></extra>"))
+        right = start[0] > 0.5 * (mu_range[0] + mu_range[1])
+        fig.add_trace(go.Scatter(x=[start[0]], y=[start[1]], mode="markers+text", text=[note], showlegend=False,
+                                 textposition="bottom left" if right else "bottom right",
+                                 textfont=dict(color="#1a1a1a"), hoverinfo="skip",
+                                 marker=dict(symbol=_START_SYMBOLS[i % len(_START_SYMBOLS)], size=11, color=lk.color,
+                                             line=dict(color="black", width=1))))
+        if str(note).startswith("diverged") and mu_path.size:
+            fig.add_trace(go.Scatter(x=[mu_path[-1]], y=[s2_path[-1]], mode="markers", showlegend=False,
+                                     hoverinfo="skip", marker=dict(symbol="x", size=14, color="black")))
+    if optimum is not None:
+        fig.add_trace(go.Scatter(x=[optimum[0]], y=[optimum[1]], mode="markers", showlegend=False, name="optimum",
+                                 hovertemplate="optimum<br>μ %{x:.3f}<br>σ² %{y:.3g}<extra></extra>",
+                                 marker=dict(symbol="circle-open", size=16, color="black", line_width=2.5)))
+    fig.update_xaxes(title_text="μ", range=list(mu_range))
+    fig.update_yaxes(title_text="σ² (log scale)", type="log", range=[lx, ly], exponentformat="power", dtick=1)
+    fig = style(fig, title, height=height)
+    fig.update_layout(margin=dict(l=60, r=16, t=40 if title else 12, b=45), showlegend=False)
     return fig
 
 
 def field_paths(panels, mus, s2s, optimum=None, starts=(), title=None):
-    """Tan (2025) Fig. 3: one panel per optimizer, normalised gradient field + trajectories.
+    """Tan (2025) Fig. 3 in one figure: one panel per optimizer, normalised gradient field + trajectories.
 
     panels : list of dicts {title, U, V (len(s2s), len(mus)), paths: [(label, mu_path, s2_path, name)]}.
     The legend entries carry the iteration counts.
@@ -44,10 +130,11 @@ def field_paths(panels, mus, s2s, optimum=None, starts=(), title=None):
         xs, ys, _ = arrow_segments(M, S, np.asarray(p["U"]), np.asarray(p["V"]), normalise=True, aspect=aspect)
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color="#b0b0b0", width=1), hoverinfo="skip",
                                  showlegend=False), row=1, col=j)
-        for i, (label, mu_path, s2_path, name) in enumerate(p["paths"]):
-            fig.add_trace(go.Scatter(x=mu_path, y=s2_path, mode="lines", name=label, legendgroup=f"p{j}",
-                                     line=dict(color=_col(name, i), width=2, dash=["solid", "dash", "dot"][i % 3])),
-                          row=1, col=j)
+        for i, (lab, mu_path, s2_path, name) in enumerate(p["paths"]):
+            fig.add_trace(go.Scatter(x=mu_path, y=s2_path, mode="lines+markers", name=lab, legendgroup=f"p{j}",
+                                     line=line(code(name), width=2),
+                                     marker=dict(symbol=_START_SYMBOLS[i % len(_START_SYMBOLS)], size=10,
+                                                 color=_col(name), maxdisplayed=1)), row=1, col=j)
         if starts:
             fig.add_trace(go.Scatter(x=[s[0] for s in starts], y=[s[1] for s in starts], mode="markers",
                                      marker=dict(symbol="square", size=9, color="black"), showlegend=False,
@@ -56,35 +143,70 @@ def field_paths(panels, mus, s2s, optimum=None, starts=(), title=None):
             fig.add_trace(go.Scatter(x=[optimum[0]], y=[optimum[1]], mode="markers", showlegend=False,
                                      marker=dict(symbol="circle-open", size=14, color="black", line_width=2)),
                           row=1, col=j)
-        fig.update_xaxes(title_text="mu", range=[float(mus[0]), float(mus[-1])], row=1, col=j)
-    fig.update_yaxes(title_text="sigma^2", range=[float(s2s[0]), float(s2s[-1])], row=1, col=1)
+        fig.update_xaxes(title_text="μ", range=[float(mus[0]), float(mus[-1])], row=1, col=j)
+    fig.update_yaxes(title_text="σ²", range=[float(s2s[0]), float(s2s[-1])], row=1, col=1)
     style(fig, title, height=460)
     fig.update_layout(legend=dict(orientation="v", y=-0.2, yanchor="top", x=0))
     return fig
 
 
-def mean_paths_2d(grid, traces, title=None, show_ellipses=True):
-    """Mean paths over the exact posterior contours (2-D model).
+def posterior_contours(grid, n_levels: int = 8) -> go.Contour:
+    """Grey contour lines of the exact posterior density exp(logp) on a grid (normalised to max 1),
+    levels at 1/(n_levels+1), ..., n_levels/(n_levels+1) of the mode, darker towards the mode."""
+    t1, t2, logp = grid
+    z = np.asarray(logp, float)
+    z = np.exp(z - np.nanmax(z))
+    step = 1.0 / (n_levels + 1)
+    return go.Contour(x=t1, y=t2, z=z, name="exact posterior", showscale=False,
+                      colorscale=[[0.0, "#c4c4c4"], [1.0, "#404040"]], zmin=0.0, zmax=1.0,
+                      contours=dict(coloring="lines", start=step, end=1.0 - step / 2, size=step),
+                      line=dict(width=1.5), hoverinfo="skip", showlegend=True)
+
+
+def mean_paths_2d(grid, traces, title=None, show_ellipses=True, height=460, zoom=True):
+    """Mean paths over the exact posterior's grey contours (2-D model).
 
     grid : (t1, t2, logp) with logp of shape (len(t2), len(t1)).
-    traces : {label: (name, mean (k, 2), cov (k, 2, 2), status)}.
+    traces : {label: (name, mean (k, 2), cov (k, 2, 2), status)}; each optimizer in its look, its final
+    q's 2-sd ellipse dotted. With ``zoom`` the axes span the posterior's contours, the starts and the final
+    q's (a noisy path may leave the window on the way).
     """
     t1, t2, logp = grid
-    fig = go.Figure(density_contour(logp, t1, t2, name="posterior"))
-    for i, (label, (name, mean, cov, status)) in enumerate(traces.items()):
-        c = _col(name, i)
+    fig = go.Figure(posterior_contours(grid))
+    xs, ys = [], []
+    for i, (lab, (name, mean, cov, status)) in enumerate(traces.items()):
+        c = code(name)
         extra = "" if not status.startswith("diverged") else f" ({status})"
-        fig.add_trace(go.Scatter(x=mean[:, 0], y=mean[:, 1], mode="lines", name=label + extra, opacity=0.8,
-                                 line=dict(color=c, width=1.5)))
-        fig.add_trace(go.Scatter(x=[mean[-1, 0]], y=[mean[-1, 1]], mode="markers", marker=dict(color=c, size=8),
-                                 showlegend=False, hoverinfo="skip"))
+        mean = np.asarray(mean, float)
+        fig.add_trace(go.Scatter(x=mean[:, 0], y=mean[:, 1], mode="lines", name=lab + extra, legendgroup=lab,
+                                 line=line(c, width=2.5)))
+        fig.add_trace(go.Scatter(x=[mean[-1, 0]], y=[mean[-1, 1]], mode="markers", legendgroup=lab,
+                                 marker=marker(c, size=11, line=dict(color="white", width=1)), showlegend=False,
+                                 hoverinfo="skip"))
+        ok = np.all(np.isfinite(mean), axis=1)
+        if ok.any():  # the window holds the start and the end of each path (a noisy path may wander out of it)
+            xs.append(mean[ok, 0][[0, -1]])
+            ys.append(mean[ok, 1][[0, -1]])
         if show_ellipses:
             ex, ey = ellipse(mean[-1], cov[-1], 2.0)
-            fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color=c, width=2, dash="dot"),
-                                     showlegend=False, hoverinfo="skip"))
-    fig.update_xaxes(title_text="theta_1 (intercept)", range=[float(t1[0]), float(t1[-1])])
-    fig.update_yaxes(title_text="theta_2 (slope)", range=[float(t2[0]), float(t2[-1])])
-    return _legend_below(style(fig, title, height=560))
+            fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color=_col(name), width=1.5, dash="dot"),
+                                     showlegend=False, hoverinfo="skip", legendgroup=lab))
+            xs.append(ex[np.isfinite(ex)])
+            ys.append(ey[np.isfinite(ey)])
+    x_rng, y_rng = [float(t1[0]), float(t1[-1])], [float(t2[0]), float(t2[-1])]
+    if zoom:
+        z = np.exp(np.asarray(logp, float) - np.nanmax(logp))
+        inner = z > 1.0 / 9  # the outermost contour drawn
+        px = np.concatenate([np.asarray(t1)[inner.any(axis=0)]] + xs)
+        py = np.concatenate([np.asarray(t2)[inner.any(axis=1)]] + ys)
+        px, py = px[(px >= x_rng[0]) & (px <= x_rng[1])], py[(py >= y_rng[0]) & (py <= y_rng[1])]
+        if px.size and py.size:
+            wx, wy = np.ptp(px) or 0.1, np.ptp(py) or 0.1
+            x_rng = [max(x_rng[0], px.min() - 0.12 * wx), min(x_rng[1], px.max() + 0.12 * wx)]
+            y_rng = [max(y_rng[0], py.min() - 0.12 * wy), min(y_rng[1], py.max() + 0.12 * wy)]
+    fig.update_xaxes(title_text="θ₁ (intercept)", range=x_rng)
+    fig.update_yaxes(title_text="θ₂ (slope)", range=y_rng)
+    return _legend_below(style(fig, title, height=height))
 
 
 def _moving_average(y, window):
@@ -95,11 +217,13 @@ def _moving_average(y, window):
     return np.concatenate([y[: window - 1], out])
 
 
-def elbo_curves(curves, xlabel="iteration", optimum=None, title=None, log_x=False, window=1, clip_quantile=None):
+def elbo_curves(curves, xlabel="iteration", optimum=None, title=None, log_x=False, window=1, clip_quantile=None,
+                height=480):
     """ELBO against iteration/epoch; with ``optimum`` the gap L* - L on a log axis.
 
-    curves : {label: (name, x, elbo)} or {label: (name, x, elbo, dash)} (``name`` picks the
-    optimizer's colour, ``dash`` a Plotly dash style such as "dot" for first-order runs);
+    curves : {label: (name, x, elbo)} or {label: (name, x, elbo, order)}: ``name`` picks the optimizer's
+    look (colour and dash); ``order`` "first" marks a first-order run with sparse open markers (the
+    second-order runs are plain lines), so the dash keeps meaning the geometry;
     ``window`` > 1 draws a trailing moving average (single-sample ELBO estimates are noisy).
     ``clip_quantile`` (e.g. 0.1) starts the ELBO axis at that quantile of all plotted values, so
     that the very low values of the first iterations do not squash the rest.
@@ -108,14 +232,20 @@ def elbo_curves(curves, xlabel="iteration", optimum=None, title=None, log_x=Fals
     shown = []
     for i, (label, spec) in enumerate(curves.items()):
         name, x, y = spec[:3]
-        dash = spec[3] if len(spec) > 3 else "solid"
+        first = len(spec) > 3 and spec[3] in ("first", "dot")
         y = _moving_average(np.asarray(y, float), int(window))
         if optimum is not None:
             y = np.maximum(optimum - y, 1e-6)
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=label,
-                                 line=dict(color=_col(name, i), width=2, dash=dash)))
+        c = code(name)
+        mk = None
+        if first:  # the optimizer's marker, open (x and cross have no open form)
+            sym = plots.look(c).symbol
+            mk = marker(c, size=9, maxdisplayed=8, line=dict(width=1.5, color=_col(name)))
+            mk["symbol"] = sym if sym in ("x", "cross") or sym.endswith("-open") else sym + "-open"
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers" if first else "lines", name=label,
+                                 line=line(c, width=1.8 if first else 2.5), marker=mk))
         shown.append(y[np.isfinite(y)])
-    fig.update_xaxes(title_text=xlabel, type="log" if log_x else "linear")
+    fig.update_xaxes(title_text=xlabel, type="log" if log_x else "linear", **({"dtick": 1} if log_x else {}))
     if optimum is not None:
         fig.update_yaxes(title_text="L* - L (log scale)", type="log")
     else:
@@ -125,10 +255,10 @@ def elbo_curves(curves, xlabel="iteration", optimum=None, title=None, log_x=Fals
             lo, hi = float(np.quantile(allv, clip_quantile)), float(allv.max())
             pad = 0.03 * (hi - lo) if hi > lo else 1.0
             fig.update_yaxes(range=[lo - pad, hi + pad])
-    return _legend_below(style(fig, title, height=480))
+    return _legend_below(style(fig, title, height=height))
 
 
-def alpha_sweep(results, title=None, floor=0.05):
+def alpha_sweep(results, title=None, floor=0.05, height=480):
     """Final ELBO against alpha, one line per optimizer, as the gap to the best run (log axis).
 
     results : {label: (name, alphas, final_elbos, diverged_mask)}. The y value is
@@ -147,27 +277,27 @@ def alpha_sweep(results, title=None, floor=0.05):
         c = _col(name, i)
         gap = np.where(bad, np.nan, np.maximum(best - vals, floor))
         fig.add_trace(go.Scatter(x=alphas, y=gap, mode="lines+markers", name=label, legendgroup=label,
-                                 line=dict(color=c, width=2), customdata=vals,
-                                 hovertemplate=f"{label}<br>alpha %{{x:.3g}}<br>final ELBO %{{customdata:.2f}}"
+                                 line=line(code(name), width=2.5), marker=marker(code(name), size=9), customdata=vals,
+                                 hovertemplate=f"{label}<br>α %{{x:.3g}}<br>final ELBO %{{customdata:.2f}}"
                                  "<extra></extra>"))
         if bad.any():
             fig.add_trace(go.Scatter(x=alphas[bad], y=np.full(bad.sum(), top), mode="markers", legendgroup=label,
                                      marker=dict(symbol="x", size=11, color=c), name=f"{label}: diverged",
-                                     showlegend=False, hovertemplate=f"{label}: diverged at alpha %{{x:.3g}}"
+                                     showlegend=False, hovertemplate=f"{label}: diverged at α %{{x:.3g}}"
                                      "<extra></extra>"))
-    fig.update_xaxes(title_text="alpha (alpha0 for SNNGM)", type="log", exponentformat="power")
-    fig.update_yaxes(title_text=f"best final ELBO ({best:.2f}) - final ELBO", type="log", exponentformat="power")
-    return _legend_below(style(fig, title, height=480))
+    fig.update_xaxes(title_text="step size α (α₀ for SNNGM)", type="log", exponentformat="power", dtick=1)
+    fig.update_yaxes(title_text=f"best final ELBO ({best:.2f}) − final ELBO", type="log", exponentformat="power")
+    return _legend_below(style(fig, title, height=height))
 
 
-def tau_weights_figure(w, threshold=0.99, title=None):
+def tau_weights_figure(w, threshold=0.99, title=None, height=360):
     """Tan (2025) Fig. 4: 1 - beta^{N-j+1} against j, with the threshold line."""
     j = np.arange(1, len(w) + 1)
-    fig = go.Figure(go.Scatter(x=j, y=w, mode="lines", name="1 - beta^(N-j+1)", line=dict(color=_col("snngm"))))
+    fig = go.Figure(go.Scatter(x=j, y=w, mode="lines", name="1 − β^(N−j+1)", line=line("snngm", width=2.5)))
     fig.add_hline(y=threshold, line=dict(color="gray", dash="dot"))
     fig.update_xaxes(title_text="j")
-    fig.update_yaxes(title_text="weight of j in the law of tau")
-    return style(fig, title, height=320)
+    fig.update_yaxes(title_text="weight of j in the law of τ")
+    return style(fig, title, height=height)
 
 
 # ------------------------------------------------------------------ Tan (2025) Table 8 layout
@@ -219,7 +349,7 @@ def run_label(optimizer: str, estimator: str | None) -> str:
     known = optim.OPTIMIZERS
     if optimizer not in known:
         raise ValueError(f"Unknown optimizer {optimizer!r}; choose one of {', '.join(known)}.")
-    return known[optimizer]["label"] + (f" {ORDER_SUFFIX[estimator]}" if ORDER_SUFFIX.get(estimator) else "")
+    return label(optimizer) + (f" {ORDER_SUFFIX[estimator]}" if ORDER_SUFFIX.get(estimator) else "")
 
 
 def table8(results: dict):

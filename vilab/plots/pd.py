@@ -14,9 +14,37 @@ from typing import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
-from . import color, style
+from . import color, marker, style
 
-__all__ = ["quadric_level_set", "level_set_figure", "eigenvalue_figure", "pd_loss_figure"]
+__all__ = ["quadric_level_set", "level_set_figure", "eigenvalue_figure", "pd_loss_figure", "RULE_CODES", "RULE_LABELS",
+           "rule_code"]
+
+#: the method look (vilab.plots.look code) of each update rule this page compares: the precision update is
+#: VN's update of the natural parameter (S_new = (1 - rho) S - rho Hessian), the T update Tan's natural
+#: rule for the Cholesky factor T of the precision (Theorem 1(ii))
+RULE_CODES = {
+    "precision update": "vn",
+    "T update": "tan-2n",
+    "T update (T T^T)": "tan-2n",
+    "precision (natural parameter, Table 1 lambda)": "vn",
+    "covariance (kappa, Table 1)": "kappa",
+    "Cholesky of covariance C (Thm 1(i))": "tan-1n",
+    "Cholesky of precision T (Thm 1(ii))": "tan-2n",
+    "T with Corollary 1": "tan-2n-cor1",
+}
+#: short readable names of the Monte Carlo rules (vilab.definiteness.PD_RULES labels)
+RULE_LABELS = {
+    "precision (natural parameter, Table 1 lambda)": "precision Σ⁻¹",
+    "covariance (kappa, Table 1)": "covariance Σ",
+    "Cholesky of covariance C (Thm 1(i))": "Cholesky C of Σ",
+    "Cholesky of precision T (Thm 1(ii))": "Cholesky T of Σ⁻¹",
+    "T with Corollary 1": "T with Corollary 1",
+}
+
+
+def rule_code(name: str) -> str:
+    """The look code of an update rule (its own name when it has none)."""
+    return RULE_CODES.get(name, RULE_CODES.get(name.split(":")[0].strip(), name))
 
 
 def quadric_level_set(M, center=(0.0, 0.0), r: float = 1.0, extent: float = 5.0, n: int = 200,
@@ -70,28 +98,30 @@ def level_set_figure(matrices: Mapping[str, np.ndarray], center=(0.0, 0.0), r: f
     fig = go.Figure()
     for i, (name, M) in enumerate(matrices.items()):
         x, y, kind = quadric_level_set(M, center, r, extent=2 * extent)
-        c = color(name, i)
-        label = f"{name}: {kind}" + (" (not positive definite)" if kind != "ellipse" else "")
-        fig.add_trace(go.Scatter(x=x if x.size else [None], y=y if y.size else [None], mode="lines", name=label,
-                                 line=dict(color=c, width=3, dash=None if kind == "ellipse" else "dash"),
-                                 fill="toself" if kind == "ellipse" else None, opacity=0.9))
+        code = rule_code(name)
+        # an ellipse (a Gaussian) is drawn solid and filled; a hyperbola or lines (no Gaussian) dashed, unfilled
+        ln = dict(color=color(code, i), width=3, dash="solid" if kind == "ellipse" else "dash")
+        fig.add_trace(go.Scatter(x=x if x.size else [None], y=y if y.size else [None], mode="lines",
+                                 name=f"{name}: {kind}", line=ln, fill="toself" if kind == "ellipse" else None,
+                                 opacity=0.9))
     for name, (px, py) in (points or {}).items():
-        fig.add_trace(go.Scatter(x=[px], y=[py], mode="markers+text", name=name, text=[name], textposition="top right",
-                                 marker=dict(symbol="x", size=12, color="black")))
+        fig.add_trace(go.Scatter(x=[px], y=[py], mode="markers", name=name,
+                                 marker=dict(symbol="x", size=13, color="black")))
     c = np.asarray(center, float)
-    fig.update_xaxes(range=[c[0] - extent, c[0] + extent], title="theta_1", zeroline=True)
-    fig.update_yaxes(range=[c[1] - extent, c[1] + extent], title="theta_2", scaleanchor="x", scaleratio=1, zeroline=True)
+    fig.update_xaxes(range=[c[0] - extent, c[0] + extent], title="θ₁", zeroline=True, constrain="domain")
+    fig.update_yaxes(range=[c[1] - extent, c[1] + extent], title="θ₂", scaleanchor="x", scaleratio=1, zeroline=True,
+                     constrain="domain")
     return style(fig, title=title, height=height)
 
 
 def eigenvalue_figure(rhos, eigenvalues: Mapping[str, np.ndarray], current: float | None = None,
                       markers: Mapping[str, float] | None = None, title: str | None = None,
-                      ylabel: str = "eigenvalue", height: int = 400) -> go.Figure:
+                      ylabel: str = "eigenvalue", height: int = 400, show_current: bool = True) -> go.Figure:
     """Eigenvalues (n, k) of each update's precision matrix against the step size rho.
 
     The zero line separates PD from indefinite. ``markers`` (label -> rho) draws dotted vertical
     lines, labelled in the legend (e.g. where the precision update turns indefinite); ``current``
-    a dashed line at the slider's value.
+    a dashed line at the slider's value (in the legend unless ``show_current`` is False).
     """
     rhos = np.asarray(rhos, float)
     fig = go.Figure()
@@ -99,11 +129,13 @@ def eigenvalue_figure(rhos, eigenvalues: Mapping[str, np.ndarray], current: floa
         ev = np.asarray(ev, float)
         if ev.ndim != 2 or ev.shape[0] != rhos.shape[0]:
             raise ValueError(f"{name!r}: eigenvalues must have shape (len(rhos), k); got {ev.shape}.")
-        c = color(name, i)
+        code = rule_code(name)
         for j in range(ev.shape[1]):
-            fig.add_trace(go.Scatter(x=rhos, y=ev[:, j], mode="lines", name=name if j == 0 else f"{name} ({j + 1})",
-                                     legendgroup=name, showlegend=j == 0,
-                                     line=dict(color=c, width=2.5, dash="solid" if j == 0 else "dot")))
+            # the smallest eigenvalue solid with the rule's markers, the others dotted
+            fig.add_trace(go.Scatter(x=rhos, y=ev[:, j], mode="lines+markers" if j == 0 else "lines",
+                                     name=name if j == 0 else f"{name} ({j + 1})", legendgroup=name, showlegend=j == 0,
+                                     line=dict(color=color(code, i), width=2.5, dash="solid" if j == 0 else "dot"),
+                                     marker=marker(code, size=8, maxdisplayed=10)))
     fig.add_hline(y=0.0, line=dict(color="black", width=1))
     # vertical reference lines as traces spanning the plotted values, so their labels sit in the legend
     vals = np.concatenate([np.asarray(ev, float).ravel() for ev in eigenvalues.values()] + [np.zeros(1)])
@@ -111,12 +143,13 @@ def eigenvalue_figure(rhos, eigenvalues: Mapping[str, np.ndarray], current: floa
     lo, hi = float(vals.min()), float(vals.max())
     for i, (label, x) in enumerate((markers or {}).items()):
         fig.add_trace(go.Scatter(x=[x, x], y=[lo, hi], mode="lines", name=label, hoverinfo="name",
-                                 line=dict(color=["#7f7f7f", "#bcbd22", "#17becf", "#9467bd"][i % 4], dash="dot",
-                                           width=2)))
+                                 line=dict(color=["#555555", "#999999", "#222222", "#777777"][i % 4],
+                                           dash=["dot", "dashdot", "longdash", "dot"][i % 4], width=2)))
     if current is not None:
         fig.add_trace(go.Scatter(x=[current, current], y=[lo, hi], mode="lines", name=f"rho = {current:g}",
-                                 hoverinfo="name", line=dict(color="black", dash="dash", width=1.5)))
-    fig.update_xaxes(title="step size rho")
+                                 hoverinfo="name", line=dict(color="black", dash="dash", width=1.5),
+                                 showlegend=show_current))
+    fig.update_xaxes(title="step size ρ")
     fig.update_yaxes(title=ylabel)
     return style(fig, title=title, height=height)
 
@@ -131,8 +164,9 @@ def pd_loss_figure(fractions: Mapping[str, float], n_runs: int, title: str | Non
     if np.any((p < 0) | (p > 1)):
         raise ValueError("Fractions must lie between 0 and 1.")
     half = 1.96 * np.sqrt(p * (1 - p) / n_runs)
-    fig = go.Figure(go.Bar(x=names, y=p, marker_color=[color(n, i) for i, n in enumerate(names)],
+    fig = go.Figure(go.Bar(x=[RULE_LABELS.get(n, n) for n in names], y=p,
+                           marker_color=[color(rule_code(n), i) for i, n in enumerate(names)],
                            error_y=dict(type="data", array=np.minimum(half, 1 - p), arrayminus=np.minimum(half, p)),
                            text=[f"{v:.1%}" for v in p], textposition="outside"))
-    fig.update_yaxes(range=[0, 1.1], title="fraction of runs that lost PD", tickformat=".0%")
+    fig.update_yaxes(range=[0, 1.15], title="runs that lost positive definiteness", tickformat=".0%")
     return style(fig, title=title, height=height)
