@@ -331,6 +331,7 @@ def table(data, **kw):
         kw.pop("hide_index", None)
         kw.pop("use_container_width", None)
         kw.pop("width", None)
+        kw.pop("height", None)
         return st.table(data)
     return st.dataframe(data, **kw)
 
