@@ -1,9 +1,9 @@
 """Every widget, tab and radio of every page round-trips through the URL (issue 14).
 
 For each page: run it with its defaults; move every widget one notch (the next option, one step up, the
-other state of a switch) and every URL-synced tab to another tab; run; read the URL. A fresh session
-opened on that URL must show the same value in every widget and open the same tabs. A widget that does
-not write itself into the URL fails the test (a lecturer could not share that view).
+other state of a switch); run; read the URL. A fresh session opened on that URL must show the same value
+in every widget, and a URL naming another tab must open that tab. A widget that does not write itself
+into the URL fails the test (a lecturer could not share that view).
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ def _nudge(kind, w) -> None:
     if kind in ("toggle", "checkbox"):
         w.set_value(not w.value)
     elif kind == "selectbox":
-        if len(w.options) > 1:
-            w.select_index(((w.index or 0) + 1) % len(w.options))
+        # options arrive formatted: a page's format_func hides the values, and the test cannot name one
+        if len(w.options) > 1 and str(w.value) in w.options:
+            w.select_index((w.options.index(str(w.value)) + 1) % len(w.options))
     elif kind in ("radio", "select_slider"):
         opts = list(w.options)
         if len(opts) > 1:
@@ -69,6 +70,13 @@ def _same(option: str, value) -> bool:
         return str(option) == str(value)
 
 
+def _equal(a, b) -> bool:
+    """Equal values; floats to the URL's 12 significant digits."""
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-11, abs_tol=0.0)
+    return a == b
+
+
 def _tab_keys(at):
     sig = at.session_state[SIGNATURES] if SIGNATURES in at.session_state else {}
     return {k: list(s[1][1]) for k, s in sig.items() if isinstance(s[1], tuple) and s[1] and s[1][0] == "tabs"}
@@ -87,8 +95,6 @@ def test_every_widget_and_tab_round_trips_through_the_url(page):
     defaults = _state(at, list(widgets))
     for key, (kind, w) in widgets.items():
         _nudge(kind, w)
-    for key, labels in tabs.items():  # open another tab through the URL, as a shared link would
-        at.query_params[key] = labels[-1]
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     widgets = _widgets(at)
@@ -105,7 +111,13 @@ def test_every_widget_and_tab_round_trips_through_the_url(page):
     fresh.run()
     assert not fresh.exception, [e.value for e in fresh.exception]
     after = _state(fresh, list(before))
-    diff = {k: (before[k], after.get(k)) for k in before if before[k] != after.get(k)}
+    diff = {k: (before[k], after.get(k)) for k in before if not _equal(before[k], after.get(k))}
     assert not diff, f"{page.name}: a fresh session on the shared URL shows other values: {diff}"
-    for key, labels in tabs.items():
-        assert fresh.session_state[key] == labels[-1], f"{page.name}: ?{key}={labels[-1]} did not open that tab"
+    for key, labels in tabs.items():  # a shared link that names another tab opens on that tab
+        other = AppTest.from_file(str(page), default_timeout=300)
+        for k, v in {**url, key: labels[-1]}.items():
+            other.query_params[k] = v
+        other.run()
+        assert not other.exception, [e.value for e in other.exception]
+        assert other.session_state[key] == labels[-1], f"{page.name}: ?{key}={labels[-1]} did not open that tab"
+        assert other.query_params[key] == labels[-1]
