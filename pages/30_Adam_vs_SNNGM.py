@@ -35,6 +35,12 @@ def _alpha_label(name):
     return "step size α₀, SNNGM" if name == "snngm" else f"step size α, {LABEL[name]}"
 
 
+def _alpha_sliders(chosen, defaults: dict, prefix: str, hi: float) -> dict:
+    """One step-size slider per chosen optimizer (URL key prefix + name); the others keep their default."""
+    return {name: ui.log_slider(_alpha_label(name), f"{prefix}{name.replace('-', '')}", 1e-4, hi, defaults[name])
+            if name in chosen else defaults[name] for name in NAMES}
+
+
 def _snngm_equations():
     st.latex(r"\text{SNNGM:}\ \ m_t=\beta m_{t-1}+(1-\beta)\frac{\tilde g_t}{\|\tilde g_t\|},\qquad "
              r"\lambda^{(t+1)}=\lambda^{(t)}+\alpha\,\frac{m_t}{1-\beta^t},")
@@ -152,19 +158,13 @@ if view == VIEWS[0]:
 # ----------------------------------------------------------------------------- view 2
 elif view == VIEWS[1]:
     ctl, area = ui.columns()
-    alphas = {}
     defaults = {"adam": 0.01, "adam-natural": 0.01, "snngm": 0.01, "nagm": 0.1, "pga": 0.01, "vogn": 0.1}
     with area:
         fig_box = st.container()  # the figures, above the choice of what they show
         with ui.more("Optimizers shown"):
             chosen = ui.multiselect("Optimizers", "opt", NAMES, NAMES, format_func=LABEL.get)
     with ctl:
-        for name in NAMES:
-            if name in chosen:
-                alphas[name] = ui.log_slider(_alpha_label(name), f"a2{name.replace('-', '')}", 1e-4, 10.0,
-                                             defaults[name])
-            else:
-                alphas[name] = defaults[name]
+        alphas = _alpha_sliders(chosen, defaults, "a2", 10.0)
         with ui.more():
             param = ui.radio("Factor", "par", ["chol_cov", "chol_prec"], "chol_cov", horizontal=True,
                              format_func={"chol_cov": "C (Σ = C Cᵀ)", "chol_prec": "T (Σ⁻¹ = T Tᵀ)"}.get,
@@ -251,7 +251,6 @@ elif view == VIEWS[1]:
 # ----------------------------------------------------------------------------- view 3
 elif view == VIEWS[2]:
     ctl, area = ui.columns()
-    alphas3 = {}
     defaults3 = {"adam": 1e-3, "adam-natural": 1e-3, "snngm": 0.01, "nagm": 0.1, "pga": 1e-3, "vogn": 0.1}
     with area:
         b1, b2 = st.columns([1, 1])
@@ -266,12 +265,7 @@ elif view == VIEWS[2]:
                                         help="first: G = ∇h zᵀ; second: G = ∇²h C (Tan Thm 2)")
     with ctl:
         ds = ui.select("Data", "ds", list(R.DATASETS), "breast cancer")
-        for name in NAMES:
-            if name in chosen3:
-                alphas3[name] = ui.log_slider(_alpha_label(name), f"a3{name.replace('-', '')}", 1e-4, 1.0,
-                                              defaults3[name])
-            else:
-                alphas3[name] = defaults3[name]
+        alphas3 = _alpha_sliders(chosen3, defaults3, "a3", 1.0)
         with ui.more():
             batch = ui.select("Minibatch", "bs", ["full batch", "n/4", "n/16"], "full batch",
                               help="Minibatches without replacement within an epoch; the data term is scaled by n/|B|")

@@ -28,18 +28,6 @@ if CHROMIUM is None:
 _page_paths = layout.page_paths
 
 
-@pytest.fixture(scope="module")
-def server():
-    with layout.streamlit_server() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with layout.chromium() as b:
-        yield b
-
-
 def test_shared_link_opened_first_on_a_fresh_server(server, browser):
     """A page URL with parameters, opened before any other session: app.py's sidebar and the URL's values."""
     page = browser.new_page()

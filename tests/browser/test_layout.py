@@ -29,18 +29,6 @@ SHOTS = layout.ROOT / "assets" / "screenshots"
 PAGES = [p for p, _ in layout.page_paths()]
 
 
-@pytest.fixture(scope="module")
-def server():
-    with layout.streamlit_server() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with layout.chromium() as b:
-        yield b
-
-
 @pytest.mark.parametrize("lecture", [False, True], ids=["normal", "lecture"])
 @pytest.mark.parametrize("path", PAGES)
 def test_page_is_lecture_grade(server, browser, path, lecture):

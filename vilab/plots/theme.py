@@ -104,6 +104,7 @@ _ALIASES = {
     "kl(q||p)": "kl", "kl(q‖p)": "kl", "kl(p||q)": "forward_kl", "kl(p‖q)": "forward_kl", "forward kl": "forward_kl",
     "score-based": "score", "weighted fisher": "weighted_fisher", "batch and match": "bam",
     "kalman filter": "kalman", "batch posterior": "batch", "nuts": "mcmc", "mcmc": "mcmc", "exact": "exact",
+    "euclidean (m, v)": "gd-mv", "euclidean (m, c)": "gd-mc",
     "euclidean (kappa)": "gd-mv", "natural (kappa)": "kappa", "natural (xi)": "xi", "natural (lambda)": "lambda",
 }
 _BY_LABEL = {lk.label.lower(): k for k, lk in LOOKS.items()}
@@ -155,6 +156,8 @@ def method_of(name) -> str | None:
     if not isinstance(name, str) or not name.strip():
         return None
     n = name.strip()
+    if n.lower().endswith(" flow"):  # a flow is drawn in the look of the method whose limit it is
+        n = n[: -len(" flow")]
     for cut in (None, " (", ": ", " from ", ", "):
         head = n if cut is None else n.split(cut, 1)[0]
         k = _key(head)
