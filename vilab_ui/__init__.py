@@ -429,6 +429,7 @@ _BASE_CSS = """
 [data-testid="stHeader"] { background: transparent; height: 2.5rem; }
 [data-testid="stPageLink"] p, [data-testid="stPageLink"] span { white-space: normal !important; overflow: visible !important;
     text-overflow: clip !important; }
+[data-testid="stMultiSelectTagsContainer"] { flex-wrap: wrap !important; overflow: visible !important; }
 h1 { padding-top: 0.25rem; padding-bottom: 0.25rem; }
 [data-testid="stPlotlyChart"] { margin-bottom: 0; }
 """
@@ -451,7 +452,6 @@ button p, [data-baseweb="tag"] span, [data-testid="stSidebarNav"] span, [data-te
     white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
 }
 [data-baseweb="tag"] { max-width: none !important; height: auto !important; }
-[data-baseweb="select"] > div > div:first-child { flex-wrap: wrap !important; }
 """
 
 

@@ -206,6 +206,12 @@ _OVERFLOW_JS = """() => {
         const clips = s.overflowX !== 'visible' || s.textOverflow === 'ellipsis';
         if (clips && el.scrollWidth > el.clientWidth + 2) bad.push(el.tagName.toLowerCase() + ': "' + t.slice(0, 50) + '"');
     }
+    // a multiselect's chosen items must all show (Streamlit scrolls them sideways by default)
+    for (const el of document.querySelectorAll('[data-testid="stMultiSelectTagsContainer"]')) {
+        const shut = el.closest('details:not([open])');
+        if (shut || el.getBoundingClientRect().width === 0) continue;
+        if (el.scrollWidth > el.clientWidth + 2) bad.push('chosen items cut off: "' + (el.textContent || '').trim().slice(0, 50) + '"');
+    }
     return bad;
 }"""
 

@@ -100,7 +100,7 @@ def online_ordering(T: int = ONLINE_SETTINGS["T"], seeds=ONLINE_SETTINGS["seeds"
                         f"batch {VI_SETTINGS['batch_size']}, Adam alpha = 1e-3 (Tan's default), SNNGM alpha0 = "
                         f"{VI_SETTINGS['snngm_alpha0']:g} (picked among 1e-3, 3e-3, 1e-2 on one seed-0 run, vilab.cnn.train); "
                         f"online: {ONLINE_SETTINGS['model']}, T = {ONLINE_SETTINGS['T']}, "
-                        "sigma0^2 = 0.1 (dlr-10) / 0.003 (mc-ef-diag, M = 10) as tuned by us on the validation split, "
+                        "sigma0^2 = 0.1 (dlr-10) / 0.003 (mc-ef-diag, M = 10) as tuned by us beforehand, "
                         "float64; "
                         "seeds 0, 1, 2. A scaled-down analogue, not the papers' MNIST runs."))
 def _ordering():
