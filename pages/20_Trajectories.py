@@ -169,7 +169,7 @@ with fig_slot, ui.guard("runs"):
     if view == "paths":
         ui.show(tplots.paths_figure(traces, contour, every=int(every), truth=truth, bounds=bounds, height=430),
                 key="paths", main=True)
-        counts = ", ".join(f"{plots.label(m)} {t.n_steps}" + ("" if t.status == "converged" else f" ({t.status})")
+        counts = ", ".join(f"{plots.label(m)} {t.n_steps}" + ("" if t.status == "converged" else f" ({ui.status_text(t.status)})")
                            for m, t in traces.items())
         lesson = ("Natural-gradient methods precondition by the covariance and take steps of size about 1 however "
                   "stretched the posterior; Euclidean and Wasserstein ones need ρ below about 1/λ_max")
@@ -186,7 +186,7 @@ with fig_slot, ui.guard("runs"):
             st.markdown(f"**{obj_name if gauss else obj_name + ' minus the best value seen'}, against the iteration**")
             ui.show(tplots.objective_figure(traces, optimum=opt, log_x=True, height=360), key="objective")
             rows = [{"method": plots.label(m), "step size": f"{settings[m][0]:.3g}", "gradients": settings[m][1],
-                     "iterations": tr.n_steps, "status": tr.status,
+                     "iterations": tr.n_steps, "status": ui.status_text(tr.status),
                      "final " + tr.objective_name: f"{float(tr.objective[-1]):.4g}"}
                     for m, tr in traces.items()]
             ui.table(pd.DataFrame(rows), hide_index=True)

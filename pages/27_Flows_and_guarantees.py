@@ -15,8 +15,6 @@ from vilab.plots import trajectories as tplots
 from vilab.targets import rotated_gaussian_2d
 from vilab.targets.papers import kumar_t2
 
-_STATUS = {"converged": "converged", "max_steps": "ran all its steps", "max_time": "ran out of time",
-           "stopped": "stopped"}  # run statuses in words
 
 ui.page(
     "Flows and guarantees",
@@ -245,7 +243,7 @@ with ui.guard("VN vs SR-VN"):
                          "recorded every": int(tr.extra["every"]),
                          "steps to KL < 1e-8": (f"{int(tr.iterations[hit[0]])}" + ("" if tr.extra["every"] == 1 else
                                                 " (to within the recording interval)")) if hit.size else "not reached",
-                         "final KL": f"{max(float(tr.objective[-1]), 0.0):.3g}", "status": _STATUS.get(tr.status, tr.status)})
+                         "final KL": f"{max(float(tr.objective[-1]), 0.0):.3g}", "status": ui.status_text(tr.status)})
     big = float(rho_l)
     sv, ss = steps[("vn", big)], steps[("srvn", big)]
     ui.notice(

@@ -12,8 +12,6 @@ from vilab.repro import tan2025_optim as rep
 from vilab.targets import regression as R
 from vilab.targets.papers import horseshoe_crab_toy
 
-_STATUS = {"converged": "converged", "max_steps": "ran all its steps", "max_time": "ran out of time",
-           "stopped": "stopped"}  # run statuses in words
 
 ui.page(
     "Adam vs SNNGM",
@@ -202,7 +200,7 @@ elif view == VIEWS[1]:
         ui.notice("Each ELBO estimate uses one draw from q, hence the noise; the moving average shows the trend. A "
                   "curve that flattens early has found its optimum or stalled: compare the final ELBOs in the table.")
         ui.table(pd.DataFrame([{"optimizer": LABEL[n], "α" + ("₀" if n == "snngm" else ""): f"{alphas[n]:.3g}",
-                                "final ELBO (MC, 2000 draws)": f"{r['final']:.2f}", "status": _STATUS.get(r["status"], r["status"])}
+                                "final ELBO (MC, 2000 draws)": f"{r['final']:.2f}", "status": ui.status_text(r["status"])}
                                for n, r in runs.items()]), hide_index=True, width="stretch")
         for n, r in runs.items():
             ui.report_status(r["status"], LABEL[n])

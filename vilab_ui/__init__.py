@@ -20,7 +20,7 @@ from vilab import plots
 __all__ = [
     "page", "slider", "log_slider", "select", "radio", "multiselect", "number", "toggle", "checkbox",
     "text", "seed", "lecture", "show", "guard", "more", "report_status", "log_grid", "selected_point",
-    "click_setter", "scope", "tabs", "link", "columns", "notice", "explain", "table", "apply_mode", "MAIN_FIGURE",
+    "click_setter", "scope", "tabs", "link", "status_text", "columns", "notice", "explain", "table", "apply_mode", "MAIN_FIGURE",
 ]
 
 
@@ -410,6 +410,15 @@ def guard(context: str = ""):
         st.warning(f"{prefix}{exc}")
     except Exception as exc:  # noqa: BLE001 - shown to the user instead of a traceback
         st.error(f"{prefix}something went wrong ({type(exc).__name__}: {exc}).")
+
+
+_STATUS_WORDS = {"converged": "converged", "max_steps": "ran all its steps", "max_time": "ran out of time",
+                 "stopped": "stopped"}
+
+
+def status_text(status: str) -> str:
+    """A run's end status (vilab.core's vocabulary) in a student's words; "diverged: why" as it is."""
+    return _STATUS_WORDS.get(status, status)
 
 
 def report_status(trace_or_status, label: str = "") -> bool:
