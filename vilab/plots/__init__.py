@@ -5,8 +5,6 @@ Shared helpers live in this module; topic builders in ``vilab.plots.<topic>``.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import plotly.graph_objects as go
 
@@ -94,13 +92,14 @@ def lecture_style(fig: go.Figure) -> go.Figure:
     for ann in lay.annotations or ():
         if ann.font.size is None or ann.font.size < small:
             ann.font.size = small
-    for name in dir(lay):
-        if re.fullmatch(r"[xy]axis\d*", name):
-            ax = getattr(lay, name)
-            if ax.tickfont.size is not None and ax.tickfont.size < small:
-                ax.tickfont.size = small
-            if ax.title.font.size is not None and ax.title.font.size < small:
-                ax.title.font.size = small
+    def _axis(ax):
+        if ax.tickfont.size is not None and ax.tickfont.size < small:
+            ax.tickfont.size = small
+        if ax.title.font.size is not None and ax.title.font.size < small:
+            ax.title.font.size = small
+
+    fig.for_each_xaxis(_axis)
+    fig.for_each_yaxis(_axis)
     for sl in lay.sliders or ():
         sl.font.size = max(sl.font.size or 0, small)
         sl.currentvalue.font.size = max(sl.currentvalue.font.size or 0, small)
