@@ -7,7 +7,7 @@ a port of the authors' per-step code.
 1. ms per example of bong-lin-hess-{diag, dlr-10, fc} and bong-mc-ef-dlr-10 (M = 10, 100) on the
    digits MLP (P = 2,410) and the digits-CNN (P = 11,642): vilab.core.run's compiled loop over the
    grid Algorithm (vilab.online.update, the per-step health check, the runner's step rejection),
-   float64, best of 3.
+   float64, best of 5 rounds.
    Next to it, the BONG authors' code (benchmarks/bong_authors_port.py, a line-by-line port of
    their predict + update, a baseline, not vilab code) on the same model, data, dtype and harness:
    ratio = their time / ours, and the largest difference of the means after the run (lin-hess
@@ -52,46 +52,42 @@ def _stream(T):
     return (jnp.asarray(XTR[:T]), encode_all(LIK, YTR[:T], jnp.float64), jax.random.split(jax.random.PRNGKey(0), T))
 
 
-def _best_ms(fn, args, T, reps=3):
-    """Best-of-``reps`` wall time per step (ms) of the compiled ``fn(*args)`` over T steps; its output."""
-    out = jax.block_until_ready(fn(*args))  # compile + warm up
-    best = np.inf
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - t0)
-    return 1e3 * best / T, out
+def _timed(fns: dict, T: int, rounds: int = 5) -> dict:
+    """ms per step of each compiled callable in ``fns`` (best of ``rounds``), the callables run in
+    turn within each round (ours, theirs, ours, ...), so that a change of machine load between the
+    two measurements does not bias their ratio. Each is compiled and warmed up first."""
+    for fn in fns.values():
+        jax.block_until_ready(fn())
+    best = dict.fromkeys(fns, np.inf)
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn())
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return {name: 1e3 * t / T for name, t in best.items()}
 
 
 def ours(name, net, M, T, s2=0.1):
-    """(ms per step, final belief) of vilab.online on ``net``: vilab.core.run's compiled loop over the
-    grid Algorithm (update + per-step health check + the runner's rejection test), one row at the end."""
+    """A callable running vilab.online on ``net`` over T examples (vilab.core.run's compiled loop over
+    the grid Algorithm: update + per-step health check + the runner's rejection test, one row at the
+    end); it returns the final belief."""
     m = make_method(name, n_samples=M)
     prior = init_belief(m.family, net.init(jax.random.PRNGKey(0)), s2, m.rank)
     alg = algorithm(m, lambda x, th: net.apply(th, x), LIK)
     X, Y, _ = _stream(T)
     key = jax.random.PRNGKey(0)
     state = alg.init(key, prior)
-
-    def fn():
-        return core.run(alg, key, state, T, batches=(X, Y), record_every=T)
-
-    fn()  # compile + warm up
-    best = np.inf
-    for _ in range(3):
-        t0 = time.perf_counter()
-        tr = fn()
-        best = min(best, time.perf_counter() - t0)
-    return 1e3 * best / T, tr.state.belief
+    return lambda: core.run(alg, key, state, T, batches=(X, Y), record_every=T).state.belief
 
 
 def theirs(name, net, M, T, s2=0.1):
-    """(ms per step, final state) of the port of the authors' predict + update on ``net``, scanned like
-    their run_rebayes_algorithm (no per-step outputs)."""
+    """A callable running the port of the authors' predict + update on ``net`` over T examples,
+    scanned like their run_rebayes_algorithm (no per-step outputs); it returns the final state."""
     init, step = port.make_step(name, lambda w, x: net.apply(w, x), num_samples=M)
     rank = int(name.rsplit("-", 1)[1]) if "dlr" in name else 0
     fn = jax.jit(lambda s, X, Y, K: jax.lax.scan(lambda s, i: (step(s, *i), None), s, (X, Y, K))[0])
-    return _best_ms(fn, (init(net.init(jax.random.PRNGKey(0)), s2, rank), *_stream(T)), T)
+    args = (init(net.init(jax.random.PRNGKey(0)), s2, rank), *_stream(T))
+    return lambda: fn(*args)
 
 
 def steps_for(name, M, P, quick):
@@ -104,7 +100,7 @@ def steps_for(name, M, P, quick):
 
 def part1(quick):
     print("\n1. ms per example: vilab.online (vilab.core.run's compiled loop over the grid Algorithm), float64,")
-    print("   best of 3; 'authors' = port of the BONG authors' predict + update (bong_authors_port.py, a baseline),")
+    print("   best of 5 rounds (ours and theirs in turn); 'authors' = port of the BONG authors' predict + update (bong_authors_port.py, a baseline),")
     print("   same model, data, dtype and harness; ratio = authors / ours; max|mu diff| after the run")
     print(f"{'method':28s}{'model':>6s}{'P':>8s}{'ours ms':>10s}{'authors ms':>12s}{'ratio':>7s}{'max|mu diff|':>14s}")
     models = ("mlp",) if quick else ("mlp", "cnn")
@@ -114,12 +110,13 @@ def part1(quick):
         for name, M in ROWS:
             T = steps_for(name, M, net.n_params, quick)
             lab = name + (f" (M={M})" if "mc" in name else "")
-            t_o, b_o = ours(name, net, M, T)
-            if name.endswith("-fc") and net.n_params > 5000:
-                t_t, d = float("nan"), float("nan")  # a second 1.1 GB covariance: ours only
-            else:
-                t_t, b_t = theirs(name, net, M, T)
-                d = float(jnp.max(jnp.abs(b_o.mu - b_t.mean)))
+            fns = {"ours": ours(name, net, M, T)}
+            if not (name.endswith("-fc") and net.n_params > 5000):  # else a second 1.1 GB covariance
+                fns["theirs"] = theirs(name, net, M, T)
+            ms = _timed(fns, T)
+            t_o, t_t, d = ms["ours"], ms.get("theirs", float("nan")), float("nan")
+            if "theirs" in fns:
+                d = float(jnp.max(jnp.abs(fns["ours"]().mu - fns["theirs"]().mean)))
             res[(lab, model)] = (t_o, t_t)
             print(f"{lab:28s}{model:>6s}{net.n_params:>8,d}{t_o:10.2f}{t_t:12.2f}{t_t / t_o:7.1f}{d:14.1e}", flush=True)
     return res
@@ -136,7 +133,8 @@ def part2(quick):
             if h > hmax:
                 continue
             net = make_mlp([64, h, 10])
-            ms, _ = ours(name, net, M, steps_for(name, M, net.n_params, quick))
+            T = steps_for(name, M, net.n_params, quick)
+            ms = _timed({"ours": ours(name, net, M, T)}, T, rounds=3)["ours"]
             Ps.append(net.n_params)
             ts.append(ms)
         slope = float(np.polyfit(np.log(Ps), np.log(ts), 1)[0])

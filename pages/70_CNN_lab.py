@@ -359,9 +359,6 @@ with fig_col:
                + (f"; each minibatch is split over the {info['count']} devices." if info["count"] > 1 else "."))
 
 
-STATUS = {"max_steps": "finished", "converged": "finished", "max_time": "time limit reached"}
-
-
 def _rounded(df: pd.DataFrame) -> pd.DataFrame:
     """The float columns as text with 4 significant digits (thousands without decimals)."""
     out = df.copy()
@@ -388,7 +385,7 @@ if shown:
         "test error": _fmt(r["test_err"][-1] if r["kind"] == "vi" else r["metrics"]["err_plugin"][-1], ".3f"),
         "test NLPD": _fmt(r["test_nlpd"][-1] if r["kind"] == "vi" else r["metrics"]["nlpd_plugin"][-1], ".3f"),
         "final ELBO (MC, full train)": _fmt(r.get("final_elbo", np.nan), ",.0f"),
-        "status": STATUS.get(r["status"], r["status"]), "examples/s": _fmt(r["examples_per_second"], ",.0f"),
+        "status": ui.status_text(r["status"]), "examples/s": _fmt(r["examples_per_second"], ",.0f"),
         "settings": r["label"].split(" | ", 1)[-1], "device": r["device"]} for r in shown])
     ui.table(table, hide_index=True, width="stretch")
     st.caption("VI: ELBO and test metrics of the Monte Carlo predictive (10 draws). Online: plug-in predictive at t = T.")

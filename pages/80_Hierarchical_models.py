@@ -94,8 +94,8 @@ with fig_col:
         st.info("Choose at least one method.")
 for lab, r in results.items():
     ui.report_status(r["status"], lab)
-_WHY = {"max_steps": "reached the maximum iterations", "max_time": "ran out of time"}
-capped = [f"{lab} ({_WHY[r['status']]})" for lab, r in results.items() if r["status"] in _WHY]
+capped = [f"{lab} ({ui.status_text(r['status'])})" for lab, r in results.items()
+          if r["status"] in ("max_steps", "max_time")]
 if capped and use_rule:
     st.info("Truncated before the ELBO levelled off: " + "; ".join(capped) + ". Raise the maximum iterations "
             "or the time budget to see where they converge.")

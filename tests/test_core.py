@@ -114,6 +114,23 @@ def test_divergence_between_recorded_rows_keeps_the_last_valid_iterate():
     np.testing.assert_array_equal(thin.mean[-1], full.mean[-1])
 
 
+@pytest.mark.parametrize("chunk", [None, 1, 2, 3])
+def test_a_rejected_step_leaves_the_last_valid_state_in_the_trace(chunk):
+    # the loop does not keep a copy of the state every step; run() recomputes the last valid one
+    key = jax.random.PRNGKey(0)
+    s0 = ALG.init(key, (np.zeros(2), 10 * np.eye(2)), rho=1.9)  # rejected at step 28
+    tr = run(ALG, key, s0, 100, record_every=2, chunk_size=chunk)
+    n = tr.n_steps
+    assert tr.diverged and n == 27
+    ok = run(ALG, key, s0, n)  # the same steps, none rejected
+    np.testing.assert_array_equal(np.asarray(tr.state.Sigma), np.asarray(ok.state.Sigma))
+    np.testing.assert_array_equal(tr.mean[-1], ok.mean[-1])
+    np.testing.assert_array_equal(np.asarray(tr.key), np.asarray(ok.key))  # so the same draws follow
+    _, ref = _manual(ALG, key, s0, n)  # (a plain loop: rounding grows on this unstable path)
+    np.testing.assert_allclose(np.asarray(tr.state.Sigma), np.asarray(ref.Sigma), rtol=1e-9)
+    assert tr.iterations[-1] == n and np.all(np.linalg.eigvalsh(tr.cov) > 0)
+
+
 def test_stopping_rules_and_host_controls():
     key = jax.random.PRNGKey(0)
     s0 = ALG.init(key, START)

@@ -212,6 +212,12 @@ _OVERFLOW_JS = """() => {
         if (shut || el.getBoundingClientRect().width === 0) continue;
         if (el.scrollWidth > el.clientWidth + 2) bad.push('chosen items cut off: "' + (el.textContent || '').trim().slice(0, 50) + '"');
     }
+    // a selectbox shows its choice in an <input>, which cannot wrap: the whole choice must fit
+    for (const el of document.querySelectorAll('[data-testid="stSelectbox"] input')) {
+        const shut = el.closest('details:not([open])');
+        if (shut || el.getBoundingClientRect().width === 0) continue;
+        if (el.scrollWidth > el.clientWidth + 2) bad.push('choice cut off: "' + (el.value || '').slice(0, 50) + '"');
+    }
     return bad;
 }"""
 

@@ -104,7 +104,11 @@ def _loop(algorithm: Algorithm, n_buf: int, n_rows: int, batch_fn, rel_on: str, 
                 code = jnp.where(bad, NONFINITE, code)
                 failed = failed | bad
                 obs = _select(failed, c["obs"], obs_new)
-            st2 = _select(failed, st, new)
+            # a rejected step: a batch of runs (vmapped) keeps each member's last valid state here; a
+            # single run keeps the rejected state and leaves the loop, and run() recomputes the last
+            # valid state (a select over the state every step would cost as much as a cheap step on
+            # a large state, e.g. a P x P covariance)
+            st2 = _select(failed, st, new) if vmapped else new
             k2 = jnp.where(failed, k, k + 1)
             conv = conv_tab[code]
             if track:
@@ -116,7 +120,7 @@ def _loop(algorithm: Algorithm, n_buf: int, n_rows: int, batch_fn, rel_on: str, 
             new_code = jnp.where(failed, code, jnp.where(conv, jnp.where(code != 0, code, CONVERGED), 0))
             # a row at multiples of record_every, at convergence, at the end, and the last valid
             # iterate when a step is rejected (unless it is recorded already)
-            record = jnp.where(failed, c["last"] != k, ((k2 % r) == 0) | conv | (k2 >= n_total))
+            record = jnp.where(failed, vmapped & (c["last"] != k), ((k2 % r) == 0) | conv | (k2 >= n_total))
             infos = {n: v.at[i].set(jnp.asarray(info[n], v.dtype)) for n, v in c["infos"].items()}
             return dict(c, i=i + 1, state=st2, key=jnp.where(failed, c["key"], key), k=k2, code=new_code,
                         prev=prev, obs=obs, infos=infos, pending=record)
@@ -170,21 +174,25 @@ def _batch_at(batches, i, k):
 
 
 def _pad_batches(batches, n_from: int, n: int, n_buf: int):
-    """Steps n_from .. n_from + n of an array batch stream, padded (edge) to the loop's buffer length."""
+    """Steps n_from .. n_from + n of an array batch stream, padded (edge) to the loop's buffer length:
+    one compiled gather for the whole stream (a run of a few hundred cheap steps must not pay for
+    a dozen eager array operations)."""
     if batches is None or callable(batches):
         return batches
+    leaves = jax.tree_util.tree_leaves(batches)
+    have = min(int(np.shape(b)[0]) for b in leaves) if leaves else 0
+    if have < n_from + n:
+        raise ValueError(f"The run needs {n_from + n} batches but was given {have}.")
+    return _PAD.get_or_build(n_buf, lambda: jax.jit(_edge_window, static_argnums=3))(
+        batches, np.int64(n_from), np.int64(n), n_buf)
 
-    def cut(b):
-        b = np.asarray(b) if not isinstance(b, jax.Array) else b
-        part = b[n_from:n_from + n]
-        if part.shape[0] < n:
-            raise ValueError(f"The run needs {n_from + n} batches but was given {b.shape[0]}.")
-        pad = n_buf - n
-        if pad:
-            part = jnp.concatenate([jnp.asarray(part), jnp.repeat(jnp.asarray(part[-1:]), pad, axis=0)])
-        return jnp.asarray(part)
 
-    return jax.tree_util.tree_map(cut, batches)
+def _edge_window(batches, n_from, n, n_buf):
+    idx = n_from + jnp.minimum(jnp.arange(n_buf), n - 1)
+    return jax.tree_util.tree_map(lambda b: jnp.take(jnp.asarray(b), idx, axis=0), batches)
+
+
+_PAD = ProgramCache("vilab.core.runner batch windows", maxsize=32)
 
 
 def _loop_arg(batches):
@@ -219,20 +227,34 @@ def _observe(algorithm: Algorithm, state, vmapped=False):
     return fn(state)
 
 
+def _start(observe, rel_on, below_on, state, start_iteration, below):
+    """The loop's first carry from a state (compiled with observe: one call per run)."""
+    obs = observe(state)
+    shape = jnp.shape(obs["objective"]) if "objective" in obs else ()
+    k = jnp.full(shape, start_iteration, jnp.int64)
+    # a start that already meets the `below` rule takes no step
+    code = jnp.where(jnp.asarray(obs.get(below_on, jnp.nan)) < below, CONVERGED, 0).astype(jnp.int32)
+    prev = jnp.asarray(obs.get(rel_on, jnp.full(shape, jnp.nan)), jnp.float64)
+    return {"k": k, "code": code, "prev": prev, "obs": obs, "last": k}, obs
+
+
 def _start_carry(algorithm, key, state, start_iteration, rel_on, below=_NEG_INF, below_on="objective",
                  vmapped=False):
-    obs = _observe(algorithm, state, vmapped)
+    def build():
+        observe = jax.vmap(algorithm.observe) if vmapped else algorithm.observe
+        return jax.jit(lambda st, it, b: _start(observe, rel_on, below_on, st, it, b))
+
+    fn = _OBSERVE.get_or_build(("start", identity_key(algorithm.observe), vmapped, rel_on, below_on), build)
+    carry, obs = fn(state, np.int64(start_iteration), np.float64(below))
     for need in ("mean", "objective"):
         if need not in obs:
             raise ValueError(f"An algorithm's observe() must return {need!r}.")
     if "cov" not in obs and "var" not in obs:
         raise ValueError("An algorithm's observe() must return 'cov' or 'var'.")
-    shape = jnp.shape(obs["objective"])
-    k = jnp.full(shape, start_iteration, jnp.int64)
-    # a start that already meets the `below` rule takes no step
-    code = jnp.where(jnp.asarray(obs[below_on]) < below, CONVERGED, 0).astype(jnp.int32)
-    return {"state": state, "key": key, "k": k, "code": code,
-            "prev": jnp.asarray(obs[rel_on], jnp.float64), "obs": obs, "last": k}, obs
+    if rel_on not in obs or below_on not in obs:
+        missing = rel_on if rel_on not in obs else below_on
+        raise ValueError(f"The stopping rule reads {missing!r}, which this method does not record.")
+    return dict(carry, state=state, key=key), obs  # the state is not passed through: no copy
 
 
 def _identity(algorithm: Algorithm):
@@ -285,7 +307,9 @@ def _trace(algorithm, start_obs, start_iteration, rows_list, infos_list, n_taken
     extra = {k: v for k, v in rows.items() if k not in ("mean", "cov", "var", "objective")}
     step_sizes = info.get("step_size", np.full(sum(len(v) for v in info.values()) and
                                                len(next(iter(info.values()))), np.nan))
-    final = jax.tree_util.tree_map(lambda a: np.asarray(pick(a)), (carry["state"], carry["key"]))
+    # the final state stays where it is (a copy of a P x P covariance to numpy costs milliseconds)
+    final = (carry["state"], carry["key"]) if index is None else \
+        jax.tree_util.tree_map(lambda a: np.asarray(a)[index], (carry["state"], carry["key"]))
     return Trace(mean=rows["mean"], cov=rows.get("cov"), var=rows.get("var"), objective=rows["objective"],
                  step_sizes=np.asarray(step_sizes, dtype=float), status=status, method=algorithm.name,
                  objective_name=algorithm.objective_name, extra=extra, iterations=np.concatenate(its),
@@ -337,7 +361,8 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
     if not keep_info and (batches is None or callable(batches)):
         n_buf = 8  # no per-step buffer: runs of any length with the same row count share one loop
     fn = _compiled(algorithm, n_buf, n_rows, batches, rel_tol_on, below_on, track, False, bool(keep_info))
-    n_total = jnp.int64(start_iteration + n_steps)
+    fail_tab = _failure_table(algorithm)[0]
+    n_total = np.int64(start_iteration + n_steps)
     cache_before = fn._cache_size() if hasattr(fn, "_cache_size") else 0
     rows_list, infos_list, taken = [], [], []
     done, host_status, first = 0, None, None
@@ -345,8 +370,15 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
     while done < n_steps and int(carry["code"]) == 0:
         n = min(chunk, n_steps - done)
         b = _loop_arg(_pad_batches(batches, done, n, n_buf))
-        carry, rows, nrow, infos, steps = fn(carry, b, jnp.int32(n), n_total, jnp.float64(rel_tol),
-                                             jnp.float64(below), jnp.int64(record_every))
+        args = (np.float64(rel_tol), np.float64(below), np.int64(record_every))
+        start = carry
+        carry, rows, nrow, infos, steps = fn(start, b, np.int32(n), n_total, *args)
+        if fail_tab[min(int(carry["code"]), len(fail_tab) - 1)]:
+            # a step was rejected: the loop kept the rejected state (see _loop); run the chunk again
+            # up to the last valid step (same keys, same numbers), which also records that iterate
+            n_ok = int(steps)
+            again, rows, nrow, _, _ = fn(start, b, np.int32(n_ok), np.int64(int(start["k"]) + n_ok), *args)
+            carry = dict(again, code=carry["code"])
         jax.block_until_ready(carry["k"])
         if first is None:
             first = time.perf_counter() - t0  # includes compiling the loop when it was not cached
@@ -376,13 +408,14 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
         if max_time is not None and done < n_steps and time.perf_counter() - t_run0 > max_time:
             host_status = "max_time"
             break
-    if host_status is not None and int(carry["last"]) != int(carry["k"]):
-        # stopped between chunks at an iteration that is not a multiple of record_every: record it,
-        # so that the trace ends where the state is (resume continues from there)
+    if (host_status is not None or fail_tab[min(int(carry["code"]), len(fail_tab) - 1)]) and int(carry["last"]) != int(carry["k"]):
+        # stopped between chunks at an iteration that is not a multiple of record_every, or a first
+        # step of a chunk rejected: record it, so that the trace ends where the state is
         obs = _observe(algorithm, carry["state"])
-        row = {n: jnp.asarray(v)[None] for n, v in obs.items()}
-        row["__iteration"] = jnp.asarray(carry["k"])[None]
-        rows_list.append((row, 1))
+        if host_status is not None or bool(_finite_row(obs)):  # never a row of a non-finite state
+            row = {n: jnp.asarray(v)[None] for n, v in obs.items()}
+            row["__iteration"] = jnp.asarray(carry["k"])[None]
+            rows_list.append((row, 1))
     timings = {"total": time.perf_counter() - t0, "first_call": first or 0.0,
                "compiled": fn._cache_size() > cache_before if hasattr(fn, "_cache_size") else None}
     return _trace(algorithm, start_obs, start_iteration, rows_list, infos_list, taken, carry["code"], host_status,

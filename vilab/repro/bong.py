@@ -105,7 +105,7 @@ def _path_gap(a, b):
 @reproduction(
     "bong-blr-equivalence",
     paper=PAPER,
-    what="blr with I = 1, alpha = 1 equals bong; bbb with I = 1 equals bog (KL gradient vanishes at psi_{t,0})",
+    what="blr with I = 1, alpha = 1 equals bong; bbb with I = 1 equals bog (the KL gradient is zero at the first inner iteration, where the belief still equals the prior)",
     settings="MLP 4-3-3 (P = 27), softmax, 6 steps, sigma0^2 = 0.5; lin-hess on all 5 families, mc-ef (M = 5, same draws) on diag and dlr-2; bog/bbb alpha = 0.05",
 )
 def _equivalence():
