@@ -28,7 +28,7 @@ RULES = {"Euclidean (kappa)": "gd-mv", "Natural (kappa)": "kappa", "Natural (xi)
 RULE_TEXT = {"gd-mv": "Euclidean (κ)", "kappa": "natural (κ)", "xi": "natural (ξ)", "lambda": "natural (λ)",
              "tan-1N": "natural (C = σ)", "tan-2N": "natural (T = 1/σ)", "tan-2N-cor1": "natural (T, Cor. 1)"}
 TABLE2 = list(RULES)[:4]
-CHART_TEXT = {vf.CHARTS[4]: "(μ, log σ²)", vf.CHARTS[0]: "(μ, σ²), as Tan's Fig. 1", vf.CHARTS[1]: "(μ, σ)",
+CHART_TEXT = {vf.CHARTS[4]: "(μ, log σ²)", vf.CHARTS[0]: "(μ, σ²)", vf.CHARTS[1]: "(μ, σ)",
               vf.CHARTS[2]: "(μ, log σ)", vf.CHARTS[3]: "natural parameters"}
 AXIS_TEXT = {"mu": "mean μ", "sigma^2": "variance σ²", "sigma": "standard deviation σ", "log sigma": "log σ",
              "log sigma^2": "variance σ² (log scale)", "eta_1 = mu / sigma^2": "η₁ = μ / σ²",
@@ -97,13 +97,14 @@ def _log_ticks(lo, hi):
 
 
 # ------------------------------------------------------------------------------------------ controls
-ctl, area = ui.columns(1, 3.3)
+ctl, area = ui.columns(1.2, 3.3)
 with ctl:
     tname = ui.radio("target", "tgt", [CRAB, GAUSS], CRAB)
     crab = tname == CRAB
     a = 4.0 if crab else ui.log_slider("target precision a (target N(1, 1/a))", "a", 0.04, 400.0, 4.0)
     charts = [vf.CHARTS[4]] + list(vf.CHARTS[:4])
-    chart = ui.select("coordinates", "chart", charts, vf.CHARTS[4], format_func=CHART_TEXT.get)
+    chart = ui.select("coordinates", "chart", charts, vf.CHARTS[4], format_func=CHART_TEXT.get,
+                      help="Tan's Fig. 1 draws the fields in (μ, σ²).")
     starts_key = "starts" if crab else "gstarts"
     starts_text = ui.text("starting points 'mu,sigma^2; ...' (or click a plot)", starts_key,
                           PAPER_STARTS if crab else GAUSS_STARTS)

@@ -21,7 +21,7 @@ ui.page(
 DATA = {v[0]: k for k, v in MODELS.items()}
 ctl, fig_col = ui.columns(1.5, 3)  # room for the data name and the method chips
 with ctl:
-    data_label = ui.select("Data and model", "data", list(DATA), list(DATA)[0])
+    data_label = ui.radio("Data and model", "data", list(DATA), list(DATA)[0])  # long names wrap in a radio
 key = DATA[data_label]
 model = avail = None
 with ui.guard("loading the model"):

@@ -438,7 +438,10 @@ _BASE_CSS = """
 [data-testid="stHeader"] { background: transparent; height: 2.5rem; }
 [data-testid="stPageLink"] p, [data-testid="stPageLink"] span { white-space: normal !important; overflow: visible !important;
     text-overflow: clip !important; }
-[data-testid="stMultiSelectTagsContainer"] { flex-wrap: wrap !important; overflow: visible !important; }
+[data-testid="stMultiSelectTagsContainer"] { flex-wrap: wrap !important; overflow: visible !important;
+    height: auto !important; max-height: none !important; }
+[data-testid="stMultiSelect"] div:has(> [data-testid="stMultiSelectTagsContainer"]) { height: auto !important;
+    max-height: none !important; }
 h1 { padding-top: 0.25rem; padding-bottom: 0.25rem; }
 [data-testid="stPlotlyChart"] { margin-bottom: 0; }
 """

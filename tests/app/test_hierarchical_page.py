@@ -33,7 +33,7 @@ def test_state_space_and_extremes():
     at.slider(key="iters").set_value(2000)
     at.multiselect(key="m_epi1").set_value(["VOGN", "BaM", "FDr"]).run()
     assert not at.exception and not at.error
-    at.selectbox(key="data").set_value("Stochastic volatility, GBP (n = 945)").run()
+    at.radio(key="data").set_value("Stochastic volatility, GBP (n = 945)").run()
     assert not at.exception and not at.error
     assert "Not offered for this model" in _texts(at) and "VOGN" in _texts(at)
     assert at.slider(key="B_sv_gbp").value == 10  # the papers' B for stochastic volatility (5 for the GLMMs)
@@ -58,11 +58,11 @@ def test_batch_size_default_follows_the_model():
     assert not at.exception and not at.error
     assert at.slider(key="B_epi1").value == 5
     at.slider(key="B_epi1").set_value(7).run()
-    at.selectbox(key="data").set_value("Stochastic volatility, GBP (n = 945)").run()
+    at.radio(key="data").set_value("Stochastic volatility, GBP (n = 945)").run()
     assert not at.exception and not at.error
     assert at.slider(key="B_sv_gbp").value == 10
     assert at.multiselect(key="v_sv_gbp").value and len(at.get("plotly_chart")) == 2  # marginals, sparsity
-    at.selectbox(key="data").set_value(at.selectbox(key="data").options[0]).run()
+    at.radio(key="data").set_value(at.radio(key="data").options[0]).run()
     assert at.slider(key="B_epi1").value == 7 and at.query_params["B_epi1"] == "7"
 
 
@@ -104,7 +104,7 @@ def test_the_elbo_figure_is_the_main_figure_beside_the_controls():
     assert not at.exception and not at.error
     cols = at.columns
     assert len(cols) >= 2
-    assert cols[0].selectbox(key="data") is not None and cols[0].multiselect(key="m_epi1") is not None
+    assert cols[0].radio(key="data") is not None and cols[0].multiselect(key="m_epi1") is not None
     elbo = [c for c in cols[1].get("plotly_chart")]
     assert len(elbo) == 1 and "Lower bound (ELBO) against time" in elbo[0].proto.spec
     spec = json.loads(elbo[0].proto.spec)

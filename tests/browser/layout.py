@@ -211,6 +211,12 @@ _OVERFLOW_JS = """() => {
         const shut = el.closest('details:not([open])');
         if (shut || el.getBoundingClientRect().width === 0) continue;
         if (el.scrollWidth > el.clientWidth + 2) bad.push('chosen items cut off: "' + (el.textContent || '').trim().slice(0, 50) + '"');
+        // wrapped chips must stay inside the box (a box of fixed height lets them spill onto the next widget)
+        const box = el.parentElement.getBoundingClientRect();
+        for (const chip of el.children) {
+            const r = chip.getBoundingClientRect();
+            if (r.height > 0 && r.bottom > box.bottom + 1) bad.push('chosen item outside its box: "' + ((chip.textContent || '').trim() || 'the typing area').slice(0, 50) + '"');
+        }
     }
     // a selectbox shows its choice in an <input>, which cannot wrap: the whole choice must fit
     for (const el of document.querySelectorAll('[data-testid="stSelectbox"] input')) {

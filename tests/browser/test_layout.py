@@ -11,6 +11,7 @@ Screenshots of each page (1280x720, normal and lecture) go to assets/screenshots
 from __future__ import annotations
 
 import time
+from urllib.parse import urlencode
 
 import pytest
 
@@ -48,6 +49,31 @@ def test_page_is_lecture_grade(server, browser, path, lecture):
                 SHOTS.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(SHOTS / f"{path.lower()}{'-lecture' if lecture else ''}.png"))
         problems += layout.exception_problems(page, errors)
+    finally:
+        page.close()
+    assert not problems, "\n".join(problems)
+
+
+# the longest choice of every selectbox whose choices can be longer than its default: a choice that
+# does not fit the control column is cut off (a selectbox cannot wrap)
+LONG_CHOICES = [
+    ("Trajectories", {"tgt": "logistic regression (T3)"}),
+    ("Vector_fields", {"chart": "natural (mu/sigma^2, -1/(2 sigma^2))"}),  # shown as "natural parameters"
+    ("Divergences", {"tgt": "log_inverse_gamma"}),
+    ("Online_learning", {"tab": "Digits stream", "dmet": "error (linearized)"}),
+    ("CNN_lab", {"model": "mlp"}),
+    ("Positive_definiteness", {"tgt": "two-component mixture"}),
+    ("Reproductions", {"r": "kumar2025-vn-srvn-order2"}),
+]
+
+
+@pytest.mark.parametrize("lecture", [False, True], ids=["normal", "lecture"])
+@pytest.mark.parametrize("path,query", LONG_CHOICES, ids=[p for p, _ in LONG_CHOICES])
+def test_long_choices_fit(server, browser, path, query, lecture):
+    w, h = layout.SIZES[0]
+    page, errors = layout.open_page(browser, server, path, w, h, lecture, urlencode(query))
+    try:
+        problems = layout.overflow_problems(page) + layout.exception_problems(page, errors)
     finally:
         page.close()
     assert not problems, "\n".join(problems)
