@@ -307,3 +307,21 @@ def test_log_kl_and_gap_figures():
     np.testing.assert_allclose(fig.data[1].y, fig.data[0].y, rtol=1e-10)  # an exact O(rho^2) gap lies on the line
     with pytest.raises(ValueError):
         pfl.order_gap_figure(rh, np.zeros(4))
+
+
+def test_ellipse_outlines_match_one_ellipse_at_a_time():
+    from vilab.plots import ellipse, ellipse_outlines
+
+    rng = np.random.default_rng(0)
+    means = rng.normal(size=(5, 2))
+    A = rng.normal(size=(5, 2, 2))
+    covs = A @ A.transpose(0, 2, 1) + 0.1 * np.eye(2)
+    covs[2] = [[1.0, 2.0], [2.0, 1.0]]  # indefinite: no ellipse
+    covs[3, 0, 0] = np.nan
+    x, y = ellipse_outlines(means, covs, 2.0, 60)
+    assert x.shape == y.shape == (5 * 61,) and np.all(np.isnan(x[60::61]))
+    for k in range(5):
+        ex, ey = ellipse(means[k], covs[k], 2.0, 60)
+        np.testing.assert_allclose(x[k * 61:k * 61 + 60], ex, equal_nan=True)
+        np.testing.assert_allclose(y[k * 61:k * 61 + 60], ey, equal_nan=True)
+    assert np.all(np.isnan(x[2 * 61:3 * 61])) and np.isfinite(x[0])

@@ -348,7 +348,7 @@ def show(fig, key: str | None = None, main: bool = False, **kw):
     if lecture():
         plots.lecture_style(fig)
     else:
-        fig.update_layout(template=plots.template(False))
+        plots.use_template(fig, False)
     kw.setdefault("config", _CHART_CONFIG)
     kw.setdefault("theme", None)  # vilab's template, not Streamlit's (which would override its fonts)
     if main:

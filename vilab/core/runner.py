@@ -19,6 +19,13 @@ each step, unless the algorithm draws from a stream of its own, ``uses_key=False
 recorded at iterations that are multiples of ``record_every``, whatever the chunking.
 :func:`resume` continues a Trace from its final state, optionally with new run-time settings (a new
 step size), and appends the rows.
+
+A rejected step (a failure code from the step, or non-finite values where the runner looks) ends the
+run with the state before it. The loop does not keep a copy of the state every step for that (on a
+P x P covariance the copy costs as much as a cheap step): it leaves with the rejected state, and
+:func:`run` runs that chunk again from its start up to the last valid step, with the same keys and so
+the same numbers. :func:`run_many` (small states, members failing at different steps) selects the
+state in the loop instead.
 """
 
 from __future__ import annotations

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from .theme import (FONT_PX, LECTURE_FONT_PX, LOOKS, Look, label, line, look, marker,  # noqa: F401
                     template)
 
-__all__ = ["COLORS", "color", "ellipse", "density_contour", "style", "lecture_style", "look", "label", "line",
+__all__ = ["COLORS", "color", "ellipse", "ellipse_outlines", "density_contour", "style", "lecture_style", "use_template", "look", "label", "line",
            "marker", "Look", "LOOKS", "template", "FONT_PX", "LECTURE_FONT_PX"]
 
 #: colour of each method with a fixed look (see :mod:`vilab.plots.theme`)
@@ -42,6 +43,24 @@ def ellipse(mean, cov, n_std: float = 2.0, n: int = 100) -> tuple[np.ndarray, np
     return pts[0] + mean[0], pts[1] + mean[1]
 
 
+def ellipse_outlines(means, covs, n_std: float = 2.0, n: int = 100) -> tuple[np.ndarray, np.ndarray]:
+    """The :func:`ellipse` of every (mean, cov) pair, (k, 2) and (k, 2, 2), in one pass, as one
+    line with a NaN between outlines (one Plotly trace draws them all): x, y of length k (n + 1).
+    An indefinite or non-finite covariance gives an outline of NaNs, as in :func:`ellipse`."""
+    means = np.asarray(means, float).reshape(-1, 2)
+    covs = np.asarray(covs, float).reshape(-1, 2, 2)
+    covs = 0.5 * (covs + np.swapaxes(covs, 1, 2))
+    good = np.all(np.isfinite(covs), axis=(1, 2))
+    w, V = np.linalg.eigh(np.where(good[:, None, None], covs, np.eye(2)))
+    good &= np.all(w > 0, axis=1)
+    t = np.linspace(0, 2 * np.pi, n)
+    circle = np.vstack([np.cos(t), np.sin(t)])  # (2, n)
+    pts = (V * np.sqrt(np.maximum(w, 0))[:, None, :]) @ circle * n_std + means[:, :, None]  # (k, 2, n)
+    pts[~good] = np.nan
+    pts = np.concatenate([pts, np.full((len(means), 2, 1), np.nan)], axis=2)
+    return pts[:, 0].ravel(), pts[:, 1].ravel()
+
+
 def density_contour(log_density_grid: np.ndarray, xs: np.ndarray, ys: np.ndarray, name: str = "target",
                     n_levels: int = 12, showscale: bool = False) -> go.Contour:
     """Contours of exp(log density) on a grid (values normalised to max 1), log-spaced levels.
@@ -55,13 +74,27 @@ def density_contour(log_density_grid: np.ndarray, xs: np.ndarray, ys: np.ndarray
                       line=dict(width=1), hoverinfo="skip")
 
 
+def use_template(fig: go.Figure, lecture: bool) -> None:
+    """Give ``fig`` vilab's registered template. Set by name, Plotly validates and deep-copies the
+    whole template for every figure (about 10 ms, a tenth of a page's redraw); the registered
+    template is valid already, so it is set the way Plotly sets its own default template, without
+    validation (the figure's JSON is the same)."""
+    lay = fig._layout_obj
+    lay._validate = False
+    try:
+        lay.template = pio.templates[template(lecture)]
+    finally:
+        lay._validate = fig._validate
+
+
 def style(fig: go.Figure, title: str | None = None, height: int = 450, **layout) -> go.Figure:
     """Common layout: vilab's template, compact margins, legend in a strip above the plot.
 
     A title sits at the very top of the figure and the legend in its own strip just above the plot
     area (a one-row legend does not overlap the title); the right margin keeps the hover toolbar
     off the plot."""
-    fig.update_layout(template=template(False), height=height, margin=dict(l=50, r=40, t=80 if title else 24, b=45),
+    use_template(fig, False)
+    fig.update_layout(height=height, margin=dict(l=50, r=40, t=80 if title else 24, b=45),
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0), **layout)
     if title:
         fig.update_layout(title=dict(text=title, x=0.0, xanchor="left", y=1.0, yref="container", yanchor="top",
@@ -83,7 +116,7 @@ def lecture_style(fig: go.Figure) -> go.Figure:
     to the lecture minimum; the figure keeps its height so that it stays on the first screen."""
     big = LECTURE_FONT_PX
     small = big - 2  # the floor: 18 px
-    fig.update_layout(template=template(True))
+    use_template(fig, True)
     lay = fig.layout
     for f in (lay.font, lay.title.font, lay.legend.font, lay.hoverlabel.font):
         _at_least(f, small)

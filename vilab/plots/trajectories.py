@@ -12,7 +12,7 @@ from typing import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
-from . import color, ellipse, label, line, marker, style
+from . import color, ellipse, ellipse_outlines, label, line, marker, style
 
 __all__ = ["paths_figure", "objective_figure", "animation_figure", "sweep_figure", "frame_indices", "plot_window",
            "log_density_grid", "coinciding"]
@@ -119,11 +119,7 @@ def paths_figure(traces: Mapping[str, object], contour: go.Contour | None = None
         idx = list(range(0, len(m), k))
         if idx[-1] != len(m) - 1:
             idx.append(len(m) - 1)
-        ex, ey = [], []
-        for j in idx:
-            x, y = ellipse(m[j], cov[j], n_std, n=60)
-            ex += [*x, np.nan]
-            ey += [*y, np.nan]
+        ex, ey = ellipse_outlines(m[idx], cov[idx], n_std, n=60)
         fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", showlegend=False, legendgroup=name,
                                  line=_ln(name, 1.2, c), opacity=0.7, hoverinfo="skip"))
         # the path, with the method's marker at the ellipse centres only (size 0 elsewhere)
