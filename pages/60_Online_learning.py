@@ -37,7 +37,7 @@ def _bong_equations():
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _linear(seed, T, noise_var, prior_var):
-    return linear_demo(seed, T, noise_var, prior_var)
+    return linear_demo(as_key(seed), T, noise_var, prior_var)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

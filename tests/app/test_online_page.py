@@ -44,15 +44,16 @@ def test_default_view():
     assert not at.error
     assert at.query_params["tab"] == TABS[0]
     assert len(at.get("plotly_chart")) == 1  # ellipses and eigenvalues in one figure; other tabs not computed
-    # the default view warns only about the moment form's lost positive definiteness, at t = 3
-    assert [w.value.startswith(f"{L('bong-lin-hess-fc_mom')} lost positive definiteness at t = 3") for w in at.warning] == [True]
+    # the default view warns only about the moment form's lost positive definiteness, at t = 1
+    assert [w.value.startswith(f"{L('bong-lin-hess-fc_mom')} lost positive definiteness at t = 1") for w in at.warning] == [True]
     assert not any(CODE.search(n) for n in _on_screen_names(at) + [w.value for w in at.warning])
-    assert any("What to notice" in i.value and "crosses 0 at t = 3" in i.value for i in at.info)
+    assert any("What to notice" in i.value and "crosses 0 at t = 1" in i.value for i in at.info)
 
 
 def test_the_sign_change_is_visible_on_the_eigenvalue_axis():
-    """The smallest eigenvalue runs to -8e13 at t = 10: on the symmetric-log axis the positive values
-    before t = 3 and the negative ones from t = 3 on are both far from 0, within the axis range."""
+    """The smallest eigenvalue runs from 1 at t = 0 to -3 at t = 1 and -1.8e64 at t = 10: on the
+    symmetric-log axis the positive value before t = 1 and the negative ones from t = 1 on are both far
+    from 0, within the axis range."""
     at = _at().run()
     spec = _specs(at)[0]
     mom = next(t for t in spec["data"] if t.get("name") == "BONG, moment form" and t.get("xaxis") == "x2")
@@ -66,8 +67,8 @@ def test_the_sign_change_is_visible_on_the_eigenvalue_axis():
     y, raw, ye = arr(mom["y"]), arr(mom["customdata"]), arr(exact["y"])
     lo, hi = spec["layout"]["yaxis2"]["range"]
     span = hi - lo
-    assert raw[2] > 0 > raw[3] and raw[-1] < -1e12  # the data: PD lost at t = 3, then a runaway
-    assert y[2] > 0.05 * span and y[3] < -0.05 * span  # both sides of 0 visible, not squashed onto it
+    assert raw[0] > 0 > raw[1] and raw[-1] < -1e12  # the data: PD lost at t = 1, then a runaway
+    assert y[0] > 0.05 * span and y[1] < -0.05 * span  # both sides of 0 visible, not squashed onto it
     assert lo <= y.min() and y.max() <= hi and np.all(ye > 0)
     ticks = spec["layout"]["yaxis2"]["ticktext"]
     assert "0" in ticks and any(t.startswith("−10") for t in ticks) and len(ticks) <= 9

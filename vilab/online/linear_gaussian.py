@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core.cache import memoize
+from ..core.keys import as_key
 from .families import FC
 from .grid import make_method
 from .likelihoods import gaussian
@@ -28,16 +29,17 @@ def linear_f(x, theta):
     return jnp.atleast_1d(jnp.dot(x, theta))
 
 
-def make_stream(seed: int, T: int, dim: int = 2, noise_var: float = 0.5, prior_var: float = 1.0):
-    """(X (T, dim), y (T,), theta_true): x_t ~ N(0, I), theta ~ N(0, prior_var I), y = x^T theta + noise."""
+def make_stream(key, T: int, dim: int = 2, noise_var: float = 0.5, prior_var: float = 1.0):
+    """(X (T, dim), y (T,), theta_true) as numpy float64, drawn from the jax PRNG ``key``: x_t ~ N(0, I),
+    theta ~ N(0, prior_var I), y = x^T theta + noise, noise ~ N(0, noise_var)."""
     if T < 1 or dim < 1:
         raise ValueError("A stream needs T >= 1 observations and dimension >= 1.")
     if not (noise_var > 0 and prior_var > 0):
         raise ValueError("The noise and prior variances must be positive.")
-    rng = np.random.default_rng(seed)
-    theta = rng.normal(size=dim) * np.sqrt(prior_var)
-    X = rng.normal(size=(T, dim))
-    y = X @ theta + rng.normal(size=T) * np.sqrt(noise_var)
+    k_theta, k_x, k_noise = jax.random.split(as_key(key), 3)
+    theta = np.asarray(jax.random.normal(k_theta, (dim,), jnp.float64)) * np.sqrt(prior_var)
+    X = np.asarray(jax.random.normal(k_x, (T, dim), jnp.float64))
+    y = X @ theta + np.asarray(jax.random.normal(k_noise, (T,), jnp.float64)) * np.sqrt(noise_var)
     return X, y, theta
 
 
@@ -79,11 +81,12 @@ def scalar_fc_mom_vs_kf(R: float, Sigma: float = 1.0, H: float = 1.0):
     return float(S_fc[-1, 0, 0]), float(S_mom[-1, 0, 0])
 
 
-def linear_demo(seed: int, T: int, noise_var: float, prior_var: float = 1.0):
+def linear_demo(key, T: int, noise_var: float, prior_var: float = 1.0):
     """Everything the page's 2-D stream panel draws: for t = 0..T the beliefs of bong-lin-hess-fc,
     the Kalman filter, the batch posterior of the first t observations and bong-lin-hess-fc_mom,
-    plus the smallest covariance eigenvalue of the exact and the moment-parameter filters."""
-    X, y, theta = make_stream(seed, T, 2, noise_var, prior_var)
+    plus the smallest covariance eigenvalue of the exact and the moment-parameter filters. ``key``: the
+    jax PRNG key of the stream (:func:`make_stream`)."""
+    X, y, theta = make_stream(key, T, 2, noise_var, prior_var)
     m0, S0 = np.zeros(2), prior_var * np.eye(2)
     mu_fc, S_fc = bong_linear_path(X, y, noise_var, m0, S0, "fc")
     mu_mom, S_mom = bong_linear_path(X, y, noise_var, m0, S0, "fc_mom")
