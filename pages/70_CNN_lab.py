@@ -334,7 +334,7 @@ with fig_col:
     if not mode_runs:
         ui.notice("The curves show the test error of the trained network after every epoch. Chance level is "
                   f"{1 - 1 / data_full.n_classes:.2f} ({data_full.n_classes} classes); the default run (SNNGM, "
-                  "50 epochs) ends near 0.1 in about half a minute." if not online else
+                  "50 epochs) ends near 0.1 in 15 to 30 seconds on a two-core CPU." if not online else
                   "One pass over the stream, one image per step: the test error and NLPD of the plug-in "
                   "predictive (at the mean weights) are measured at 8 checkpoints.")
     elif not online:
