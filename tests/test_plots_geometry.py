@@ -309,7 +309,7 @@ def test_log_kl_and_gap_figures():
         pfl.order_gap_figure(rh, np.zeros(4))
 
 
-def test_ellipse_outlines_match_one_ellipse_at_a_time():
+def test_ellipse_outlines_lie_on_each_gaussians_level_set():
     from vilab.plots import ellipse, ellipse_outlines
 
     rng = np.random.default_rng(0)
@@ -320,8 +320,12 @@ def test_ellipse_outlines_match_one_ellipse_at_a_time():
     covs[3, 0, 0] = np.nan
     x, y = ellipse_outlines(means, covs, 2.0, 60)
     assert x.shape == y.shape == (5 * 61,) and np.all(np.isnan(x[60::61]))
-    for k in range(5):
-        ex, ey = ellipse(means[k], covs[k], 2.0, 60)
-        np.testing.assert_allclose(x[k * 61:k * 61 + 60], ex, equal_nan=True)
-        np.testing.assert_allclose(y[k * 61:k * 61 + 60], ey, equal_nan=True)
-    assert np.all(np.isnan(x[2 * 61:3 * 61])) and np.isfinite(x[0])
+    for k in (0, 1, 4):  # every point at Mahalanobis distance 2, and the outline goes all the way round
+        r = np.stack([x[k * 61:k * 61 + 60], y[k * 61:k * 61 + 60]], axis=1) - means[k]
+        np.testing.assert_allclose(np.einsum("ni,ij,nj->n", r, np.linalg.inv(covs[k]), r), 4.0, rtol=1e-10)
+        ang = np.unwrap(np.arctan2(r[:, 1], r[:, 0]))
+        assert abs(abs(ang[-1] - ang[0]) - 2 * np.pi) < 1e-9
+        ex, ey = ellipse(means[k], covs[k], 2.0, 60)  # one outline of the same function
+        np.testing.assert_array_equal(ex, x[k * 61:k * 61 + 60])
+    for k in (2, 3):
+        assert np.all(np.isnan(x[k * 61:(k + 1) * 61])) and np.all(np.isnan(ellipse(means[k], covs[k])[0]))

@@ -206,10 +206,10 @@ _OVERFLOW_JS = """() => {
         const clips = s.overflowX !== 'visible' || s.textOverflow === 'ellipsis';
         if (clips && el.scrollWidth > el.clientWidth + 2) bad.push(el.tagName.toLowerCase() + ': "' + t.slice(0, 50) + '"');
     }
+    const offScreen = el => el.closest('details:not([open])') || el.getBoundingClientRect().width === 0;
     // a multiselect's chosen items must all show (Streamlit scrolls them sideways by default)
     for (const el of document.querySelectorAll('[data-testid="stMultiSelectTagsContainer"]')) {
-        const shut = el.closest('details:not([open])');
-        if (shut || el.getBoundingClientRect().width === 0) continue;
+        if (offScreen(el)) continue;
         if (el.scrollWidth > el.clientWidth + 2) bad.push('chosen items cut off: "' + (el.textContent || '').trim().slice(0, 50) + '"');
         // wrapped chips must stay inside the box (a box of fixed height lets them spill onto the next widget)
         const box = el.parentElement.getBoundingClientRect();
@@ -220,8 +220,7 @@ _OVERFLOW_JS = """() => {
     }
     // a selectbox shows its choice in an <input>, which cannot wrap: the whole choice must fit
     for (const el of document.querySelectorAll('[data-testid="stSelectbox"] input')) {
-        const shut = el.closest('details:not([open])');
-        if (shut || el.getBoundingClientRect().width === 0) continue;
+        if (offScreen(el)) continue;
         if (el.scrollWidth > el.clientWidth + 2) bad.push('choice cut off: "' + (el.value || '').slice(0, 50) + '"');
     }
     return bad;

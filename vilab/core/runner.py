@@ -369,6 +369,10 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
         n_buf = 8  # no per-step buffer: runs of any length with the same row count share one loop
     fn = _compiled(algorithm, n_buf, n_rows, batches, rel_tol_on, below_on, track, False, bool(keep_info))
     fail_tab = _failure_table(algorithm)[0]
+
+    def rejected(c) -> bool:  # the run ended on a rejected step
+        return bool(fail_tab[min(int(c["code"]), len(fail_tab) - 1)])
+
     n_total = np.int64(start_iteration + n_steps)
     cache_before = fn._cache_size() if hasattr(fn, "_cache_size") else 0
     rows_list, infos_list, taken = [], [], []
@@ -380,7 +384,7 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
         args = (np.float64(rel_tol), np.float64(below), np.int64(record_every))
         start = carry
         carry, rows, nrow, infos, steps = fn(start, b, np.int32(n), n_total, *args)
-        if fail_tab[min(int(carry["code"]), len(fail_tab) - 1)]:
+        if rejected(carry):
             # a step was rejected: the loop kept the rejected state (see _loop); run the chunk again
             # up to the last valid step (same keys, same numbers), which also records that iterate
             n_ok = int(steps)
@@ -415,7 +419,7 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
         if max_time is not None and done < n_steps and time.perf_counter() - t_run0 > max_time:
             host_status = "max_time"
             break
-    if (host_status is not None or fail_tab[min(int(carry["code"]), len(fail_tab) - 1)]) and int(carry["last"]) != int(carry["k"]):
+    if (host_status is not None or rejected(carry)) and int(carry["last"]) != int(carry["k"]):
         # stopped between chunks at an iteration that is not a multiple of record_every, or a first
         # step of a chunk rejected: record it, so that the trace ends where the state is
         obs = _observe(algorithm, carry["state"])

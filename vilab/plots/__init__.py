@@ -32,21 +32,17 @@ def ellipse(mean, cov, n_std: float = 2.0, n: int = 100) -> tuple[np.ndarray, np
     """Points (x, y) of the n_std-standard-deviation ellipse of a 2-D Gaussian.
 
     An indefinite "covariance" (a precision update that lost positive definiteness) has no
-    ellipse: its level set is a hyperbola; this returns NaNs then, and callers say why.
+    ellipse: its level set is a hyperbola; this returns NaNs then, and callers say why. (One
+    outline of :func:`ellipse_outlines`.)
     """
-    cov = 0.5 * (np.asarray(cov, float) + np.asarray(cov, float).T)
-    w, V = np.linalg.eigh(cov)
-    if np.any(w <= 0) or not np.all(np.isfinite(w)):
-        return np.full(n, np.nan), np.full(n, np.nan)
-    t = np.linspace(0, 2 * np.pi, n)
-    pts = (V * np.sqrt(w)) @ np.vstack([np.cos(t), np.sin(t)]) * n_std
-    return pts[0] + mean[0], pts[1] + mean[1]
+    x, y = ellipse_outlines([mean], [cov], n_std, n)
+    return x[:n], y[:n]
 
 
 def ellipse_outlines(means, covs, n_std: float = 2.0, n: int = 100) -> tuple[np.ndarray, np.ndarray]:
-    """The :func:`ellipse` of every (mean, cov) pair, (k, 2) and (k, 2, 2), in one pass, as one
-    line with a NaN between outlines (one Plotly trace draws them all): x, y of length k (n + 1).
-    An indefinite or non-finite covariance gives an outline of NaNs, as in :func:`ellipse`."""
+    """The n_std-standard-deviation ellipse of every (mean, cov) pair, (k, 2) and (k, 2, 2), in one
+    pass, as one line with a NaN between outlines (one Plotly trace draws them all): x, y of length
+    k (n + 1). An indefinite or non-finite covariance (no Gaussian) gives an outline of NaNs."""
     means = np.asarray(means, float).reshape(-1, 2)
     covs = np.asarray(covs, float).reshape(-1, 2, 2)
     covs = 0.5 * (covs + np.swapaxes(covs, 1, 2))
