@@ -20,7 +20,7 @@ CRAB_START = (0.0, 0.1)  # Tan (2025) Fig. 1's first starting point
 HERO = ("gd-mv", "kappa")  # Euclidean and natural gradient ascent in (mu, sigma^2)
 
 
-@st.cache_data(show_spinner=False)
+@ui.cache_data()
 def _hero():
     """Tan (2025) Fig. 1 on the horseshoe-crab toy: ELBO contours, both paths from one start (backtracking)."""
     target = horseshoe_crab_toy()

@@ -44,21 +44,21 @@ def _rule_label(option: str) -> str:
     return RULE_TEXT.get(code, plots.label(code))
 
 
-@st.cache_resource(show_spinner=False)
+@ui.cache_resource()
 def _target(kind, a):
     if kind == CRAB:
         return horseshoe_crab_toy()
     return gaussian_target(np.array([M_TARGET]), precision=np.array([[a]]), name=f"N({M_TARGET:g}, 1/{a:g})")
 
 
-@st.cache_data(show_spinner=False, max_entries=2048)
+@ui.cache_data(max_entries=2048)
 def _path(tkey, rule, mu0, s20, schedule, step):
     tr = vf.run_1d(RULES[rule], _target(*tkey), mu0, s20, step, schedule=schedule, rel_tol=1e-7, n_steps=1000)
     rmin = float(np.min(tr.step_sizes)) if tr.n_steps else np.nan
     return tr.mean[:, 0], tr.cov[:, 0, 0], tr.status, tr.n_steps, rmin
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@ui.cache_data(max_entries=128)
 def _grid(tkey, chart, window_xy, n):
     return vf.chart_grid(_target(*tkey), chart, window_xy, n)
 

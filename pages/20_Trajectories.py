@@ -30,7 +30,7 @@ TARGET_TEXT = {TARGETS[0]: "linear regression (T2)"}
 VIEWS = ["paths", "animation", "step-size sweep"]
 
 
-@st.cache_resource(show_spinner=False)
+@ui.cache_resource()
 def _target(name, kappa, rho_t, df):
     if name.startswith("Bayesian linear"):
         return kumar_t2()
@@ -60,7 +60,7 @@ def _options(tgt, grads, n_samples, tol):
     return opts
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@ui.cache_data(max_entries=256)
 def _run(tkey, method, rho, grads, n_samples, seed, m0, c0, n_steps, tol):
     tgt = _target(*tkey)
     opts = _options(tgt, grads, n_samples, tol)
@@ -68,17 +68,17 @@ def _run(tkey, method, rho, grads, n_samples, seed, m0, c0, n_steps, tol):
                key=as_key(int(seed)), **opts)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@ui.cache_data(max_entries=64)
 def _contour(tkey, bounds):
     return tplots.log_density_grid(_target(*tkey), bounds)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@ui.cache_data(max_entries=32)
 def _limits(tkey, m0, c0):
     return stability.step_size_limits(_target(*tkey), CholCov(np.asarray(m0), c0 * np.eye(2)))
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@ui.cache_data(max_entries=64)
 def _sweep(tkey, method, grads, n_samples, seed, m0, c0, n_steps, tol):
     tgt = _target(*tkey)
     opts = _options(tgt, grads, n_samples, tol)

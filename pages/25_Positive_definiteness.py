@@ -20,22 +20,22 @@ RHO_GRID = np.round(np.linspace(0.0, 1.5, 301), 6)  # contains every value of th
 MODES = ["single update (Cauchy example)", "Monte Carlo"]
 
 
-@st.cache_resource(show_spinner=False)
+@ui.cache_resource()
 def _cauchy():
     return bivariate_cauchy()
 
 
-@st.cache_resource(show_spinner=False)
+@ui.cache_resource()
 def _mixture(delta):
     return definiteness.two_component_mixture(delta)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@ui.cache_data(max_entries=64)
 def _single(theta1, theta2, s2):
     return definiteness.single_sample_updates(_cauchy(), [0.0, 0.0], s2 * np.eye(2), [theta1, theta2], RHO_GRID)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@ui.cache_data(max_entries=32)
 def _monte_carlo(target_name, delta, mu1, mu2, s2, rho, n_runs, n_steps, seed):
     tgt = _cauchy() if target_name == "bivariate Cauchy" else _mixture(delta)
     return definiteness.pd_loss_fraction(tgt, [mu1, mu2], s2 * np.eye(2), rho, n_runs=n_runs, n_steps=n_steps,

@@ -32,7 +32,7 @@ HORIZON = 6.0  # Kumar digest Sec. 8.2 (b): VN and SR-VN run to t = rho k = 6
 T_MAX = 20.0  # flows and discrete runs are solved once to the largest horizon; the t slider only cuts them
 
 
-@st.cache_resource(show_spinner=False)
+@ui.cache_resource()
 def _target(name, kappa, scale):
     if name == TARGETS[0]:
         return kumar_t2()
@@ -43,32 +43,32 @@ def _init(m0, c0):
     return CholCov(np.asarray(m0, float), float(c0) * np.eye(2))
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@ui.cache_data(max_entries=128)
 def _flow(tkey, kind, m0, c0):
     return flow(kind, _target(*tkey), _init(m0, c0), T_MAX, n_times=401)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@ui.cache_data(max_entries=256)
 def _discrete(tkey, name, m0, c0, rho, n_steps):
     return discretisation.thinned_run(name, _target(*tkey), _init(m0, c0), float(rho), int(n_steps))
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@ui.cache_data(max_entries=64)
 def _theorem1(tkey, m0, c0, t_end):
     return guarantees.theorem1_report(_target(*tkey), guarantees.cut_flow(_flow(tkey, "natural-mv", m0, c0), t_end))
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@ui.cache_data(max_entries=32)
 def _gap(tkey, m0, c0):
     return discretisation.vn_srvn_gap(_target(*tkey), _init(m0, c0), np.logspace(-5, 0, 16))
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@ui.cache_data(max_entries=64)
 def _limits(tkey, m0, c0):
     return stability.step_size_limits(_target(*tkey), _init(m0, c0))
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@ui.cache_data(max_entries=32)
 def _contour(tkey, bounds):
     return tplots.log_density_grid(_target(*tkey), bounds)
 

@@ -46,36 +46,36 @@ def _snngm_equations():
 
 
 # ----------------------------------------------------------------------------- cached work
-@st.cache_data(show_spinner="Running from the three starts ...", max_entries=64)
+@ui.cache_data(show_spinner="Running from the three starts ...", max_entries=64)
 def _fig3(name, alpha):
     return [(t.mean[:, 0], t.cov[:, 0, 0], t.status, t.extra["failed_at"] or t.extra["iterations"])
             for t in rep.fig3_run(name, alpha, max_iter=20000)]
 
 
-@st.cache_resource(show_spinner=False)
+@ui.cache_resource()
 def _crab():
     return horseshoe_crab_toy()
 
 
-@st.cache_data(show_spinner=False)
+@ui.cache_data()
 def _field(natural):
     U, V = fields.gradient_field_1d(_crab(), FIELD_MU, FIELD_S2, geometry="natural" if natural else "euclidean-var")
     return U, V
 
 
-@st.cache_resource(show_spinner=False)
+@ui.cache_resource()
 def _model2d():
     return R.logistic_2d()
 
 
-@st.cache_data(show_spinner=False)
+@ui.cache_data()
 def _grid2d():
     m = _model2d()
     t1, t2 = np.linspace(-0.6, 1.6, 121), np.linspace(-2.0, 0.3, 121)
     return t1, t2, m.log_joint_grid(t1, t2)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@ui.cache_data(max_entries=256)
 def _run2d(name, alpha, param, estimator, n_iter, seed):
     m = _model2d()
     tr = optim.run(m, name, key=as_key(seed), alpha=alpha, param=param, estimator=estimator, n_iter=n_iter,
@@ -85,7 +85,7 @@ def _run2d(name, alpha, param, estimator, n_iter, seed):
                 final=tr.extra["final_elbo"], it=tr.extra["iterations"])
 
 
-@st.cache_resource(show_spinner=False)
+@ui.cache_resource()
 def _dataset(name):
     return R.load(name)
 

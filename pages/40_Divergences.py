@@ -29,24 +29,24 @@ def _sig(x: float) -> str:
     return f"{x:.3g}".replace("-", "−")
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@ui.cache_data(max_entries=256)
 def _two_d(rho, sd1, sd2):
     P = dv.precision_2d(rho, sd1, sd2)
     return {k: dv.meanfield_variances(P, k) for k in ("kl", "fisher", "score", "forward_kl")}
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@ui.cache_data(max_entries=64)
 def _curves(sd1, sd2):
     rhos = np.linspace(-0.99, 0.99, 199)
     return rhos, dv.variance_curves_2d(rhos, sd1, sd2)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@ui.cache_data(max_entries=64)
 def _grid(c):
     return dv.fig1_grid(c)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@ui.cache_data(max_entries=256)
 def _three_d(a, b, c):
     P = dv.precision_3d(a, b, c)
     opt = dv.meanfield_optimum(P, "score")
@@ -55,7 +55,7 @@ def _three_d(a, b, c):
             "sdb": dv.batch_meanfield_fixed_point(P, "sdb")}, opt.collapsed
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@ui.cache_data(max_entries=128)
 def _univariate(kind, params):
     spec = univariate_target(kind, **dict(params))
     opt = dv.univariate_optima(spec)
@@ -65,25 +65,25 @@ def _univariate(kind, params):
     return x, np.exp(spec.logpdf(x)), opt
 
 
-@st.cache_resource(show_spinner=False)
+@ui.cache_resource()
 def _fig5_target():
     return gaussian_target(np.array([2.0]), cov=np.array([[1.5]]), name="N(2, 1.5)")
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@ui.cache_data(max_entries=64)
 def _fig5(n_iter, batch, seed, mu0):
     tr = dv.run_sgd(_fig5_target(), "sdb", n_iter=n_iter, batch_size=batch, history=True, window=n_iter,
                     key=as_key(seed), mu0=[mu0])
     return tr.mean[:, 0], tr.cov[:, 0, 0], tr.extra["samples"][:, :, 0], tr.status
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
+@ui.cache_resource(max_entries=16)
 def _gauss_target(cov_key):
     cov = np.array(cov_key)
     return gaussian_target(np.zeros(cov.shape[0]), cov=cov)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@ui.cache_data(max_entries=32)
 def _mf_runs(cov_key, n_iter, batch, seed):
     tg = _gauss_target(cov_key)
     out = {}

@@ -1,5 +1,8 @@
 """Online learning: the Bayesian online natural gradient (BONG) of Jones, Chang & Murphy."""
 
+import os
+import time
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -35,29 +38,47 @@ def _bong_equations():
     st.latex(r"\text{Gaussian belief:}\quad \Sigma_t^{-1}=\Sigma_{t|t-1}^{-1}-G_t,\ \ \mu_t=\mu_{t|t-1}+\Sigma_t g_t")
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@ui.cache_data(max_entries=64)
 def _linear(seed, T, noise_var, prior_var):
     return linear_demo(as_key(seed), T, noise_var, prior_var)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@ui.cache_data(max_entries=64)
 def _conj(kind, chi, nu, y):
     return cj.conjugate_demo(kind, chi, nu, y)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@ui.cache_data(max_entries=32)
 def _asset(name):
     return dg.load_asset(name)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _live(name, model, T, s2, alpha, I, M, seed, _progress=None):
+@ui.cache_resource(ttl=None)  # the store bounds itself
+def _live_store() -> ui.SharedStore:
+    """Finished live runs, reused by every session of this server (bounded: 64 runs, 6 hours each)."""
+    return ui.SharedStore(maxsize=64, ttl_s=6 * 3600)
+
+
+# one press of Run streams for at most this long, whatever was selected (a server's owner may change it)
+LIVE_BUDGET_S = float(os.environ.get("VILAB_LIVE_BUDGET_S", "90"))
+
+
+def _live(name, model, T, s2, alpha, I, M, seed, progress, max_time):
+    """One live run's curves: from the shared store, or streamed now (``progress`` drives this session's
+    bar, so the run is not a cached function: a cached function must not touch widgets)."""
+    key = (name, model, T, s2, alpha, I, M, seed)
+    hit = _live_store().get(key)
+    if hit is not None:
+        return hit
     r = dg.run_digits(name, model=model, T=T, sigma0_2=s2, alpha=alpha, n_iter=I, n_samples=M, key=as_key(seed),
                       checkpoints=[c for c in (0, 25, 50, 100, 200, 300, 500, 750, 1000) if c <= T], n_mc=30,
-                      progress=_progress)
-    return {"label": r.method, "t": list(map(int, r.iterations)),
-            "metrics": {k: list(r.extra[k]) for k in METRICS if k in r.extra},
-            "status": r.status, "ms_per_step": 1e3 * r.timings["seconds_per_step"]}
+                      progress=progress, max_time=max_time)
+    out = {"label": r.method, "t": list(map(int, r.iterations)),
+           "metrics": {k: list(r.extra[k]) for k in METRICS if k in r.extra},
+           "status": r.status, "ms_per_step": 1e3 * r.timings["seconds_per_step"]}
+    if r.status != "max_time":  # a run cut short by the budget is shown, not kept
+        _live_store()[key] = out
+    return out
 
 
 # ----------------------------------------------------------------------------- linear-Gaussian
@@ -250,18 +271,30 @@ if tab_dig.open:
                        "covariance is refused on the CNN. The sampled Hessian with a diagonal family uses 100 "
                        "Hutchinson probes per draw (slow).")
             config = (tuple(methods), model, int(T), float(s2), float(alpha), int(I), int(M), ui.seed())
-            if st.button("Run", key="lrun", type="primary"):
-                results = []
+            b1, b2 = st.columns(2)
+            run = b1.button("Run", key="lrun", type="primary", disabled=not methods)
+            b2.button("Stop", key="lstop", help="Ends the streaming; the methods that finished are reused by the next Run.")
+            if run:
+                results, skipped = [], []
                 bar = st.progress(0.0, text="streaming ...")
+                t0 = time.monotonic()
                 for i, name in enumerate(methods):
+                    left = LIVE_BUDGET_S - (time.monotonic() - t0)
+                    if left <= 0:
+                        skipped.append(L(name))
+                        continue
                     with ui.guard(L(name)):
                         alg = name.split("-")[0]
                         res = _live(name, model, int(T), float(s2), None if alg == "bong" else float(alpha),
                                     int(I) if alg in ("blr", "bbb") else 1, int(M), ui.seed(),
-                                    _progress=lambda f, i=i: bar.progress(min(1.0, (i + f) / max(len(methods), 1)),
-                                                                          text=f"{name}: {f:.0%}"))
+                                    lambda f, i=i, name=name: bar.progress(min(1.0, (i + f) / max(len(methods), 1)),
+                                                                           text=f"{L(name)}: {f:.0%}"), left)
                         results.append(res)
                 bar.empty()
+                if skipped or any(r["status"] == "max_time" for r in results):
+                    st.warning(f"One press of Run streams for at most {LIVE_BUDGET_S:g} seconds: "
+                               + (f"{len(skipped)} method(s) did not run ({', '.join(skipped)}). " if skipped else "")
+                               + "Choose fewer methods or a shorter stream.")
                 # kept for this session: a change of the Metric (outside this fragment) redraws the last run
                 st.session_state["online_live_last"] = {"config": config, "model": model, "seed": ui.seed(),
                                                         "results": results}

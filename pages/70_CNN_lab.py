@@ -1,5 +1,10 @@
 """CNN lab: variational training of convolutional networks, small on a CPU, full scale on a GPU."""
 
+import hashlib
+import os
+import re
+import time
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -23,6 +28,11 @@ MODEL_NAMES = {"lenet5": "LeNet-5", "lenet5-digits": "LeNet-5 for 8x8 images", "
                "mlp": "MLP (one hidden layer)"}
 
 
+UPLOAD = "your own file (.npz)"
+# one press of Train trains for at most this long, all methods together (a server's owner may change it)
+TRAIN_BUDGET_S = float(os.environ.get("VILAB_TRAIN_BUDGET_S", "600"))
+
+
 def model_label(name: str) -> str:
     return MODEL_NAMES.get(name, name)
 
@@ -39,18 +49,29 @@ def online_short(code: str) -> str:
     return name
 
 
-@st.cache_resource(show_spinner=False)
-def finished_store() -> dict:
-    """Finished runs keyed by their settings, shared by all sessions of this server."""
-    return {}
+@ui.cache_resource(ttl=None)  # the store bounds itself
+def finished_store() -> ui.SharedStore:
+    """Finished runs keyed by their settings, shared by all sessions of this server (bounded: the 48
+    most recent, each kept a day)."""
+    return ui.SharedStore(maxsize=48, ttl_s=24 * 3600)
 
 
-@st.cache_resource(show_spinner="Loading the data...")
+@ui.cache_resource(show_spinner="Loading the data...", max_entries=4)
 def load_data(name: str):
     return cdata.load(name)  # cache_resource: MNIST's 200 MB are not copied on every rerun
 
 
-@st.cache_resource(show_spinner=False)
+@ui.cache_resource(show_spinner="Loading the data...", max_entries=4)
+def load_folder_file(name: str):
+    return cdata.load_from_folder(name)
+
+
+@ui.cache_resource(show_spinner="Reading your file...", max_entries=4, ttl=3600)
+def load_upload(digest: str, filename: str, _raw: bytes):
+    return cdata.read_npz(_raw, filename)
+
+
+@ui.cache_resource(max_entries=8)
 def get_model(name: str, shape: tuple):
     return models.build(name, shape)
 
@@ -88,23 +109,36 @@ with ctl:
     stop_btn = b2.button("Stop", key="stop", help="Ends the running training; the epochs done so far are kept.")
     status_slot = st.empty()
     with ui.more("Data, model and more settings"):
-        ds_choice = ui.select("Data set", "ds", ["digits", "mnist", "local .npz"], "digits")
-        ds_name = "digits"
+        folder = cdata.folder_files()
+        ds_choice = ui.select("Data set", "ds", ["digits", "mnist", UPLOAD, *folder], "digits",
+                              help="Your own file: a .npz with the arrays x_train, y_train, x_test, y_test. "
+                                   + (f"The other files are this server's data folder." if folder else ""))
+        ds_name, loader = "digits", lambda: load_data("digits")
         if ds_choice == "mnist":
             if avail["mnist"] is None:
-                ds_name = "mnist"
+                ds_name, loader = "mnist", lambda: load_data("mnist")
             else:
                 st.info(avail["mnist"] + " Showing the digits instead.")
-        elif ds_choice == "local .npz":
-            path = ui.text("Path of a .npz with x_train, y_train, x_test, y_test", "npz", "")
-            if path:
-                ds_name = path
+        elif ds_choice == UPLOAD:
+            up = st.file_uploader("Your .npz file", type=["npz"], key="npz_upload",
+                                  max_upload_size=cdata.LIMITS["file_mb"],
+                                  help="Images (N, H, W), (N, H, W, C) or flat (N, H·W), pixels 0..255 or in [0, 1]; "
+                                       "labels 0..K-1. Limits: " + cdata.limits_text() + ".")
+            st.caption("Limits: " + cdata.limits_text() + ". The file stays on this server for an hour at most.")
+            if up is None:
+                st.info("Choose a file; until then the digits are used.")
             else:
-                st.info("Type the path of a local .npz file; until then the digits are used.")
+                raw = up.getvalue()
+                digest = hashlib.sha256(raw).hexdigest()
+                fname = re.sub(r"[^A-Za-z0-9_.-]+", "_", up.name)[-40:]  # shown in titles and tables
+                ds_name = f"{fname} ({digest[:8]})"
+                loader = lambda: load_upload(digest, fname, raw)  # noqa: E731
+        elif ds_choice in folder:
+            ds_name, loader = ds_choice, lambda: load_folder_file(ds_choice)
 
         data_full = None
         with ui.guard("loading the data"):
-            data_full = load_data(ds_name)
+            data_full = loader()
         if data_full is None:
             st.info("Using the digits instead.")
             data_full, ds_name = load_data("digits"), "digits"
@@ -196,7 +230,7 @@ def summarise_online(r: Trace, key: tuple) -> dict:
                 belief=r.state.belief, model=model_name, dataset=ds_name, settings=r.settings, short=short_label(key))
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@ui.cache_data(max_entries=16)
 def gallery_probs(run_key: tuple, _net, _run: dict, _X, seed: int):
     """Predictive probabilities (20 draws from q) of the gallery's test images for one finished run."""
     if _run["kind"] == "vi":
@@ -262,11 +296,16 @@ if stop_btn:
 if go_btn and methods:
     data_run = data_full.subset(n_train if not online else None, None if online else min(len(data_full.y_test), 2000))
     bar = status_slot.progress(0.0, text="Starting...")
+    t_press, skipped = time.monotonic(), []
     for i, m in enumerate(methods):
         key = settings_key(m)
         lab = plots.label(m)
         if key in store:  # finished before with the same settings: reuse
             st.session_state["cnn_shown"] = [k for k in st.session_state["cnn_shown"] if k != key] + [key]
+            continue
+        budget = TRAIN_BUDGET_S - (time.monotonic() - t_press)
+        if budget <= 0:
+            skipped.append(lab)
             continue
         partial_key = key + ("partial",)
         st.session_state["cnn_running"] = key
@@ -294,8 +333,11 @@ if go_btn and methods:
 
                 b = key[5]  # the batch size (VOGN: at most 16)
                 r = train.vi_train(net, data_run, m, key=as_key(seed), alpha=alphas[m], epochs=epochs, batch_size=b,
-                                   progress=prog, on_chunk=on_epoch, eval_samples=10, elbo_draws=10)
-                store[key] = summarise_vi(r, key)
+                                   progress=prog, on_chunk=on_epoch, eval_samples=10, elbo_draws=10, max_time=budget)
+                if r.status == "max_time":  # shown as far as it got (on_epoch kept it), not as finished
+                    skipped.append(f"{lab} (stopped after {len(train.per_epoch(r)['elbo_epoch'])} of {epochs} epochs)")
+                else:
+                    store[key] = summarise_vi(r, key)
             else:
                 drawn = [-1]
 
@@ -315,13 +357,25 @@ if go_btn and methods:
                                        alpha=None if alg == "bong" else lr,
                                        n_iter=n_iter if alg in ("blr", "bbb") else 1, n_checkpoints=8,
                                        n_test=min(500, len(data_run.y_test)), n_mc=20, progress=prog,
-                                       on_chunk=on_chunk)
-                store[key] = summarise_online(r, key)
-            store.pop(partial_key, None)
-            st.session_state["cnn_shown"] = [k for k in st.session_state["cnn_shown"] if k != partial_key]
-            show_run(key)
+                                       on_chunk=on_chunk, max_time=budget)
+                if r.status == "max_time":  # shown as far as it got, not as finished
+                    s = summarise_online(r, key)
+                    s["label"] += f" (stopped at t = {r.n_steps})"
+                    s["rows"] = [dict(row, run=s["label"]) for row in s["rows"]]
+                    store[partial_key] = s
+                    show_run(partial_key)
+                    skipped.append(f"{lab} (stopped at t = {r.n_steps})")
+                else:
+                    store[key] = summarise_online(r, key)
+            if key in store:
+                store.pop(partial_key, None)
+                st.session_state["cnn_shown"] = [k for k in st.session_state["cnn_shown"] if k != partial_key]
+                show_run(key)
         st.session_state.pop("cnn_running", None)
     bar.progress(1.0, text="Done: " + ", ".join(plots.label(m) for m in methods) + ".")
+    if skipped:
+        status_slot.warning(f"One press of Train trains for at most {TRAIN_BUDGET_S:g} seconds; cut short or not run: "
+                            + "; ".join(skipped) + ". Choose fewer methods, epochs or examples.")
 
 # ---------------------------------------------------------------------------------- results
 shown = [store[k] for k in st.session_state["cnn_shown"] if k in store]
@@ -354,7 +408,7 @@ with fig_col:
                   "per image (no step size); a lower NLPD than the diagonal methods' shows what a richer covariance "
                   "buys.")
     st.caption(f"{model_label(net.name)}: {net.n_params:,} weights ({' + '.join(f'{k} {v:,}' for k, v in net.layers)}); "
-               f"{data_full.name}: {data_full.n_train:,} training / {len(data_full.y_test):,} test images "
+               f"{ui.plain(data_full.name)}: {data_full.n_train:,} training / {len(data_full.y_test):,} test images "
                f"{shape}. Device: {devices.device_label()}"
                + (f"; each minibatch is split over the {info['count']} devices." if info["count"] > 1 else "."))
 

@@ -53,12 +53,12 @@ if missing:
     st.caption("Not offered for this model: " + "; ".join(missing) + ".")
 
 
-@st.cache_resource(show_spinner=False)
+@ui.cache_resource()
 def _reference(k):
     return load_reference(k)
 
 
-@st.cache_data(show_spinner="Running the method (compiling on first use) ...", max_entries=64)
+@ui.cache_data(show_spinner="Running the method (compiling on first use) ...", max_entries=64)
 def _run(k, method, n, a0, B, rule, budget_s, seed):
     m = get_model(k)
     kw = dict(alpha=a0) if method == "gva-snngm" else {}
@@ -76,7 +76,7 @@ def _run(k, method, n, a0, B, rule, budget_s, seed):
                 ratio=sd_ratio(sd, ref.sd)[:2], start=f.settings.get("T0", ""))
 
 
-@st.cache_data(show_spinner=False)
+@ui.cache_data()
 def _patterns(k, n_show):
     return sparsity_patterns(get_model(k), _reference(k).mean, n_show)
 

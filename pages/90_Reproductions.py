@@ -16,7 +16,7 @@ ui.page(
 )
 
 
-@st.cache_resource(show_spinner=False)
+@ui.cache_resource()
 def _store() -> tuple[dict, threading.Lock]:
     """Results computed on this server (name -> repro.Result), shared by every session."""
     return {}, threading.Lock()

@@ -2,6 +2,7 @@
 every method, the training loops, batch sharding over two host devices."""
 
 import gzip
+import io
 import json
 import math
 import os
@@ -164,7 +165,7 @@ def test_npz_loader(tmp_path):
     assert e.shape == (5, 5, 3) and 0.0 <= e.x_train.min() and e.x_train.max() <= 1.0
     q = tmp_path / "bad.npz"
     np.savez(q, x_train=np.zeros((3, 5)), y_train=np.zeros(3))
-    with pytest.raises(ValueError, match="lacks the arrays"):
+    with pytest.raises(ValueError, match="lacks the array"):
         data.load(str(q))
     r = tmp_path / "mismatch.npz"
     np.savez(r, x_train=np.zeros((3, 4, 4)), y_train=np.zeros(2), x_test=np.zeros((1, 4, 4)), y_test=np.zeros(1))
@@ -176,7 +177,7 @@ def test_npz_loader(tmp_path):
         data.load(str(s))
     u = tmp_path / "labels.npz"
     np.savez(u, x_train=np.zeros((3, 4, 4)), y_train=[0, 1.5, 1], x_test=np.zeros((1, 4, 4)), y_test=[0])
-    with pytest.raises(ValueError, match="non-negative integers"):
+    with pytest.raises(ValueError, match="whole numbers"):
         data.load(str(u))
     with pytest.raises(ValueError, match="no file"):
         data.load(str(tmp_path / "missing.npz"))
@@ -185,6 +186,89 @@ def test_npz_loader(tmp_path):
     assert d.subset(5, 3).n_train == 5 and len(d.subset(5, 3).y_test) == 3
     with pytest.raises(ValueError, match="Choose between"):
         d.subset(21)
+
+
+def _npz_bytes(**arrays) -> bytes:
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    return buf.getvalue()
+
+
+def _digits_like(n=6, side=4, **over):
+    rng = np.random.default_rng(1)
+    arrays = dict(x_train=rng.integers(0, 256, (n, side, side), dtype=np.uint8), y_train=np.arange(n) % 2,
+                  x_test=rng.integers(0, 256, (2, side, side), dtype=np.uint8), y_test=np.array([0, 1]))
+    arrays.update(over)
+    return arrays
+
+
+def test_read_npz_takes_the_bytes_of_an_upload():
+    d = data.read_npz(_npz_bytes(**_digits_like()), "upload.npz")
+    assert d.name == "upload" and d.shape == (4, 4, 1) and d.n_classes == 2 and d.n_train == 6
+
+
+@pytest.mark.parametrize("arrays, match", [
+    (_digits_like(y_train=np.array([0, 1, 1e9, 0, 1, 0])), "whole numbers"),
+    (_digits_like(y_train=np.array([0, 1, 2**63 + 5, 0, 1, 0], dtype=np.uint64)), "whole numbers"),
+    (_digits_like(y_train=np.array([0, 1, 7, -1, 1, 0])), "whole numbers"),
+    (_digits_like(y_train=np.array([0, 1, np.nan, 0, 1, 0])), "whole numbers"),
+    (_digits_like(y_train=np.array([0, 1, 1.5, 0, 1, 0])), "whole numbers"),
+    (_digits_like(y_train=np.array(["a", "b", "a", "b", "a", "b"])), "holds"),
+    (_digits_like(x_train=np.full((6, 4, 4), np.inf)), "NaN or infinite"),
+    (_digits_like(x_train=np.zeros((6, 4, 4), dtype=np.complex64)), "holds"),
+    (_digits_like(x_train=np.zeros((6, 65, 65), dtype=np.uint8)), "at most 64x64"),
+    (_digits_like(x_train=np.zeros((6, 4, 4, 5), dtype=np.uint8)), "channels"),
+    (_digits_like(x_train=np.zeros((6, 4, 4), dtype=np.uint16) + 300), "0..255"),
+])
+def test_read_npz_refuses_bad_arrays_with_a_sentence(arrays, match):
+    with pytest.raises(ValueError, match=match):
+        data.read_npz(_npz_bytes(**arrays), "bad.npz")
+
+
+def test_read_npz_keeps_huge_pixel_values_finite():
+    x = np.zeros((6, 4, 4), dtype=np.float32)
+    x[0, 0, 0], x[1, 0, 0] = 3e38, -3e38  # their range overflows float32
+    d = data.read_npz(_npz_bytes(**_digits_like(x_train=x)), "big.npz")
+    assert np.all(np.isfinite(d.x_train)) and d.x_train.min() == 0.0 and d.x_train.max() == 1.0
+
+
+def test_read_npz_reads_headers_before_data_and_never_inflates_past_them():
+    import zipfile
+
+    # a zip bomb: 300 MB of zeros that compress to a few hundred kB, declared as a small array
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for k, v in _digits_like().items():
+            body = io.BytesIO()
+            np.save(body, v)
+            raw = body.getvalue()
+            if k == "x_train":
+                raw += bytes(300 * 2**20)  # trailing data the header does not declare
+            zf.writestr(k + ".npy", raw)
+    d = data.read_npz(buf.getvalue(), "bomb.npz")  # only the declared 96 bytes are read
+    assert d.x_train.shape == (6, 4, 4, 1)
+    # a header declaring 2048x2048 images is refused before a byte of data is read
+    big = io.BytesIO()
+    with zipfile.ZipFile(big, "w", zipfile.ZIP_DEFLATED) as zf:
+        for k, v in _digits_like().items():
+            body = io.BytesIO()
+            if k == "x_train":
+                np.lib.format.write_array_header_1_0(body, {"descr": "|u1", "fortran_order": False,
+                                                            "shape": (60000, 2048, 2048)})
+                body.write(bytes(1000))
+            else:
+                np.save(body, v)
+            zf.writestr(k + ".npy", body.getvalue())
+    with pytest.raises(ValueError, match="at most 64x64"):
+        data.read_npz(big.getvalue(), "huge.npz")
+    obj = io.BytesIO()
+    np.savez(obj, **_digits_like(y_test=np.array([0, None], dtype=object)))
+    with pytest.raises(ValueError, match="pickles are refused"):
+        data.read_npz(obj.getvalue(), "pickle.npz")
+    with pytest.raises(ValueError, match="not a .npz file"):
+        data.read_npz(b"x_train,y_train\n1,2\n", "table.csv")
+    with pytest.raises(ValueError, match="at most 50 MB"):
+        data.read_npz(bytes(51 * 2**20), "large.npz")
 
 
 def test_mnist_loader_reads_the_bundled_file_through_importlib_resources(tmp_path, monkeypatch):

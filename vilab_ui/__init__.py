@@ -9,6 +9,10 @@ unique within a page.
 from __future__ import annotations
 
 import math
+import re
+import threading
+import time
+from collections import OrderedDict
 from contextlib import contextmanager
 from typing import Any, Callable, Sequence
 
@@ -21,6 +25,7 @@ __all__ = [
     "page", "slider", "log_slider", "select", "radio", "multiselect", "number", "toggle", "checkbox",
     "text", "seed", "lecture", "show", "guard", "more", "report_status", "log_grid", "selected_point",
     "click_setter", "scope", "tabs", "link", "status_text", "columns", "notice", "explain", "table", "apply_mode", "MAIN_FIGURE",
+    "plain", "SharedStore", "TEXT_MAX_CHARS", "cache_data", "cache_resource",
 ]
 
 
@@ -223,10 +228,19 @@ def checkbox(label: str, key: str, value: bool = False, help: str | None = None,
     return _switch(st.checkbox, label, key, value, help, kw)
 
 
-def text(label: str, key: str, value: str = "", help: str | None = None, **kw) -> str:
-    """st.text_input synced with ?key=."""
-    _prime(key, value, str, str, signature=("text",))
-    out = st.text_input(label, key=key, help=help, **kw)
+TEXT_MAX_CHARS = 400  # a text box (and its URL value) holds at most this many characters
+
+
+def text(label: str, key: str, value: str = "", help: str | None = None, max_chars: int = TEXT_MAX_CHARS,
+         **kw) -> str:
+    """st.text_input synced with ?key=; a longer URL value is cut to ``max_chars``. Show the value (or a
+    message quoting it) only through :func:`plain`: it is whatever a link's author typed."""
+
+    def valid(v: str) -> str:
+        return str(v)[:max_chars]
+
+    _prime(key, value, valid, valid, signature=("text", max_chars))
+    out = st.text_input(label, key=key, help=help, max_chars=max_chars, **kw)
     _publish(key, out)
     return out
 
@@ -396,20 +410,44 @@ def more(label: str = "More settings"):
     return st.expander(label, expanded=False)
 
 
+# emphasis, code, links, images, HTML, formulas, tables, entities, and Streamlit's :colour[...] / :icon: directives
+_MD_PUNCT = re.compile(r"([\\`*_\[\]<>$~|&]|:(?=[A-Za-z]))")
+_MD_LINE_START = re.compile(r"^(\s*)([#>+=-]|\d+[.)])", re.MULTILINE)  # headings, quotes, lists at a line's start
+_URLISH = re.compile(r"(\S*(?:://|www\.|@)\S*)", re.IGNORECASE)
+
+
+def _code_span(s: str) -> str:
+    fence = "`" * (max((len(m) for m in re.findall(r"`+", s)), default=0) + 1)
+    return f"{fence} {s} {fence}"
+
+
+def plain(text) -> str:
+    """``text`` as Markdown that shows exactly these characters: no link, image, emphasis, heading or formula.
+
+    For every message that may quote what a user typed or put in a URL (Streamlit renders st.warning,
+    st.info, st.markdown... as Markdown, and turns bare addresses into links): Markdown punctuation is
+    escaped with a backslash, and anything that looks like an address (``://``, ``www.``, ``@``) is shown
+    as code, which the browser never turns into a link. Plain sentences come out unchanged."""
+    parts = _URLISH.split(str(text))
+    out = "".join(_code_span(p) if i % 2 else _MD_PUNCT.sub(r"\\\1", p) for i, p in enumerate(parts))
+    return _MD_LINE_START.sub(lambda m: m.group(1) + m.group(2)[:-1] + "\\" + m.group(2)[-1], out)
+
+
 @contextmanager
 def guard(context: str = ""):
     """Show errors as messages, never as tracebacks.
 
     ValueError (bad input, explained by the library) becomes st.warning; any other exception
     becomes st.error with its message. Streamlit's own control flow (st.stop, reruns) passes.
+    The message is shown as plain text (:func:`plain`): it may quote a value from the URL.
     """
     prefix = f"{context}: " if context else ""
     try:
         yield
     except ValueError as exc:
-        st.warning(f"{prefix}{exc}")
+        st.warning(plain(f"{prefix}{exc}"))
     except Exception as exc:  # noqa: BLE001 - shown to the user instead of a traceback
-        st.error(f"{prefix}something went wrong ({type(exc).__name__}: {exc}).")
+        st.error(plain(f"{prefix}something went wrong ({type(exc).__name__}: {exc})."))
 
 
 _STATUS_WORDS = {"converged": "converged", "max_steps": "ran all its steps", "max_time": "ran out of time",
@@ -425,9 +463,92 @@ def report_status(trace_or_status, label: str = "") -> bool:
     """Warn when a run diverged; return True if it did."""
     status = getattr(trace_or_status, "status", trace_or_status)
     if isinstance(status, str) and status.startswith("diverged"):
-        st.warning(f"{label + ': ' if label else ''}{status}. The path is drawn up to the failure.")
+        st.warning(plain(f"{label + ': ' if label else ''}{status}. The path is drawn up to the failure."))
         return True
     return False
+
+
+CACHE_MAX_ENTRIES = 64  # per cached function
+CACHE_TTL_S = 6 * 3600  # an entry unused this long is dropped
+
+
+def cache_data(**kw):
+    """``st.cache_data`` bounded in size and time (every cache of a page is shared by all its visitors):
+    at most ``max_entries`` (64) results, each dropped ``ttl`` (6 h) after it was computed, no spinner
+    unless asked. A cached function must not touch widgets (Streamlit cannot replay them on a hit)."""
+    kw.setdefault("max_entries", CACHE_MAX_ENTRIES)
+    kw.setdefault("ttl", CACHE_TTL_S)
+    kw.setdefault("show_spinner", False)
+    return st.cache_data(**kw)
+
+
+def cache_resource(**kw):
+    """``st.cache_resource`` bounded as :func:`cache_data` is (for unpicklable or large objects: jitted
+    functions, targets, data sets, :class:`SharedStore`)."""
+    kw.setdefault("max_entries", CACHE_MAX_ENTRIES)
+    kw.setdefault("ttl", CACHE_TTL_S)
+    kw.setdefault("show_spinner", False)
+    return st.cache_resource(**kw)
+
+
+class SharedStore:
+    """A bounded store shared by every session of the server (make one with ``st.cache_resource``):
+    at most ``maxsize`` entries, each kept ``ttl_s`` seconds after it was last written; the least
+    recently used entry goes first. Thread-safe (each session runs in its own thread).
+
+    For results a page wants every visitor to reuse (finished training runs); a plain dict there
+    would grow with every run of every student."""
+
+    def __init__(self, maxsize: int = 32, ttl_s: float = 3600.0):
+        if int(maxsize) < 1 or not ttl_s > 0:
+            raise ValueError("A shared store needs maxsize >= 1 and a positive time to live.")
+        self.maxsize, self.ttl_s = int(maxsize), float(ttl_s)
+        self._items: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _expire(self, now: float) -> None:
+        while self._items:
+            k, (t, _) = next(iter(self._items.items()))
+            if now - t <= self.ttl_s:
+                break
+            self._items.popitem(last=False)
+
+    def __setitem__(self, key, value) -> None:
+        with self._lock:
+            self._items.pop(key, None)
+            self._items[key] = (time.monotonic(), value)
+            while len(self._items) > self.maxsize:
+                self._items.popitem(last=False)
+
+    def get(self, key, default=None):
+        with self._lock:
+            self._expire(time.monotonic())
+            if key not in self._items:
+                return default
+            self._items.move_to_end(key)
+            return self._items[key][1]
+
+    def __getitem__(self, key):
+        out = self.get(key, _MISSING)
+        if out is _MISSING:
+            raise KeyError(key)
+        return out
+
+    def __contains__(self, key) -> bool:
+        return self.get(key, _MISSING) is not _MISSING
+
+    def pop(self, key, default=None):
+        with self._lock:
+            item = self._items.pop(key, None)
+        return default if item is None else item[1]
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._expire(time.monotonic())
+            return len(self._items)
+
+
+_MISSING = object()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -142,10 +142,55 @@ def test_online_run_live_chart_and_bad_npz_path():
     assert not at.exception
     assert at.dataframe[0].value.shape[0] == 1
     assert len(at.get("plotly_chart")) >= 3  # metrics against t, speed, gallery
-    at.selectbox(key="ds").set_value("local .npz").run()
-    at.text_input(key="npz").set_value("/nonexistent/file.npz").run()
-    assert not at.exception
-    assert at.warning  # the missing file is explained, the digits stay in use
+
+
+def _npz(**over) -> bytes:
+    import io
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    arrays = dict(x_train=rng.integers(0, 256, (40, 6, 6), dtype=np.uint8), y_train=np.arange(40) % 3,
+                  x_test=rng.integers(0, 256, (9, 6, 6), dtype=np.uint8), y_test=np.arange(9) % 3)
+    arrays.update(over)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    return buf.getvalue()
+
+
+def test_no_url_names_a_server_file_and_uploads_are_checked():
+    # the old path parameter and any path as a data set fall back to the digits, saying nothing about the server
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params.update({"ds": "/root/x.npz", "npz": "[click me](http://x.example/a)"})
+    at.run()
+    assert not at.exception and at.selectbox(key="ds").value == "digits"
+    assert not at.text_input and "x.example" not in _text(at) and "/root" not in _text(at)
+    at.selectbox(key="ds").set_value("your own file (.npz)").run()
+    assert not at.exception and "at most 50 MB" in _text(at)  # the limits are stated
+    up = at.file_uploader(key="npz_upload")
+    up.upload("my [data](http://x.example).npz", _npz()).run()
+    assert not at.exception and not at.warning
+    text = _text(at)
+    assert "40 training / 9 test images" in text and "://" not in text and "](" not in text  # the name is defused
+    # malformed, hostile or oversized files: a clear message, the digits stay in use
+    for name, raw, says in [("bad.npz", b"not a zip", "not a .npz file"),
+                            ("labels.npz", _npz(y_train=[7.5] * 40), "whole numbers"),
+                            ("big.npz", _npz(x_train=__import__("numpy").zeros((2, 100, 100), "uint8"),
+                                             y_train=[0, 1]), "at most 64x64")]:
+        at.file_uploader(key="npz_upload").upload(name, raw).run()
+        assert not at.exception
+        assert any(says in w.value for w in at.warning), (name, [w.value for w in at.warning])
+        assert "3,814 weights" in _text(at)  # the digits' LeNet-5 again
+
+
+def test_the_data_folder_offers_its_files_by_name_only(tmp_path, monkeypatch):
+    (tmp_path / "class.npz").write_bytes(_npz())
+    monkeypatch.setenv("VILAB_DATA_DIR", str(tmp_path))
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params["ds"] = "class.npz"
+    at.run()
+    assert not at.exception and at.selectbox(key="ds").value == "class.npz"
+    assert "40 training / 9 test images" in _text(at) and str(tmp_path) not in _text(at)
 
 
 @pytest.mark.slow
@@ -163,3 +208,17 @@ def test_recorded_results_are_shown_with_their_provenance(tmp_path, monkeypatch)
     assert any("ELBO (Tan Table 9)" in c for c in cols) and any("nlpd_plugin" in c for c in cols)
     assert len(at.get("plotly_chart")) >= 3  # Tan ELBO curves, BONG Figs 1 and 2
     assert "--allow-cpu" in _text(at)
+
+
+@pytest.mark.slow
+def test_a_press_of_train_past_its_time_budget_stops_and_says_so(monkeypatch):
+    monkeypatch.setenv("VILAB_TRAIN_BUDGET_S", "0.001")
+    at = AppTest.from_file(PAGE, default_timeout=300)
+    at.query_params.update({"opts": ["snngm", "adam"], "ep": "3", "ntr": "64", "model": "mlp"})
+    at.run()
+    at.button(key="train").click().run()
+    assert not at.exception and not at.error
+    said = " ".join(w.value for w in at.warning)
+    # SNNGM stopped inside its first epoch (nothing finished to show); Adam did not start
+    assert "at most 0.001 seconds" in said and "SNNGM (stopped after 0 of 3 epochs); Adam." in said
+    assert "Finished runs" not in [h.value for h in at.subheader]

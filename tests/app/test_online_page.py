@@ -183,6 +183,42 @@ def test_live_results_survive_a_metric_change():
     assert any("live, seed" in c.proto.spec for c in at.get("plotly_chart"))
 
 
+def test_a_second_run_and_another_session_reuse_the_finished_run():
+    """Pressing Run again with the same settings, in this session or another, shows the finished run
+    (it was a CacheReplayClosureError when a cached function drove this session's progress bar)."""
+    def live_specs(at):
+        return [c.proto.spec for c in at.get("plotly_chart") if "live, seed" in c.proto.spec]
+
+    at = _at(300, tab="Digits stream", lm=["bong-lin-hess-diag"], lTd="25", lmod="linear")
+    at.run()
+    at.button(key="lrun").click().run()
+    assert not at.exception and not at.error and not at.warning
+    first = live_specs(at)
+    at.button(key="lrun").click().run()
+    assert not at.exception and not at.error and not at.warning
+    assert live_specs(at) == first
+    other = _at(300, tab="Digits stream", lm=["bong-lin-hess-diag"], lTd="25", lmod="linear")
+    other.run()
+    other.button(key="lrun").click().run()
+    assert not other.exception and not other.error and not other.warning
+    assert live_specs(other) == first
+
+
+def test_a_run_past_its_time_budget_stops_and_says_so(monkeypatch):
+    """Each press of Run has a time budget (VILAB_LIVE_BUDGET_S): a run that spends it stops after its
+    current chunk, is shown as far as it got, and the methods left are named, not run."""
+    monkeypatch.setenv("VILAB_LIVE_BUDGET_S", "0.001")
+    at = _at(300, tab="Digits stream", lm=["bog-lin-hess-diag", "bong-lin-hess-diag"], lTd="1000", lmod="linear",
+             ls2="0.05", lal="0.01")
+    at.run()
+    at.button(key="lrun").click().run()
+    assert not at.exception and not at.error
+    said = " ".join(w.value for w in at.warning)
+    assert "at most 0.001 seconds" in said and "1 method(s) did not run" in said and L("bong-lin-hess-diag") in said
+    live = [c.proto.spec for c in at.get("plotly_chart") if "live, seed" in c.proto.spec]
+    assert len(live) == 1  # the cut-short run is drawn as far as it got
+
+
 def test_t_follows_the_stream_length():
     """The belief slider t runs to the stream length T, its value kept where it can be."""
     at = _at().run()

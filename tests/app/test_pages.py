@@ -179,3 +179,31 @@ def test_overflowing_url_values_fall_back_to_defaults(param, value):
         assert at.number_input(key="seed").value == 0
     else:
         assert dict(at.query_params)[param] == {"n": "10", "r": "0.5", "al": "0.03"}[param]
+
+
+def test_every_cache_of_a_page_is_bounded_in_size_and_time():
+    """A page's caches are shared by every visitor: each goes through vilab_ui's bounded decorators."""
+    import re
+
+    for page in PAGES:
+        src = page.read_text()
+        assert not re.search(r"st\.cache_(data|resource)\b", src), f"{page.name} uses an unbounded Streamlit cache"
+        assert not re.search(r"@(functools\.)?(lru_cache|cache)\b", src), f"{page.name} caches outside vilab_ui"
+
+
+def test_the_shared_store_is_bounded_and_forgets_old_entries(monkeypatch):
+    import vilab_ui as ui
+
+    clock = [100.0]
+    monkeypatch.setattr(ui.time, "monotonic", lambda: clock[0])
+    s = ui.SharedStore(maxsize=2, ttl_s=10)
+    s["a"], s["b"] = 1, 2
+    assert s["a"] == 1  # a is now the most recent
+    s["c"] = 3
+    assert "b" not in s and "a" in s and "c" in s and len(s) == 2
+    clock[0] += 11
+    assert "a" not in s and len(s) == 0 and s.get("c", "gone") == "gone"
+    with pytest.raises(KeyError):
+        s["c"]
+    with pytest.raises(ValueError):
+        ui.SharedStore(maxsize=0)

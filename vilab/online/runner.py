@@ -217,7 +217,7 @@ def _checkpoints(checkpoints, T):
 
 def stream(method: Method, f: Callable, lik, X, Y, prior, *, key, checkpoints, evaluate: Callable | None = None,
            progress: Callable[[float], None] | None = None, on_chunk: Callable[[core.Trace], None] | None = None,
-           keep_states: bool = False) -> core.Trace:
+           keep_states: bool = False, max_time: float | None = None) -> core.Trace:
     """Stream (X[t], Y[t]), t = 1..T, through grid method ``method``, one example per step (Alg. 1);
     record the belief and the test metrics at ``checkpoints``.
 
@@ -227,6 +227,8 @@ def stream(method: Method, f: Callable, lik, X, Y, prior, *, key, checkpoints, e
     evaluate: :func:`make_evaluator`'s function (metrics per checkpoint); progress(fraction) and
     on_chunk(trace so far) are called after every chunk of steps, i.e. every gcd of the gaps
     between checkpoints (one compiled loop serves the whole run), so at least once per checkpoint.
+    max_time: a time budget in seconds, checked after every chunk; a run that spends it ends with
+    status "max_time" at the last chunk done (a page's live run cannot hold the server indefinitely).
 
     Returns a :class:`vilab.core.Trace` with one row per checkpoint reached: ``iterations`` the
     checkpoints (0 = the prior), ``mean`` (R, P), ``var`` (R, P) marginal variances,
@@ -275,9 +277,9 @@ def stream(method: Method, f: Callable, lik, X, Y, prior, *, key, checkpoints, e
         return not all(np.all(np.isfinite(np.asarray(rows[k])[at])) for k in METRICS if k in rows)
 
     tr = core.run(alg, key, alg.init(key, prior), T, batches=batches, record_every=L, chunk_size=L,
-                  progress=progress, host_stop=host_stop, on_chunk=chunk_done)
+                  progress=progress, host_stop=host_stop, on_chunk=chunk_done, max_time=max_time)
     n_done = int(tr.info["code"].shape[0])
-    status = "max_steps"
+    status = "max_time" if tr.status == "max_time" else "max_steps"
     if tr.diverged:  # a rejected step: the runner kept the beliefs before it
         status = f"{tr.status} at step t = {tr.n_steps + 1}"
     idx = keep(tr)
