@@ -1,7 +1,9 @@
 """Reproductions: every registered number of the papers, paper vs computed, one button away."""
 
+import os
 import re
 import threading
+import time
 
 import pandas as pd
 import streamlit as st
@@ -14,6 +16,10 @@ ui.page(
     "Pick a result of the papers and press **Run**: the numbers printed in the paper and the same numbers "
     "recomputed here, side by side with the tolerance used.",
 )
+
+
+# one press of "Run every reproduction" computes for at most this long (a server's owner may change it)
+RUN_ALL_BUDGET_S = float(os.environ.get("VILAB_REPRO_BUDGET_S", "600"))
 
 
 @ui.cache_resource()
@@ -86,8 +92,13 @@ with main, st.container(key=ui.MAIN_FIGURE):  # the page's main element: results
             elif run_all:
                 todo = [e.name for e in entries if with_slow or not e.slow]
                 bar = st.progress(0.0, text="Running reproductions...")
-                results = []
+                results, t0 = [], time.monotonic()
                 for i, n in enumerate(todo):
+                    if i and time.monotonic() - t0 > RUN_ALL_BUDGET_S:  # at least one per press
+                        st.warning(f"'Run every' computes for at most {RUN_ALL_BUDGET_S:g} seconds per press: "
+                                   f"{len(todo) - i} of {len(todo)} were not run this time (press again: the ones done "
+                                   "are kept on this server).")
+                        break
                     results.append(run_one(n))
                     bar.progress((i + 1) / len(todo), text=f"{n} done")
                 show(results)

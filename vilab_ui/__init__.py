@@ -411,7 +411,7 @@ def more(label: str = "More settings"):
 
 
 # emphasis, code, links, images, HTML, formulas, tables, entities, and Streamlit's :colour[...] / :icon: directives
-_MD_PUNCT = re.compile(r"([\\`*_\[\]<>$~|&]|:(?=[A-Za-z]))")
+_MD_PUNCT = re.compile(r"([\\`*_\[\]$~|&]|<(?=[A-Za-z/!?])|:(?=[A-Za-z]))")  # "<" only where a tag could start
 _MD_LINE_START = re.compile(r"^(\s*)([#>+=-]|\d+[.)])", re.MULTILINE)  # headings, quotes, lists at a line's start
 _URLISH = re.compile(r"(\S*(?:://|www\.|@)\S*)", re.IGNORECASE)
 

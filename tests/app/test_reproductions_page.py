@@ -97,6 +97,15 @@ def test_run_every_reproduction_lists_paper_computed_tolerance_and_verdict(fake_
     assert _verdicts(at)["zz-slow"].startswith("PASS")
 
 
+def test_run_every_stops_at_its_time_budget_and_says_so(fake_registry, monkeypatch):
+    monkeypatch.setenv("VILAB_REPRO_BUDGET_S", "0")
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at.button(key="all").click().run()
+    assert not at.exception
+    assert any("at most 0 seconds" in w.value and "1 of 2 were not run" in w.value for w in at.warning)
+    assert len(_results(at)["reproduction"].unique()) == 1  # the first one ran, the rest waits for another press
+
+
 def test_shared_link_runs_the_named_reproduction_on_load(fake_registry):
     at = AppTest.from_file(PAGE, default_timeout=120)
     at.query_params.update({"r": "zz-pass", "auto": "1"})
