@@ -28,7 +28,7 @@ MODEL_NAMES = {"lenet5": "LeNet-5", "lenet5-digits": "LeNet-5 for 8x8 images", "
                "mlp": "MLP (one hidden layer)"}
 
 
-UPLOAD = "your own file (.npz)"
+UPLOAD = "your .npz file"
 # one press of Train trains for at most this long, all methods together (a server's owner may change it)
 TRAIN_BUDGET_S = float(os.environ.get("VILAB_TRAIN_BUDGET_S", "600"))
 

@@ -165,7 +165,7 @@ def test_no_url_names_a_server_file_and_uploads_are_checked():
     at.run()
     assert not at.exception and at.selectbox(key="ds").value == "digits"
     assert not at.text_input and "x.example" not in _text(at) and "/root" not in _text(at)
-    at.selectbox(key="ds").set_value("your own file (.npz)").run()
+    at.selectbox(key="ds").set_value("your .npz file").run()
     assert not at.exception and "at most 50 MB" in _text(at)  # the limits are stated
     up = at.file_uploader(key="npz_upload")
     up.upload("my [data](http://x.example).npz", _npz()).run()
