@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PORT   ?= 8501
 
-.PHONY: app test test-fast bench install data reference clean
+.PHONY: app hall test test-fast bench install data reference clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,13 @@ install: $(STAMP)
 
 app: $(STAMP)
 	$(BIN)/vilab app --port $(PORT) --headless
+
+HALL_PORT ?= 8080
+REPLICAS  ?= 2
+
+# a lecture hall: REPLICAS app processes behind nginx on HALL_PORT, warmed up (deploy/README.md; needs nginx)
+hall: $(STAMP)
+	$(BIN)/vilab hall --replicas $(REPLICAS) --port $(HALL_PORT)
 
 test: $(STAMP)
 	bash scripts/ensure_chromium.sh

@@ -6,11 +6,28 @@ import streamlit as st
 
 import vilab
 import vilab_ui as ui
+from vilab.compile_cache import enable_persistent_cache
 from vilab_ui import glossary
 
 st.set_page_config(page_title="vilab: natural-gradient VI lab", layout="wide")
 
+
+@st.cache_resource(show_spinner=False)
+def _compile_cache() -> str | None:
+    """Compiled XLA programs go to a folder on disk (VILAB_JAX_CACHE, else ~/.cache/vilab/jax): a restarted
+    server, and every replica of `vilab hall`, loads them instead of compiling again. Once per process."""
+    try:
+        folder = enable_persistent_cache()
+        return None if folder is None else str(folder)
+    except ValueError as exc:  # an unwritable cache folder costs compilation time, not the app
+        print(f"vilab: {exc} Compiled programs are not kept on disk.", flush=True)
+        return None
+
+
+_compile_cache()
+
 PAGES = Path(__file__).resolve().parent / "pages"
+MAPS_FRACTION = 0.25  # of vm.max_map_count: see vilab.clear_caches_if_crowded below
 
 
 def _title(path: Path) -> str:
@@ -33,6 +50,9 @@ with st.sidebar:
 glossary.sidebar_glossary()
 ui.apply_mode()
 
-# a server explored for hours compiles many XLA programs: free them before the kernel's limit
-vilab.clear_caches_if_crowded()
+# a server explored for hours compiles many XLA programs (each holds memory mappings, ~90 kB of RSS
+# apiece): free them at a quarter of the kernel's limit on mappings (~16,000 by default, ~1.7 GB RSS),
+# since vilab's bounded program caches together can hold several times that limit. Objects the pages
+# keep in st.cache_resource (targets, models) own programs too: dropped only if still crowded.
+vilab.clear_caches_if_crowded(MAPS_FRACTION, also=[st.cache_resource.clear])
 nav.run()

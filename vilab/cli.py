@@ -1,4 +1,4 @@
-"""Command line: ``vilab app | repro | bench``."""
+"""Command line: ``vilab app | hall | repro | bench``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+ON_REQUEST = {"bench_hall", "bench_soak"}  # benchmarks `vilab bench` runs only when asked by name
 
 
 def _app(args) -> int:
@@ -21,6 +22,24 @@ def _app(args) -> int:
     if args.headless:
         cmd += ["--server.headless", "true"]
     return subprocess.call(cmd + list(args.streamlit_args), cwd=ROOT)
+
+
+def _hall(args) -> int:
+    """Several replicas of the app behind nginx for a lecture hall (deploy/hall.py)."""
+    import importlib.util
+
+    path = ROOT / "deploy" / "hall.py"
+    if not (ROOT / "app.py").exists() or not path.exists():
+        print(f"vilab hall needs the repository checkout (deploy/hall.py not found at {path}).", file=sys.stderr)
+        return 2
+    spec = importlib.util.spec_from_file_location("vilab_deploy_hall", path)
+    hall = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hall)
+    try:
+        return hall.serve(args.replicas, args.port, args.listen, warm=not args.no_warmup)
+    except (ValueError, RuntimeError) as exc:
+        print(exc, file=sys.stderr)
+        return 2
 
 
 def _print_table(rows: list[dict]) -> None:
@@ -70,6 +89,9 @@ def _bench(args) -> int:
     scripts = sorted(bench.glob("bench_*.py"))
     if args.names:
         scripts = [s for s in scripts if any(n in s.stem for n in args.names)]
+    else:  # the hall (30 browsers) and the soak (10 minutes) run only when named
+        print(f"(not run unless named: {', '.join(sorted(ON_REQUEST))}; e.g. `vilab bench hall soak`)")
+        scripts = [s for s in scripts if s.stem not in ON_REQUEST]
     if not scripts:
         print("No benchmark scripts matched.", file=sys.stderr)
         return 2
@@ -88,6 +110,13 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--headless", action="store_true", help="do not open a browser")
     a.add_argument("streamlit_args", nargs=argparse.REMAINDER, help="passed on to `streamlit run`")
     a.set_defaults(fn=_app)
+    h = sub.add_parser("hall", help="serve a lecture hall: several app replicas behind nginx, warmed up")
+    h.add_argument("--replicas", type=int, default=max(2, (os.cpu_count() or 2) - 1),
+                   help="Streamlit processes (default: CPU cores - 1, at least 2)")
+    h.add_argument("--port", type=int, default=8080, help="the port students open (default 8080)")
+    h.add_argument("--listen", default="0.0.0.0", help="address nginx listens on (default: every interface)")
+    h.add_argument("--no-warmup", action="store_true", help="do not open every page once per replica")
+    h.set_defaults(fn=_hall)
     r = sub.add_parser("repro", help="run reproductions of the papers' numbers")
     r.add_argument("names", nargs="*", help="reproduction names, or 'all'")
     r.add_argument("--list", action="store_true", help="list the reproductions")

@@ -1,0 +1,99 @@
+"""deploy/hall.py: the lecture-hall recipe (Streamlit replicas behind nginx with sticky sessions)."""
+
+from __future__ import annotations
+
+import importlib.util
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("vilab_deploy_hall", ROOT / "deploy" / "hall.py")
+hall = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(hall)
+
+NGINX = hall.find_nginx()
+needs_nginx = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (Debian: apt-get install nginx; "
+                                                       ".ci/run installs it in CI)")
+
+
+def test_config_proxies_websockets_with_sticky_sessions(tmp_path):
+    conf = hall.nginx_config(8080, [9001, 9002, 9003], tmp_path)
+    for line in ("server 127.0.0.1:9001", "server 127.0.0.1:9002", "server 127.0.0.1:9003",
+                 "listen  0.0.0.0:8080;", "hash $vilab_sticky consistent;",
+                 "proxy_set_header    Upgrade $http_upgrade;", "proxy_set_header    Connection $connection_upgrade;",
+                 "proxy_read_timeout  86400s;", "daemon            off;", f"pid               {tmp_path.resolve()}/nginx.pid;",
+                 f"{hall.COOKIE}=$vilab_sticky"):
+        assert line in conf, line
+    # every file nginx writes lies under the prefix: it runs without root
+    for directive in ("pid", "error_log", "access_log", "client_body_temp_path", "proxy_temp_path"):
+        lines = [l.split() for l in conf.splitlines() if l.split()[:1] == [directive]]
+        assert lines and all(l[1].startswith(str(tmp_path.resolve())) for l in lines), directive
+
+
+def test_a_hall_without_replicas_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="at least one replica"):
+        hall.nginx_config(8080, [], tmp_path)
+    with pytest.raises(ValueError, match="at least one replica"):
+        hall.Hall(replicas=0, nginx="/bin/true")
+
+
+def test_page_paths_name_every_page_once():
+    paths = hall.page_paths()
+    pages = sorted(p for p in (ROOT / "pages").glob("*.py") if not p.name.startswith("_"))
+    assert len(paths) == len(pages) and paths[0] == "" and len(set(paths)) == len(paths)
+
+
+@needs_nginx
+def test_nginx_accepts_the_generated_config(tmp_path):
+    conf = hall.write_nginx_prefix(tmp_path, hall.nginx_config(hall.free_port(), [hall.free_port()] * 2, tmp_path,
+                                                               listen="127.0.0.1"))
+    out = hall.nginx_check(NGINX, tmp_path, conf)
+    assert out.returncode == 0, out.stderr
+    assert "syntax is ok" in out.stderr
+
+
+@needs_nginx
+def test_nginx_rejects_a_broken_config(tmp_path):  # the check above can fail
+    conf = hall.write_nginx_prefix(tmp_path, hall.nginx_config(8080, [9001], tmp_path).replace("upstream", "upstrem"))
+    assert hall.nginx_check(NGINX, tmp_path, conf).returncode != 0
+
+
+@needs_nginx
+@pytest.mark.slow
+def test_two_replicas_answer_through_nginx(tmp_path):
+    with hall.Hall(replicas=2, port=hall.free_port(), listen="127.0.0.1", cache_dir=tmp_path / "jax",
+                   log=lambda *a: None) as h:
+        assert len(h.replicas) == 2 and all(p.poll() is None for p in h.replicas)
+        resp = urllib.request.urlopen(h.url + "/_stcore/health", timeout=10)
+        assert resp.read() == b"ok"
+        keys = [c.split(";")[0] for c in resp.headers.get_all("Set-Cookie") if c.startswith(hall.COOKIE + "=")]
+        assert len(keys) == 1
+        # a browser that sends its cookie back keeps its replica: the same key comes back
+        req = urllib.request.Request(h.url + "/_stcore/health", headers={"Cookie": keys[0]})
+        again = urllib.request.urlopen(req, timeout=10)
+        assert again.read() == b"ok"
+        assert keys[0] + ";" in " ".join(again.headers.get_all("Set-Cookie"))
+        prefix, procs = h.prefix, [h.proxy] + h.replicas
+    assert all(p.poll() is not None for p in procs)  # stop() ended nginx and every replica
+    assert not prefix.exists()
+
+
+def test_vilab_hall_reports_bad_settings_in_a_sentence(capsys):
+    from vilab import cli
+
+    assert cli.main(["hall", "--replicas", "0", "--no-warmup"]) == 2
+    assert "at least one replica" in capsys.readouterr().err
+
+
+def test_vilab_bench_runs_the_hall_and_the_soak_only_when_named(monkeypatch, capsys):
+    from vilab import cli
+
+    ran = []
+    monkeypatch.setattr(cli.subprocess, "call", lambda cmd, cwd=None: ran.append(Path(cmd[-1]).stem) or 0)
+    assert cli.main(["bench"]) == 0
+    assert ran and "bench_hall" not in ran and "bench_soak" not in ran
+    ran.clear()
+    assert cli.main(["bench", "hall", "soak"]) == 0
+    assert ran == ["bench_hall", "bench_soak"]

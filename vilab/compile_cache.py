@@ -1,0 +1,117 @@
+"""JAX's persistent compilation cache for the app: compile a program once per machine, not per process.
+
+A Streamlit server compiles every XLA program its pages need on first use (seconds per page on two
+cores). With the persistent cache switched on, a compiled program is written to a folder on disk and
+every later process (a restarted server, the other replicas of a lecture hall, see ``vilab hall``)
+loads it instead of compiling it again.
+
+The folder is ``$VILAB_JAX_CACHE`` when set (``off`` switches the cache off), else ``$XDG_CACHE_HOME/vilab/jax``, else
+``~/.cache/vilab/jax``; it is created on first use. JAX's options (jax 0.4.30 and later):
+``jax_compilation_cache_dir`` (the folder), ``jax_persistent_cache_min_compile_time_secs`` (only
+programs that took at least this long to compile are written; JAX's default is 1 s, most of vilab's
+programs compile faster) and ``jax_persistent_cache_min_entry_size_bytes`` (-1: no lower bound on an
+entry's size).
+
+JAX bounds the folder's size only with the optional ``filelock`` package; without it this module
+trims the folder itself, once, when the cache is switched on (oldest entries first).
+
+Trust: JAX loads whatever executables it finds in the folder. Keep it private to the user who runs
+the server (the folder is created with mode 0700).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+__all__ = ["cache_dir", "enable_persistent_cache", "enabled_dir", "trim"]
+
+ENV = "VILAB_JAX_CACHE"
+OFF = ("0", "off", "false", "no", "none")
+MIN_COMPILE_SECS = 0.2
+MAX_BYTES = 2 * 1024**3  # the folder is trimmed to half of this when it grows past it
+
+_lock = threading.Lock()
+_enabled: Path | None = None
+
+
+def cache_dir() -> Path:
+    """Where the compiled programs live: ``$VILAB_JAX_CACHE``, else ``$XDG_CACHE_HOME/vilab/jax``,
+    else ``~/.cache/vilab/jax``."""
+    if os.environ.get(ENV):
+        return Path(os.environ[ENV]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "vilab" / "jax"
+
+
+def trim(path: Path, max_bytes: int = MAX_BYTES) -> int:
+    """Delete the least recently written cache entries of ``path`` until it holds at most half of
+    ``max_bytes``, if it holds more than ``max_bytes``. Returns the number of files removed.
+
+    Concurrent servers may be reading an entry being removed: JAX then compiles the program again.
+    """
+    entries = []
+    for p in Path(path).glob("*-cache"):
+        try:
+            st = p.stat()
+        except OSError:  # removed by another process meanwhile
+            continue
+        entries.append((st.st_mtime, st.st_size, p))
+    total = sum(size for _, size, _ in entries)
+    if total <= max_bytes:
+        return 0
+    removed = 0
+    for _, size, p in sorted(entries):
+        if total <= max_bytes // 2:
+            break
+        for f in (p, p.with_name(p.name[: -len("-cache")] + "-atime")):
+            try:
+                f.unlink()
+            except FileNotFoundError:
+                pass
+        total -= size
+        removed += 1
+    return removed
+
+
+def enable_persistent_cache(path: str | os.PathLike | None = None, *,
+                            min_compile_secs: float = MIN_COMPILE_SECS, max_bytes: int = MAX_BYTES) -> Path | None:
+    """Switch on JAX's persistent compilation cache in ``path`` (default :func:`cache_dir`) for this
+    process; returns the folder. Idempotent and cheap after the first call (``app.py`` calls it on every
+    rerun); the first call wins, later calls with another folder change nothing.
+
+    Programs that took at least ``min_compile_secs`` to compile are written (0 writes every program).
+    The folder is created if missing; if it holds more than ``max_bytes`` it is trimmed first.
+    Without ``path``, ``VILAB_JAX_CACHE=off`` leaves the cache off (returns None).
+    """
+    global _enabled
+    if _enabled is not None:
+        return _enabled
+    with _lock:
+        if _enabled is not None:
+            return _enabled
+        if min_compile_secs < 0:
+            raise ValueError("The minimum compile time of a cached program cannot be negative; pass 0 or more.")
+        if path is None and os.environ.get(ENV, "").strip().lower() in OFF:
+            return None
+        folder = Path(path).expanduser() if path is not None else cache_dir()
+        try:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise ValueError(f"The JAX cache folder {str(folder)!r} cannot be created ({exc.strerror}); "
+                             f"set {ENV} to a folder you can write to.") from None
+        trim(folder, max_bytes)
+
+        import jax
+
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_secs))
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+        jax.config.update("jax_compilation_cache_dir", str(folder))
+        _enabled = folder
+        return folder
+
+
+def enabled_dir() -> Path | None:
+    """The folder this process caches compiled programs in, or None when the cache is off."""
+    return _enabled
