@@ -170,7 +170,8 @@ with fig_slot, ui.guard("vector fields"):
             (eu_paths if code == "gd-mv" else na_paths)[f"start {k + 1} {row['start']}"
                                                        + ("" if code == "gd-mv" else f" ({_rule_label(r)})")] = \
                 (px, py, status, code)
-            row[_rule_label(r)] = f"{its} ({rmin:.0e})" if status == "converged" else f"{its}: {status}"
+            row[_rule_label(r)] = (f"{its} ({rmin:.0e})" if status in ("converged", "stalled")
+                                   else f"{its}: {ui.status_text(status)}")
             counts.setdefault(code, []).append((its, status, rmin))
         rows.append(row)
 
@@ -192,7 +193,7 @@ with fig_slot, ui.guard("vector fields"):
     # what to notice, with this view's numbers
     def _summary(code):
         got = counts.get(code, [])
-        ok = [c for c in got if c[1] == "converged"]
+        ok = [c for c in got if c[1] in ("converged", "stalled")]  # stalled: stationary to machine precision
         if not ok:
             return None
         its = [c[0] for c in ok]

@@ -46,3 +46,24 @@ def test_clear_caches_if_crowded_only_acts_past_the_fraction():
     assert 0 < used < limit
     assert vilab.clear_caches_if_crowded(fraction=1.0) is False
     assert vilab.clear_caches_if_crowded(fraction=0.0) is True
+
+
+def test_all_program_caches_together_stay_under_the_total_limit(monkeypatch):
+    """Past TOTAL_LIMIT entries over every cache, the least recently used entry of any cache goes, so a
+    long-lived server's compiled programs level off."""
+    from vilab.core import cache as pc
+
+    pc.clear()
+    monkeypatch.setattr(pc, "TOTAL_LIMIT", 5)
+    a, b = pc.ProgramCache("test-a", 10), pc.ProgramCache("test-b", 10)
+    for i in range(3):
+        a.get_or_build(i, lambda i=i: f"a{i}")
+    b.get_or_build(0, lambda: "b0")
+    a.get_or_build(0, lambda: "rebuilt")  # a hit: a's entry 0 is now the most recently used
+    b.get_or_build(1, lambda: "b1")
+    assert pc.total() == 5
+    b.get_or_build(2, lambda: "b2")  # one too many: the least recently used of all (a's entry 1) goes
+    assert pc.total() == 5 and len(a) == 2 and len(b) == 3
+    assert a.get_or_build(0, lambda: "rebuilt") == "a0" and a.get_or_build(2, lambda: "rebuilt") == "a2"
+    assert a.get_or_build(1, lambda: "rebuilt") == "rebuilt"
+    pc.clear()

@@ -607,7 +607,7 @@ def test_statuses_of_the_stochastic_runs():
     assert run_sgd(tg, "kl", key=K0, n_iter=200, window=100).status == "max_steps"
     stopped = run_sgd(tg, "kl", key=K0, n_iter=400, window=100, should_stop=lambda: True)
     assert stopped.status == "stopped" and stopped.n_steps == 100
-    timed = run_bam(tg, key=K0, n_iter=40, batch_size=5, window=10, max_time=0.0)
+    timed = run_bam(tg, key=K0, n_iter=40, batch_size=5, window=10, max_time=1e-9)  # spent after the first chunk
     assert timed.status == "max_time" and timed.n_steps == 10
     conv = run_sgd(student_t(5), "sdb", key=K0, n_iter=20_000, window=200, batch_size=10, tol=0.01)
     assert conv.status == "converged" and conv.n_steps < 20_000 and conv.n_steps % 200 == 0

@@ -71,5 +71,5 @@ def test_gauss_hermite_is_traceable_and_exact_for_polynomials(logreg):
     jitted = jax.jit(lambda m, s: gauss_hermite_glm(logreg, m, s, 20))(mu, S)
     np.testing.assert_allclose(jitted[0], eager[0], rtol=1e-12)
     np.testing.assert_allclose(jitted[1], eager[1], rtol=1e-12)
-    with pytest.raises(ValueError, match="at least one node"):
+    with pytest.raises(ValueError, match="Gauss-Hermite nodes n_points must be at least 1"):
         hermite_nodes(0)

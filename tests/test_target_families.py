@@ -97,6 +97,7 @@ def test_members_share_their_jitted_derivatives():
     fns = family_jits(a.family, a.family_fn)
     x = jnp.array([0.2, -0.1])
     np.testing.assert_allclose(a.grad(x), -a.info["precision"] @ (x - a.mean), rtol=1e-12)
+    a.value(x), a.hess(x)  # a compiles value and hess too (the test must not depend on earlier tests)
     sizes = {k: f._cache_size() for k, f in fns.items()}
     np.testing.assert_allclose(b.grad(x), -b.info["precision"] @ (x - b.mean), rtol=1e-12)
     b.value(x), b.hess(x)

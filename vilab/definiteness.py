@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import natgrad as ng
-from .core import Algorithm, memoize, run_many
+from .core import CODES, Algorithm, memoize, run_many
 from .targets import Target
 
 __all__ = ["PD_RULES", "single_sample_updates", "precision_pd_limit", "chol_singular_steps", "pd_loss_fraction",
@@ -252,6 +252,10 @@ def pd_rule_algorithm(rule: str, target: Target) -> Algorithm:
                      settings={"rule": rule})
 
 
+#: the statuses that mean "no longer a Gaussian" (the rest of "diverged: ..." is a numerical blow-up)
+_PD_LOSS = {CODES[3][0], CODES[4][0], CODES[5][0]}
+
+
 def pd_loss_fraction(target: Target, mu, Sigma, rho: float, n_runs: int = 200, n_steps: int = 20,
                      key=None, rules=None) -> dict:
     """Fraction of Monte Carlo runs that lose positive definiteness, for each update rule.
@@ -262,7 +266,8 @@ def pd_loss_fraction(target: Target, mu, Sigma, rho: float, n_runs: int = 200, n
     (``PD_RULES``): Table 1 lambda (precision S_new = (1 - rho) S - rho hess log p), Table 1 kappa,
     Thm 1(i) C, Thm 1(ii) T, Corollary 1. A run stops at the first step whose update is not a
     Gaussian any more: "lost PD" (an indefinite Sigma or precision; for the factor rules a zero
-    diagonal entry, Tan (2025) Sec. 7) or "non-finite" (the step blew up). All rules share the same
+    diagonal entry, Tan (2025) Sec. 7) or "non-finite" (the step blew up: non-finite values, or a
+    covariance that collapsed or exploded past float64's range, :data:`vilab.core.CODES`). All rules share the same
     normal draws z ~ N(0, I) drawn from ``key`` (default PRNGKey(0)), shape (n_runs, 100, d) (common
     random numbers; a shorter run sees the same first draws as a longer one). Each rule is one
     vmapped run of :func:`vilab.core.run_many` (compiled once per rule, target and batch size).
@@ -291,8 +296,8 @@ def pd_loss_fraction(target: Target, mu, Sigma, rho: float, n_runs: int = 200, n
         alg = pd_rule_algorithm(rule, target)
         states = jax.vmap(lambda z: alg.init(None, (mu, inits[rule], z), rho=rho, n_steps=n_steps))(Z)
         traces = run_many(alg, keys, states, MC_STEPS, record_every=MC_STEPS)
-        nonfinite = np.array([t.status == "diverged: non-finite values" for t in traces])
-        lost = np.array([t.diverged for t in traces]) & ~nonfinite
+        lost = np.array([t.status in _PD_LOSS for t in traces])
+        nonfinite = np.array([t.diverged for t in traces]) & ~lost  # non-finite, collapsed or exploded
         out[lab] = {"lost PD": float(np.mean(lost)), "non-finite": float(np.mean(nonfinite))}
     return out
 

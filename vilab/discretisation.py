@@ -15,6 +15,7 @@ import jax
 import numpy as np
 
 from . import core
+from .checks import integer, positive, real_array
 from .algorithms import algorithm
 from .core import Trace, bucket
 from .flows import flow
@@ -24,10 +25,7 @@ __all__ = ["thinned_run", "vn_srvn_gap", "flow_times"]
 
 
 def _check_rho(rho):
-    rho = float(rho)
-    if not (np.isfinite(rho) and rho > 0):
-        raise ValueError(f"The step size rho must be a positive number; got {rho}.")
-    return rho
+    return positive(rho, "The step size rho")
 
 
 def flow_times(name: str, step_size: float, k) -> np.ndarray:
@@ -39,7 +37,7 @@ def flow_times(name: str, step_size: float, k) -> np.ndarray:
     at t = rho k, its first-order (Euler) time, where it follows its own flow only while rho is small.
     """
     rho = _check_rho(step_size)
-    k = np.asarray(k, float)
+    k = real_array(k, "The iteration numbers k", allow_empty=True)
     if name != "vn":
         return rho * k
     if rho >= 1.0:
@@ -66,9 +64,8 @@ def thinned_run(name: str, target: Target, init, step_size: float, n_steps: int,
     if not (target.quadratic and target.cov is not None):
         raise ValueError("Long recorded runs are available on Gaussian targets (their KL is known in closed form).")
     rho = _check_rho(step_size)
-    n_steps, n_record = int(n_steps), int(n_record)
-    if n_steps < 1 or n_record < 1:
-        raise ValueError("Use at least one step and one recorded point.")
+    n_steps = integer(n_steps, "The number of steps n_steps", minimum=1)
+    n_record = integer(n_record, "The number of recorded points n_record", minimum=1)
     k = bucket(-(-n_steps // n_record), least=1)
     settings = {"method": name, "rho": rho, "n_steps": n_steps, "record_every": k}
     if name == "vn" and closed_form_vn and rho <= 1.0:
@@ -105,7 +102,7 @@ def vn_srvn_gap(target: Target, init, rhos) -> dict:
     Returns {"rho", "gap_V" = ||V_VN - V_SR||_F, "gap_m" = ||m_VN - m_SR||, "ratio_V" = gap_V / rho^2
     (constant for small rho when the gap is O(rho^2))} (exact gradients; VN in its closed form, SR-VN
     iterated, both by :func:`thinned_run`)."""
-    rhos = np.atleast_1d(np.asarray(rhos, float))
+    rhos = np.atleast_1d(real_array(rhos, "The step sizes rhos", finite=False, allow_empty=True))
     if rhos.ndim != 1 or rhos.size == 0 or np.any(~np.isfinite(rhos)) or np.any(rhos <= 0):
         raise ValueError("Step sizes must be a non-empty list of positive numbers.")
     gV, gm = [], []

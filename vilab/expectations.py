@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import solve_triangular
 
+from .checks import finite_result, integer
 from .gaussian import check_mean_cov
 from .targets import Target
 
@@ -32,15 +33,16 @@ __all__ = ["expected_grad_hess", "METHODS", "gauss_hermite_glm", "hermite_nodes"
 METHODS = ("exact", "gauss-hermite", "mc-first", "mc-second")
 
 
-@lru_cache(maxsize=16)
 def hermite_nodes(n_points: int) -> tuple[np.ndarray, np.ndarray]:
     """Probabilists' Gauss-Hermite nodes and weights with E_{N(0,1)}[f] ~= sum_k w_k f(x_k).
 
     numpy constants (not jnp), so they can be created inside a jit trace.
     """
-    n_points = int(n_points)
-    if n_points < 1:
-        raise ValueError(f"Gauss-Hermite quadrature needs at least one node; got {n_points}.")
+    return _hermite_nodes(integer(n_points, "The number of Gauss-Hermite nodes n_points", minimum=1, maximum=10_000))
+
+
+@lru_cache(maxsize=16)
+def _hermite_nodes(n_points: int) -> tuple[np.ndarray, np.ndarray]:
     x, w = np.polynomial.hermite_e.hermegauss(n_points)  # weight exp(-x^2/2)
     return x, w / np.sqrt(2.0 * np.pi)
 
@@ -52,7 +54,10 @@ def gauss_hermite_glm(target: Target, mu, Sigma, n_points: int = 32):
     E[grad] = X^T E[l'(eta)] - P0 (mu - m0) and E[hess] = X^T diag(E[l''(eta)]) X - P0.
     Traceable (usable inside jit); ``n_points`` must be a Python int.
     """
+    mu, Sigma = _checked(target, mu, Sigma)
     glm = target.glm
+    if glm is None:
+        raise ValueError(f"Gauss-Hermite expectations need a GLM target; {target.name!r} is not one.")
     x, w = hermite_nodes(n_points)
     return _gh_glm(glm.X, glm.y, glm.prior_mean, glm.prior_prec, glm.loglik, mu, Sigma, x, w)
 
@@ -75,8 +80,12 @@ _gh_glm = jax.jit(_gh_glm, static_argnums=(4,))
 
 def monte_carlo(target: Target, mu, Sigma, key, n_samples: int = 100, order: int = 1):
     """Monte Carlo estimates from n_samples draws theta = mu + C z (see module docstring)."""
+    mu, Sigma = _checked(target, mu, Sigma)
+    n_samples = integer(n_samples, "The number of Monte Carlo samples", minimum=1, maximum=2**31 - 1)
+    if order not in (1, 2):
+        raise ValueError(f"order must be 1 (first-order, Stein) or 2 (Hessian draws); got {order!r}.")
     C = jnp.linalg.cholesky(0.5 * (Sigma + Sigma.T))
-    z = jax.random.normal(key, (int(n_samples), mu.shape[-1]), dtype=mu.dtype)
+    z = jax.random.normal(key, (n_samples, mu.shape[-1]), dtype=mu.dtype)
     theta = mu + z @ C.T
     g = target.grad_batch(theta)
     eg = jnp.mean(g, axis=0)
@@ -94,13 +103,31 @@ def expected_grad_hess(target: Target, mu, Sigma, method: str = "auto", key=None
     ``method="auto"`` picks "exact" for quadratic targets, "gauss-hermite" for GLM targets and
     "mc-second" otherwise. Monte Carlo methods need a PRNG ``key``.
     """
+    mu, Sigma = _checked(target, mu, Sigma)
+    out = _expected_grad_hess(target, mu, Sigma, method, key, n_samples, n_points)
+    if not any(isinstance(a, jax.core.Tracer) for a in out):
+        for a in out:
+            finite_result(a, "E_q[grad log p] or E_q[hess log p]")
+    return out
+
+
+def _checked(target: Target, mu, Sigma):
+    """(mu, Sigma) as jnp arrays; on concrete input first checked: shapes (d,) and (d, d) for the
+    target, real, finite, Sigma symmetric positive definite."""
+    if not isinstance(target, Target):
+        raise ValueError(f"target must be a vilab.targets.Target; got {type(target).__name__}.")
+    if isinstance(mu, jax.core.Tracer) or isinstance(Sigma, jax.core.Tracer):
+        return mu, Sigma
     if np.shape(mu) != (target.dim,) or np.shape(Sigma) != (target.dim, target.dim):
         raise ValueError(
             f"mu must have shape ({target.dim},) and Sigma ({target.dim}, {target.dim}) for {target!r}; "
             f"got {np.shape(mu)} and {np.shape(Sigma)}."
         )
     mu, Sigma = check_mean_cov(mu, Sigma)
-    mu, Sigma = jnp.asarray(mu), jnp.asarray(Sigma)
+    return jnp.asarray(mu), jnp.asarray(Sigma)
+
+
+def _expected_grad_hess(target, mu, Sigma, method, key, n_samples, n_points):
     if method == "auto":
         method = "exact" if target.quadratic else ("gauss-hermite" if target.glm is not None else "mc-second")
     if method == "exact":
@@ -117,8 +144,6 @@ def expected_grad_hess(target: Target, mu, Sigma, method: str = "auto", key=None
     if method in ("mc-first", "mc-second"):
         if key is None:
             raise ValueError("Monte Carlo expectations need a PRNG key (jax.random.key(seed)).")
-        if int(n_samples) < 1:
-            raise ValueError(f"The number of Monte Carlo samples must be at least 1; got {n_samples}.")
         return monte_carlo(target, mu, Sigma, key, n_samples, order=1 if method == "mc-first" else 2)
     raise ValueError(f"Unknown expectation method {method!r}; choose one of {METHODS} or 'auto'.")
 
@@ -128,6 +153,7 @@ def gaussian_cubature5(d: int) -> tuple[np.ndarray, np.ndarray]:
     (Stroud 1967; Genz & Keister 1996): the centre with weight 2/(d+2); +-sqrt(d+2) e_i with weight
     (4-d)/(2(d+2)^2); sqrt((d+2)/2)(+-e_i +-e_j), i < j, with weight 1/(d+2)^2. Exact for every
     polynomial of degree <= 5 with 2 d^2 + 1 points (a tensor product rule would need 3^d)."""
+    d = integer(d, "The dimension d", minimum=1, maximum=10_000)
     eye = np.eye(d)
     r, s = np.sqrt(d + 2.0), np.sqrt((d + 2.0) / 2.0)
     axes = np.concatenate([r * eye, -r * eye])

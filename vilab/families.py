@@ -76,6 +76,7 @@ import numpy as np
 from jax.scipy.linalg import cho_solve, solve_triangular
 
 from . import gaussian, natgrad
+from .core.algorithm import range_code, range_code_factor
 from .linalg import symmetrize as _sym
 from .linalg import unvech, vech
 
@@ -321,20 +322,34 @@ class GaussianFamily(NamedTuple):
     # ------------------------------------------------------------------------ validity
     def validity(self, lam):
         """A vilab.core step code for lambda: 0 if it defines a Gaussian, 2 if it is not finite, 3 if
-        kappa's Sigma is not positive definite, 5 if a Cholesky factor has a zero on its diagonal."""
+        kappa's Sigma is not positive definite, 5 if a Cholesky factor has a zero on its diagonal,
+        7 / 8 if Sigma left the sane range (collapsed: an eigenvalue below 1e-150 or, dense, condition
+        number above 1e16; exploded: an eigenvalue above 1e150; :func:`vilab.core.algorithm.range_code`),
+        read off the diagonal of the Cholesky factor the check holds anyway (no decomposition more)."""
         finite = jnp.all(jnp.isfinite(lam))
         mu, F = self.unpack(lam)
         if self.param == "kappa":
             if self.diagonal or self.d == 1:
-                pd = jnp.all((F if self.diagonal else jnp.diagonal(F)) > 0)
+                s = F if self.diagonal else jnp.diagonal(F)
+                pd = jnp.all(s > 0)
+                rng = range_code(jnp.min(s), jnp.max(s), 1.0)
             else:
-                pd = jnp.all(jnp.isfinite(jnp.linalg.cholesky(F)))
+                L = jnp.linalg.cholesky(F)
+                pd = jnp.all(jnp.isfinite(L))
+                rng = range_code_factor(jnp.where(pd, jnp.diagonal(L), 1.0))
             bad = NOT_PD
         else:
             dg = F if self.diagonal else jnp.diagonal(F)
             pd = jnp.all(jnp.abs(dg) > 0)
             bad = SINGULAR_FACTOR
-        return jnp.where(finite, jnp.where(pd, OK, bad), NONFINITE)
+            safe = jnp.where(pd & finite, dg, 1.0)
+            prec = self.param == "chol_prec"
+            if self.diagonal:  # Sigma = diag(dg^2) or diag(1 / dg^2): exact, no condition-number limit
+                a, b = jnp.min(jnp.abs(safe)), jnp.max(jnp.abs(safe))
+                rng = range_code(1 / (b * b), 1 / (a * a), 1.0) if prec else range_code(a * a, b * b, 1.0)
+            else:
+                rng = range_code_factor(safe, precision=prec)
+        return jnp.where(finite, jnp.where(pd, rng, bad), NONFINITE)
 
     # ------------------------------------------------------------------ natural gradients
     def from_matrices(self, g_mu, G):
@@ -565,11 +580,19 @@ class MomentFamily(NamedTuple):
         return -0.5 * self.d * _LOG2PI - self.half_logdet(q) - 0.5 * quad
 
     def validity(self, q):
-        """A vilab.core step code: 2 if not finite, 3 if Sigma (sym) is not positive definite, else 0."""
+        """A vilab.core step code: 2 if not finite, 3 if Sigma (sym) is not positive definite, 7 / 8 if
+        Sigma left the sane range (:func:`vilab.core.algorithm.range_code`, from the Cholesky factor
+        the check computes anyway), else 0."""
         mu, S = self.parts(q)
         finite = jnp.all(jnp.isfinite(mu)) & jnp.all(jnp.isfinite(S))
-        pd = jnp.all(S > 0) if self.diagonal else jnp.all(jnp.isfinite(self._chol(S)))
-        return jnp.where(finite, jnp.where(pd, OK, NOT_PD), NONFINITE).astype(jnp.int32)
+        if self.diagonal:
+            pd = jnp.all(S > 0)
+            rng = range_code(jnp.min(S), jnp.max(S), 1.0)
+        else:
+            L = self._chol(S)
+            pd = jnp.all(jnp.isfinite(L))
+            rng = range_code_factor(jnp.where(pd, jnp.diagonal(L), 1.0))
+        return jnp.where(finite, jnp.where(pd, rng, NOT_PD), NONFINITE).astype(jnp.int32)
 
     def gaussian(self, q):
         """:class:`vilab.gaussian.MeanField` (diagonal) or :class:`vilab.gaussian.MeanCov` (sym Sigma)."""

@@ -40,6 +40,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import solve_triangular
 
+from .core.algorithm import range_code_factor
+
 __all__ = ["Structure", "BlockFactor", "structure_of", "identity_factor", "to_dense", "from_dense", "dense_mask",
            "solve_T", "solve_Tt", "matvec_T", "matvec_Tt", "log_abs_det", "mask_outer", "mask_outer_mean",
            "n_free", "pack", "unpack", "diag_positions", "natural_grad_arrow", "tril_half_blocks",
@@ -556,13 +558,16 @@ class BlockPrecFamily(NamedTuple):
 
     def validity(self, q):
         """A vilab.core step code: 2 if mu or T is not finite, 5 if T has a zero on its diagonal (q is no
-        longer a Gaussian), else 0."""
+        longer a Gaussian), 7 / 8 if Sigma left the sane range (read off T's diagonal, which bounds
+        the eigen-range of the triangular T: :func:`vilab.core.algorithm.range_code_factor`), else 0."""
         mu, F = self.parts(q)
         finite = jnp.asarray(True)
         for leaf in jax.tree_util.tree_leaves((mu, F)):
             finite = finite & jnp.all(jnp.isfinite(leaf))
-        singular = jnp.any(_factor_diagonal(F) == 0)
-        return jnp.where(~finite, NONFINITE, jnp.where(singular, SINGULAR_FACTOR, OK)).astype(jnp.int32)
+        dg = _factor_diagonal(F)
+        singular = jnp.any(dg == 0)
+        rng = range_code_factor(jnp.where(finite & ~singular, dg, 1.0), precision=True)
+        return jnp.where(~finite, NONFINITE, jnp.where(singular, SINGULAR_FACTOR, rng)).astype(jnp.int32)
 
     # ------------------------------------------------------------------ dense (small d, tests)
     def dense_factor(self, q):

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .core.algorithm import range_code
 from .linalg import symmetrize as sym
 
 __all__ = ["DLRPrecFamily", "dlr_solve", "dlr_prec_apply", "dlr_project", "dlr_noise_map", "sym"]
@@ -200,10 +201,18 @@ class DLRPrecFamily(NamedTuple):
 
     def validity(self, q):
         """A vilab.core step code: 2 if mu, ups or W is not finite, 3 if some ups_i <= 0 (then
-        diag(ups) + W W^T need not be positive definite and the exact sampler fails), else 0."""
+        diag(ups) + W W^T need not be positive definite and the exact sampler fails), 7 / 8 if Sigma
+        left the sane range (:func:`vilab.core.algorithm.range_code`), else 0. The range is read off
+        the precision's diagonal P_ii = ups_i + |W_i|^2 (O(d r)): lambda_min(P) <= min P_ii and
+        lambda_max(P) >= max P_ii, so 1 / max P_ii bounds Sigma's smallest eigenvalue from above, 1 /
+        min P_ii its largest from below, and max P_ii / min P_ii its condition number from below."""
         mu, ups, W = self.parts(q)
         finite = jnp.all(jnp.isfinite(mu)) & jnp.all(jnp.isfinite(ups)) & jnp.all(jnp.isfinite(W))
-        return jnp.where(finite, jnp.where(jnp.all(ups > 0), OK, NOT_PD), NONFINITE).astype(jnp.int32)
+        pd = jnp.all(ups > 0)
+        p = jnp.where(finite & pd, ups + jnp.sum(W * W, axis=-1), 1.0)
+        a, b = jnp.min(p), jnp.max(p)
+        rng = range_code(1.0 / b, 1.0 / a, b / a)
+        return jnp.where(finite, jnp.where(pd, rng, NOT_PD), NONFINITE).astype(jnp.int32)
 
     # ------------------------------------------------------------------ dense (small d, tests)
     def precision(self, q):

@@ -45,7 +45,8 @@ import numpy as np
 
 from .algorithms import oracle
 from .core import memoize
-from .core.trace import Trace, diverged_status
+from .core.algorithm import CODES, COLLAPSED, TINY
+from .core.trace import Trace, blowup_code, diverged_status
 from .targets import Target
 
 __all__ = ["elbo_grads_1d", "elbo_grid_1d", "gradient_field_1d", "GEOMETRIES", "CHARTS", "to_chart",
@@ -352,6 +353,8 @@ def _code_1d(kind, mu, M, s2):
         return _REASON_1D[kind]
     if abs(mu) > 1e12 or abs(s2) > 1e24:
         return "values exploded (|mean| > 1e12 or |Sigma| > 1e24)"
+    if s2 < TINY:  # as vilab.algorithms.core.valid_code (vilab.core.algorithm.range_code)
+        return CODES[COLLAPSED][0].removeprefix("diverged: ")
     return ""
 
 
@@ -396,6 +399,7 @@ def run_1d(rule: str, target: Target, mu0: float, s2_0: float, step_size: float 
     divisors = [(1.0 / backtrack_factor) ** j for j in range(int(max_backtracks))] if schedule == "backtracking" else [1.0]
     mus, s2s, Ls, rhos, Ms = [mu], [s2], [L_fn(mu, s2)], [], [M]
     status, note = "max_steps", ""
+    gauss = _gaussian_1d(target)
     while len(rhos) < n_steps:
         g, G = g_fn(mu, s2)
         L_old = Ls[-1]
@@ -418,9 +422,10 @@ def run_1d(rule: str, target: Target, mu0: float, s2_0: float, step_size: float 
                 accepted = (m2, M2, v2, L_new, rho)
                 break
         if accepted is None:
-            if status == "max_steps":
-                status = "converged"
-                note = "no step size in the backtracking ladder increased the ELBO (stationary to machine precision)"
+            if status == "max_steps":  # as vilab.algorithms: an empty ladder is "stalled", never "converged"
+                status = "stalled"
+                note = ("no step size in the backtracking ladder increased the ELBO (stationary to machine "
+                        "precision, or every rung overshoots: try a smaller first step size)")
             break
         mu, M, s2, L_new, rho = accepted
         mus.append(mu), Ms.append(M), s2s.append(s2), Ls.append(L_new), rhos.append(rho)
@@ -432,7 +437,6 @@ def run_1d(rule: str, target: Target, mu0: float, s2_0: float, step_size: float 
              "schedule": schedule, "paper": RULES_1D[rule] + ", IEEE scalar arithmetic"}
     if note:
         extra["note"] = note
-    gauss = _gaussian_1d(target)
     objective, name = -elbo, "negative ELBO"
     if gauss is not None:  # KL(q || p) in closed form, as vilab.algorithms reports for Gaussian targets
         m_t, a = gauss
@@ -440,8 +444,15 @@ def run_1d(rule: str, target: Target, mu0: float, s2_0: float, step_size: float 
         objective = 0.5 * (a * v - 1.0 - np.log(a * v) + a * (np.array(mus) - m_t) ** 2)
         name = "KL(q || p)"
         extra["kl"] = objective
-    return Trace(mean=np.array(mus)[:, None], cov=np.array(s2s)[:, None, None], objective=objective,
-                 step_sizes=np.array(rhos), status=status, method=rule, objective_name=name, extra=extra)
+    cov = np.array(s2s)[:, None, None]
+    if status in ("max_steps", "converged", "stalled"):  # as vilab.core.run: a blow-up seen on the final row
+        blown = blowup_code(objective, cov)
+        if blown:
+            status, note = CODES[blown]
+            note += " Found on the final row: the trace holds the iterates up to the end of the run."
+            extra["note"] = note
+    return Trace(mean=np.array(mus)[:, None], cov=cov, objective=objective,
+                 step_sizes=np.array(rhos), status=status, method=rule, objective_name=name, extra=extra, note=note)
 
 
 def euclidean_kappa_ieee(target: Target, mu0: float, s2_0: float, step_size: float = 1.0,

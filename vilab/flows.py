@@ -29,6 +29,7 @@ from scipy.integrate import solve_ivp
 from scipy.linalg import expm
 
 from . import natgrad as ng
+from .checks import finite_result, integer, pd_matrix, positive, real_array, real_scalar
 from .algorithms import oracle
 from .algorithms.driver import initial_state
 from .core import memoize
@@ -139,17 +140,17 @@ def flow(kind: str, target: Target, init, t_end: float, n_times: int = 201, meth
     the default LSODA switches to a stiff (BDF) scheme with the jax Jacobian of the right-hand
     side where needed (the Euclidean and Wasserstein flows are stiff when the target is
     ill-conditioned: explicit DOP853 needs ~30x more evaluations on Kumar's T2 and is less accurate)."""
-    if kind not in FLOWS:
+    if not isinstance(kind, str) or kind not in FLOWS:
         raise ValueError(f"Unknown flow {kind!r}; choose one of {FLOWS}.")
     if not isinstance(target, Target):
         raise ValueError("target must be a vilab.targets.Target.")
-    if not (np.isfinite(t_end) and t_end > 0):
-        raise ValueError(f"t_end must be a positive number; got {t_end!r}.")
-    if int(n_times) < 2:
-        raise ValueError("n_times must be at least 2.")
-    if method not in ("auto", "closed", "ode"):
+    t_end = positive(t_end, "t_end")
+    n_times = integer(n_times, "n_times", minimum=2, maximum=10**7)
+    n_points = integer(n_points, "n_points", minimum=1, maximum=10_000)
+    rtol, atol = positive(rtol, "rtol"), positive(atol, "atol")
+    if not isinstance(method, str) or method not in ("auto", "closed", "ode"):
         raise ValueError("method must be 'auto', 'closed' or 'ode'.")
-    if solver not in SOLVERS:
+    if not isinstance(solver, str) or solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}; got {solver!r}.")
     gauss = _gaussian(target)
     if method == "closed" and not (gauss and kind in _CLOSED):
@@ -167,7 +168,7 @@ def flow(kind: str, target: Target, init, t_end: float, n_times: int = 201, meth
     if times is None:
         ts = np.linspace(0.0, float(t_end), int(n_times))
     else:
-        ts = np.asarray(times, dtype=float)
+        ts = real_array(times, "times")
         if ts.ndim != 1 or ts.size < 2 or ts[0] != 0.0 or np.any(np.diff(ts) <= 0) or ts[-1] != float(t_end):
             raise ValueError("times must increase from 0 to t_end.")
     status = "max_steps"

@@ -20,8 +20,10 @@ The operations (``sample``, ``logpdf``, ``entropy``, ``kl``) and the conversions
 parameterization and are jit-able. Called eagerly (on concrete arrays, not inside ``jax.jit`` /
 ``jax.vmap``) they first check their input with ``validate``: a non-square, non-finite,
 non-positive-definite, non-triangular or mismatched input raises ``ValueError`` with a readable
-message instead of silently producing NaNs. Under a trace the check is skipped (nothing is
-concrete there); ``validate`` / ``check_mean_cov`` can also be called directly.
+message instead of silently producing NaNs, and a result that overflows float64 (a variance of
+1e-320, a point at 1e300) raises ``ValueError`` saying so. Under a trace the checks are skipped
+(nothing is concrete there); ``validate`` / ``check_mean_cov`` can also be called directly. The
+checks shared with the rest of the package live in :mod:`vilab.checks`.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import cho_solve, solve_triangular
 
+from .checks import finite_result, integer, pd_matrix, real_array
 from .linalg import symmetrize as _sym
 
 __all__ = [
@@ -116,9 +119,41 @@ def _checked(p: Gaussian) -> Gaussian:
     return p if _is_traced(p) else validate(p)
 
 
+def _finite(out, what: str, *inputs):
+    """``out``, or ValueError explaining an overflow when it is not finite (eager calls only)."""
+    if _is_traced((out, inputs)):
+        return out
+    for leaf in jax.tree_util.tree_leaves(out):
+        finite_result(leaf, what)
+    return out
+
+
+def _converted(out: Gaussian, kind: str, mc: MeanCov) -> Gaussian:
+    """The result of a conversion, checked eagerly: finite, and itself a valid parameterization. In
+    float64 the expectation parameters m2 = Sigma + mu mu^T lose Sigma when it is tiny next to mu mu^T
+    (cancellation), so a valid (mu, Sigma) can have no valid expectation parameters."""
+    out = _finite(out, f"The {kind} parameterization", mc)
+    if _is_traced((out, mc)):
+        return out
+    try:
+        validate(out)
+    except ValueError as exc:
+        raise ValueError(f"This Gaussian cannot be represented in the {kind} parameterization in float64 "
+                         f"arithmetic (the result is invalid: {exc}); rescale the problem, e.g. so that the "
+                         "variances are not tiny next to the squared means.") from None
+    return out
+
+
+def _check_kind(kind) -> str:
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise ValueError(f"Unknown parameterization {kind!r}; choose one of {sorted(KINDS)}.")
+    return kind
+
+
 def to_mean_cov(p: Gaussian) -> MeanCov:
     """(mu, Sigma) of any parameterization (input validated when concrete)."""
-    return _to_mean_cov(_checked(p))
+    p = _checked(p)
+    return _finite(_to_mean_cov(p), "The mean and covariance", p)
 
 
 def _to_mean_cov(p: Gaussian) -> MeanCov:
@@ -146,9 +181,9 @@ def from_mean_cov(mc: MeanCov, kind: str) -> Gaussian:
 
     ``mc`` may be a :class:`MeanCov` or a pair (mu, Sigma); it is validated when concrete.
     """
-    if kind not in KINDS:
-        raise ValueError(f"Unknown parameterization {kind!r}; choose one of {sorted(KINDS)}.")
-    return _from_mean_cov(_checked(MeanCov(*mc)), kind)
+    kind = _check_kind(kind)
+    mc = _checked(MeanCov(*mc))
+    return _converted(_from_mean_cov(mc, kind), kind, mc)
 
 
 def _from_mean_cov(mc: MeanCov, kind: str) -> Gaussian:
@@ -179,9 +214,9 @@ def _from_mean_cov(mc: MeanCov, kind: str) -> Gaussian:
 
 def convert(p: Gaussian, kind: str) -> Gaussian:
     """Convert between parameterizations (mean-field keeps only the marginal variances)."""
-    if kind not in KINDS:
-        raise ValueError(f"Unknown parameterization {kind!r}; choose one of {sorted(KINDS)}.")
-    return _from_mean_cov(to_mean_cov(p), kind)
+    kind = _check_kind(kind)
+    mc = to_mean_cov(p)
+    return _converted(_from_mean_cov(mc, kind), kind, mc)
 
 
 def mean(p: Gaussian) -> jax.Array:
@@ -197,6 +232,10 @@ def covariance(p: Gaussian) -> jax.Array:
 def precision(p: Gaussian) -> jax.Array:
     """Sigma^-1 (directly from T or eta2 when available)."""
     p = _checked(p)
+    return _finite(_precision(p), "The precision matrix", p)
+
+
+def _precision(p: Gaussian) -> jax.Array:
     kind = _kind_of(p)
     if kind == "chol_prec":
         return p.T @ p.T.T
@@ -223,8 +262,8 @@ def _chol_cov_factor(p: Gaussian) -> tuple[jax.Array, jax.Array]:
 def sample(key: jax.Array, p: Gaussian, n: int) -> jax.Array:
     """n draws theta = mu + C z, z ~ N(0, I); shape (n, d). For CholPrec, theta = mu + T^-T z."""
     p = _checked(p)
-    if isinstance(n, (int, np.integer)) and n < 1:
-        raise ValueError(f"The number of draws n must be at least 1; got {n}.")
+    if not isinstance(n, jax.core.Tracer):
+        n = integer(n, "The number of draws n", minimum=1, maximum=2**31 - 1)
     if isinstance(p, CholPrec):
         z = jax.random.normal(key, (n, p.mu.shape[-1]), dtype=p.mu.dtype)
         return p.mu + solve_triangular(p.T.T, z.T, lower=False).T
@@ -244,8 +283,14 @@ def logpdf(p: Gaussian, x: jax.Array) -> jax.Array:
     """log N(x; mu, Sigma) for x of shape (d,) or (n, d)."""
     p = _checked(p)
     d = p[0].shape[-1]
+    if not _is_traced(x):
+        x = jnp.asarray(real_array(x, "The point x"))
     if jnp.shape(x)[-1:] != (d,) or jnp.ndim(x) > 2:
         raise ValueError(f"Dimension mismatch: x must have shape ({d},) or (n, {d}); got {jnp.shape(x)}.")
+    return _finite(_logpdf(p, x, d), "The log density log N(x; mu, Sigma)", p, x)
+
+
+def _logpdf(p: Gaussian, x, d: int) -> jax.Array:
     if isinstance(p, CholPrec):
         r = (x - p.mu) @ p.T  # rows: (x - mu)^T T
     else:
@@ -260,7 +305,7 @@ def entropy(p: Gaussian) -> jax.Array:
     """Differential entropy d/2 (1 + log 2 pi) + 1/2 log |Sigma|."""
     p = _checked(p)
     d = p[0].shape[-1]
-    return 0.5 * d * (1.0 + jnp.log(2.0 * jnp.pi)) + 0.5 * _log_det_cov(p)
+    return _finite(0.5 * d * (1.0 + jnp.log(2.0 * jnp.pi)) + 0.5 * _log_det_cov(p), "The entropy", p)
 
 
 def kl(p: Gaussian, q: Gaussian) -> jax.Array:
@@ -277,7 +322,7 @@ def kl(p: Gaussian, q: Gaussian) -> jax.Array:
     r = solve_triangular(Lq, mq - mp, lower=True)
     logdet_q = 2.0 * jnp.sum(jnp.log(jnp.diagonal(Lq)))
     logdet_p = 2.0 * jnp.sum(jnp.log(jnp.diagonal(Lp)))
-    return 0.5 * (jnp.sum(A**2) + jnp.sum(r**2) - d + logdet_q - logdet_p)
+    return _finite(0.5 * (jnp.sum(A**2) + jnp.sum(r**2) - d + logdet_q - logdet_p), "KL(p || q)", mp, mq)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -285,21 +330,14 @@ def kl(p: Gaussian, q: Gaussian) -> jax.Array:
 
 
 def _as_float_array(x, name: str) -> np.ndarray:
-    try:
-        a = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric; got {x!r}.") from exc
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} contains non-finite values (NaN or infinity).")
-    return a
+    """``x`` as a finite real float64 array (:func:`vilab.checks.real_array`)."""
+    return real_array(x, name)
 
 
 def _mean_and_square(mu, M, what: str) -> tuple[np.ndarray, np.ndarray]:
     """mu a finite vector and M a finite square matrix of the same size (``what`` names M in messages)."""
-    mu = _as_float_array(mu, "The mean mu")
-    M = _as_float_array(M, what)
-    if mu.ndim != 1:
-        raise ValueError(f"The mean mu must be a vector; got an array of shape {mu.shape}.")
+    mu = real_array(mu, "The mean mu", ndim=1)
+    M = real_array(M, what)
     if M.ndim != 2 or M.shape[0] != M.shape[1]:
         raise ValueError(f"{what} must be a square matrix; got shape {M.shape}.")
     if M.shape[0] != mu.shape[0]:
@@ -309,16 +347,11 @@ def _mean_and_square(mu, M, what: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def check_mean_cov(mu, Sigma, name: str = "Sigma", matrix_kind: str = "covariance"):
-    """Validate a mean vector and a covariance (or precision) matrix; return float64 arrays."""
+    """Validate a mean vector and a covariance (or precision) matrix; return float64 arrays
+    (real, finite, matching sizes, symmetric positive definite: :func:`vilab.checks.pd_matrix`)."""
     what = f"The {matrix_kind} {name}"
     mu, S = _mean_and_square(mu, Sigma, what)
-    if not np.allclose(S, S.T, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(S).max())):
-        raise ValueError(f"{what} must be symmetric.")
-    try:  # Cholesky is the cheap test; the smallest eigenvalue is computed for the message only
-        np.linalg.cholesky(0.5 * (S + S.T))
-    except np.linalg.LinAlgError:
-        ev = np.linalg.eigvalsh(0.5 * (S + S.T))
-        raise ValueError(f"{what} must be positive definite, but its smallest eigenvalue is {ev[0]:.3g}.") from None
+    pd_matrix(S, what)
     return mu, S
 
 

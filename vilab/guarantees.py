@@ -17,6 +17,7 @@ from dataclasses import replace
 import numpy as np
 
 from . import natgrad as ng
+from .checks import finite_result, integer, pd_matrix, positive, real_array, real_scalar
 from .core import Trace
 from .targets import Target
 
@@ -34,15 +35,17 @@ def theorem1_rates(delta: float, lam_min: float) -> dict:
     convexity of l-bar (for a Gaussian target: lambda_min of its precision), ``lam_min`` the
     smallest eigenvalue of V_t along the trajectory.
     """
-    delta, lam_min = float(delta), float(lam_min)
-    if not (delta > 0 and lam_min > 0 and np.isfinite(delta) and np.isfinite(lam_min)):
-        raise ValueError("Theorem 1 needs a positive strong-convexity constant delta and a positive lambda_min.")
+    delta = positive(delta, "Theorem 1's strong-convexity constant delta")
+    lam_min = positive(lam_min, "Theorem 1's lambda_min")
     return {"paper": delta * min(lam_min, lam_min**2 / 2.0), "corrected": delta * lam_min / 2.0}
 
 
 def theorem1_bound(t, excess0: float, mu: float) -> np.ndarray:
     """Kumar et al. (2025) Thm 1: KL_t - KL_* <= e^{-2 mu t} (KL_0 - KL_*)."""
-    return float(excess0) * np.exp(-2.0 * float(mu) * np.asarray(t, float))
+    excess0, mu = real_scalar(excess0, "The initial excess KL_0 - KL_*"), real_scalar(mu, "The PL constant mu")
+    with np.errstate(over="ignore"):
+        out = excess0 * np.exp(-2.0 * mu * real_array(t, "The times t", allow_empty=True))
+    return finite_result(out, "The bound e^{-2 mu t} (KL_0 - KL_*)")
 
 
 def natural_kl_asymptote(t, kl, floor: float = 1e-10):
@@ -53,7 +56,9 @@ def natural_kl_asymptote(t, kl, floor: float = 1e-10):
     et al. (2025) digest Sec. 9.4: natural-parameter errors decay exactly as e^{-t}, the KL as their
     square), so the curve through the last reliable point shows the flow's asymptotic slope.
     """
-    t, kl = np.asarray(t, float), np.asarray(kl, float)
+    t = real_array(t, "The times t", allow_empty=True)
+    kl = real_array(kl, "The KL values", finite=False, allow_empty=True)
+    floor = real_scalar(floor, "floor")
     if t.shape != kl.shape:
         raise ValueError(f"Times and KL values must have the same length; got {t.shape} and {kl.shape}.")
     alive = np.flatnonzero(np.isfinite(kl) & (kl > floor))
@@ -69,11 +74,8 @@ def lemma1_check(V) -> dict:
 
     Returns {"min_eig": ..., "paper_bound": min(l, l^2/2), "corrected_bound": l/2, "lam_min": l}.
     """
-    V = np.asarray(V, float)
-    V = 0.5 * (V + V.T)
+    V = pd_matrix(V, "V")
     lam = np.linalg.eigvalsh(V)
-    if lam[0] <= 0:
-        raise ValueError("V must be positive definite.")
     C = np.linalg.cholesky(V)
     IC = ng.fisher_block_I(C)
     inv_eigs = np.concatenate([lam, 1.0 / np.linalg.eigvalsh(0.5 * (IC + IC.T))])
@@ -105,7 +107,7 @@ def theorem1_report(target: Target, natural_flow, n_checks: int = 41) -> dict:
     bounds = {k: theorem1_bound(t, kl[0], mu) for k, mu in rates.items()}
     holds = {k: bool(np.all(kl <= b * (1 + 1e-9) + 1e-300)) for k, b in bounds.items()}
     idx = np.unique(np.r_[np.linspace(0, len(t) - 1, min(int(n_checks), len(t))).round().astype(int), i_min])
-    min_eig = min(lemma1_check(V[i])["min_eig"] for i in idx)
+    min_eig = min(lemma1_check(0.5 * (V[i] + V[i].T))["min_eig"] for i in idx)
     return {"delta": delta, "lam_min": lam_min, "t_of_lam_min": float(t[i_min]), "rates": rates, "bounds": bounds,
             "holds": holds, "fisher_min_eig": float(min_eig), "lemma_paper_bound": min(lam_min, lam_min**2 / 2),
             "lemma_corrected_bound": lam_min / 2, "lemma_fails": bool(min_eig < min(lam_min, lam_min**2 / 2))}

@@ -40,10 +40,19 @@ Fisher blocks (Tan Lemma 1):
     fisher_block_I(Lam), fisher_block_I_inv(Lam): Lemma 1's Kronecker forms (dense)
 (The brute-force dense Fisher by autodiff of log q, against which the tests check every formula
 here, is tests/reference/fisher.py; the degree-5 cubature it uses is vilab.expectations.)
+
+Input checks: called eagerly on concrete arrays, the public functions check their input (shapes
+that agree, finite values, a positive definite Sigma or P, a triangular factor with a nonzero
+diagonal, a finite real step size) and raise ValueError; under jit / vmap / grad (traced
+arguments, the updates inside the compiled loops) the check is skipped and costs nothing, as in
+:mod:`vilab.gaussian`.
 """
 
 from __future__ import annotations
 
+import functools
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import solve_triangular
@@ -66,6 +75,100 @@ __all__ = [
     "grad_h", "hess_h", "estimator_G1", "estimator_F1", "estimator_G2", "estimator_F2",
     "fisher_block_I", "fisher_block_I_inv", "sym",
 ]
+
+
+# ---------------------------------------------------------------------------------------------
+# input checks of the public functions (eager calls only: traced arguments skip them)
+
+
+def _traced(args) -> bool:
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(args))
+
+
+def _array(x, what, ndim=None):
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{what} must be an array of real numbers; got {x!r}.") from None
+    if ndim is not None and a.ndim != ndim:
+        shape = "a vector" if ndim == 1 else ("a square matrix" if ndim == 2 else "a number")
+        raise ValueError(f"{what} must be {shape}; got an array of shape {a.shape}.")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{what} has non-finite entries (NaN or infinity).")
+    return a
+
+
+def _square(x, what, d=None):
+    a = _array(x, what, 2)
+    if a.shape[0] != a.shape[1]:
+        raise ValueError(f"{what} must be a square matrix; got shape {a.shape}.")
+    if d is not None and a.shape[0] != d:
+        raise ValueError(f"{what} must be {d} x {d} to match the mean; got shape {a.shape}.")
+    return a
+
+
+def _spd(x, what, d=None):
+    a = _square(x, what, d)
+    if not np.allclose(a, a.T, rtol=1e-8, atol=1e-12 * max(1.0, float(np.max(np.abs(a))))):
+        raise ValueError(f"{what} must be symmetric.")
+    try:
+        np.linalg.cholesky(0.5 * (a + a.T))
+    except np.linalg.LinAlgError:
+        raise ValueError(f"{what} must be positive definite (all eigenvalues > 0).") from None
+    return a
+
+
+def _factor(x, what, d=None, triangular=True):
+    a = _square(x, what, d)
+    if triangular and np.any(np.triu(a, 1) != 0):
+        raise ValueError(f"{what} must be lower triangular (a Cholesky factor).")
+    if np.any(np.diag(a) == 0):
+        raise ValueError(f"{what} has a zero on its diagonal: it is not the factor of a Gaussian.")
+    return a
+
+
+def _vector(x, what, d):
+    a = _array(x, what, 1)
+    if a.shape[0] != d:
+        raise ValueError(f"{what} must have length {d}; got {a.shape[0]}.")
+    return a
+
+
+def _step(rho):
+    if isinstance(rho, (bool, str, bytes)):
+        raise ValueError(f"The step size rho must be a finite number; got {rho!r}.")
+    r = _array(rho, "The step size rho")
+    if r.ndim != 0:
+        raise ValueError(f"The step size rho must be a number; got an array of shape {r.shape}.")
+
+
+_MATRIX = {"cov": (_spd, "Sigma"), "prec": (_spd, "The precision P"), "chol": (_factor, "The Cholesky factor"),
+           # sparse factors: entries outside the pattern (the upper triangle among them) are ignored
+           "sparse": (functools.partial(_factor, triangular=False), "The Cholesky factor")}
+
+
+def _checked(kind, grad="grad_M", rho=False):
+    """Check (mu, M, grad_mu, grad_M[, rho]) of a public function when called eagerly (see the
+    module docstring): M is Sigma ("cov"), P ("prec") or a Cholesky factor ("chol")."""
+    check, name = _MATRIX[kind]
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            if not _traced((args, kwargs)) and len(args) >= 4:
+                M = check(args[1], name)
+                d = M.shape[0]
+                if args[0] is not None:  # (the natural gradients of the factors do not read mu)
+                    _vector(args[0], "The mean mu", d)
+                _vector(args[2], "The gradient grad_mu", d)
+                _square(args[3], f"The gradient {grad}", d)
+                if rho and len(args) >= 5:
+                    _step(args[4])
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    return deco
 
 
 def sym(X):
@@ -93,6 +196,7 @@ def _prec_solve(T, b):
 # Table 1 of Tan (2025): kappa = (mu, vech Sigma), xi = (mu, vech Sigma^-1), natural lambda
 
 
+@_checked("cov", "grad_Sigma")
 def natural_grad_mean_cov(mu, Sigma, grad_mu, grad_Sigma):
     """Natural gradient for kappa = (mu, vech Sigma), Tan (2025) Table 1 row 1 / Supp. S1.
 
@@ -102,6 +206,7 @@ def natural_grad_mean_cov(mu, Sigma, grad_mu, grad_Sigma):
     return Sigma @ grad_mu, 2.0 * Sigma @ grad_Sigma @ Sigma
 
 
+@_checked("cov", "grad_Sigma")
 def natural_grad_mean_prec(mu, Sigma, grad_mu, grad_Sigma):
     """Natural gradient for xi = (mu, vech Sigma^-1), Tan (2025) Table 1 row 2 / Supp. S1.
 
@@ -111,6 +216,7 @@ def natural_grad_mean_prec(mu, Sigma, grad_mu, grad_Sigma):
     return Sigma @ grad_mu, -2.0 * grad_Sigma
 
 
+@_checked("cov", "grad_Sigma")
 def natural_grad_natural(mu, Sigma, grad_mu, grad_Sigma):
     """Natural gradient for the natural parameter lambda, Tan (2025) Sec. 4 / Khan & Lin (2017).
 
@@ -123,6 +229,7 @@ def natural_grad_natural(mu, Sigma, grad_mu, grad_Sigma):
     return grad_mu - 2.0 * grad_Sigma @ mu, grad_Sigma
 
 
+@_checked("cov", "grad_Sigma", rho=True)
 def update_kappa(mu, Sigma, grad_mu, grad_Sigma, rho):
     """Tan (2025) Table 1, kappa: Sigma+ = Sigma + 2 rho Sigma G Sigma, mu+ = mu + rho Sigma g.
 
@@ -131,6 +238,7 @@ def update_kappa(mu, Sigma, grad_mu, grad_Sigma, rho):
     return mu + rho * n_mu, sym(Sigma + rho * n_S)
 
 
+@_checked("prec", "grad_Sigma", rho=True)
 def update_xi(mu, P, grad_mu, grad_Sigma, rho):
     """Tan (2025) Table 1, xi: P+ = P - 2 rho G, mu+ = mu + rho Sigma g (the OLD Sigma = P^-1).
 
@@ -139,6 +247,7 @@ def update_xi(mu, P, grad_mu, grad_Sigma, rho):
     return mu + rho * Sigma @ grad_mu, sym(P - 2.0 * rho * grad_Sigma)
 
 
+@_checked("prec", "grad_Sigma", rho=True)
 def update_lambda(mu, P, grad_mu, grad_Sigma, rho):
     """Tan (2025) Table 1, natural parameter: P+ = P - 2 rho G FIRST, then mu+ = mu + rho Sigma+ g.
 
@@ -152,6 +261,7 @@ def update_lambda(mu, P, grad_mu, grad_Sigma, rho):
 # Cholesky factors: Tan (2025) Lemma 1(iii), Theorem 1, Corollary 1
 
 
+@_checked("chol", "grad_C")
 def natural_grad_chol_cov(mu, C, grad_mu, grad_C):
     """Tan (2025) Thm 1(i): lambda = (mu, vech C), Sigma = C C^T.
 
@@ -161,6 +271,7 @@ def natural_grad_chol_cov(mu, C, grad_mu, grad_C):
     return C @ (C.T @ grad_mu), C @ tril_half(C.T @ jnp.tril(grad_C))
 
 
+@_checked("chol", "grad_T")
 def natural_grad_chol_prec(mu, T, grad_mu, grad_T):
     """Tan (2025) Thm 1(ii): lambda = (mu, vech T), Sigma^-1 = T T^T.
 
@@ -170,6 +281,7 @@ def natural_grad_chol_prec(mu, T, grad_mu, grad_T):
     return _prec_solve(T, grad_mu), T @ tril_half(T.T @ jnp.tril(grad_T))
 
 
+@_checked("chol", "grad_T")
 def natural_grad_cor1(mu, T, grad_mu, grad_T):
     """Natural gradient in xi = (T^T mu, vech T), Tan (2025) Corollary 1 / Supp. S3.3.
 
@@ -181,6 +293,7 @@ def natural_grad_cor1(mu, T, grad_mu, grad_T):
     return nu_dir, T @ Hbb
 
 
+@_checked("chol", "grad_C", rho=True)
 def update_chol_cov(mu, C, grad_mu, grad_C, rho):
     """Algorithm 1N step (Tan (2025) Table 3 / Kumar et al. Eq. 17 when grad_C = tril(2 G C)):
     mu+ = mu + rho C C^T g,  C+ = C + rho C tril_half(C^T Gbar) = C (I + rho Hbarbar)."""
@@ -188,12 +301,14 @@ def update_chol_cov(mu, C, grad_mu, grad_C, rho):
     return mu + rho * n_mu, C + rho * n_C
 
 
+@_checked("chol", "grad_T", rho=True)
 def update_chol_prec(mu, T, grad_mu, grad_T, rho):
     """Theorem 1(ii) step (Tan (2025) Sec. 5): mu+ = mu + rho Sigma g (old Sigma), T+ = T + rho T Hbarbar."""
     n_mu, n_T = natural_grad_chol_prec(mu, T, grad_mu, grad_T)
     return mu + rho * n_mu, T + rho * n_T
 
 
+@_checked("chol", "grad_T", rho=True)
 def update_cor1(mu, T, grad_mu, grad_T, rho):
     """Tan (2025) Corollary 1 (= Algorithm 2N, Table 4): T+ = T + rho T Hbarbar, then
     mu+ = mu + rho T+^-T T^-1 grad_mu (the mean moves with the UPDATED T)."""
@@ -203,11 +318,13 @@ def update_cor1(mu, T, grad_mu, grad_T, rho):
     return mu + rho * solve_triangular(T_new.T, v, lower=False), T_new
 
 
+@_checked("chol", "grad_C", rho=True)
 def update_chol_cov_euclid(mu, C, grad_mu, grad_C, rho):
     """Algorithm 1E (Tan (2025) Table 3): mu+ = mu + rho g, C+ = C + rho Gbar."""
     return mu + rho * grad_mu, C + rho * jnp.tril(grad_C)
 
 
+@_checked("chol", "grad_T", rho=True)
 def update_chol_prec_euclid(mu, T, grad_mu, grad_T, rho):
     """Algorithm 2E (Tan (2025) Table 4): mu+ = mu + rho g, T+ = T + rho Gbar."""
     return mu + rho * grad_mu, T + rho * jnp.tril(grad_T)
@@ -247,6 +364,7 @@ def arrow_mask(local_sizes, global_size: int) -> np.ndarray:
     return M
 
 
+@_checked("sparse", "grad_C")
 def natural_grad_chol_cov_blockdiag(mu, C, grad_mu, grad_C, sizes):
     """Tan (2025) Sec. 7.1 / Algorithm 1S: C = blockdiag(C_1..C_K), Sigma = C C^T.
 
@@ -266,6 +384,7 @@ def natural_grad_chol_cov_blockdiag(mu, C, grad_mu, grad_C, sizes):
     return Cm @ (Cm.T @ grad_mu), out
 
 
+@_checked("sparse", "grad_T")
 def natural_grad_chol_prec_arrow(mu, T, grad_mu, grad_T, local_sizes, global_size):
     """Tan (2025) Theorem 4 / Algorithm 2S: arrow-shaped Cholesky factor of the precision.
 
@@ -306,24 +425,37 @@ def elbo_grads_from_expectations(Sigma, E_grad_logp, E_hess_logp):
     """(grad_mu L, grad_Sigma L) from E_q[grad log p], E_q[hess log p] (Bonnet / Price):
     grad_mu L = E[grad log p],  grad_Sigma L = 1/2 (E[hess log p] + Sigma^-1)  (Tan Sec. 5.1;
     Kumar Eqs. 33-34 with g = -E[grad log p], H = -E[hess log p])."""
+    if not _traced((Sigma, E_grad_logp, E_hess_logp)):
+        d = _spd(Sigma, "Sigma").shape[0]
+        _vector(E_grad_logp, "E_q[grad log p]", d)
+        _square(E_hess_logp, "E_q[hess log p]", d)
     return E_grad_logp, 0.5 * (sym(E_hess_logp) + _inv_spd(Sigma))
 
 
 def gaussian_target_grads(m, P, mu, Sigma):
     """Exact ELBO gradients for the target N(m, P^-1): grad_mu = -P (mu - m),
     grad_Sigma = 1/2 (Sigma^-1 - P) (Tan digest E6)."""
+    if not _traced((m, P, mu, Sigma)):
+        d = _spd(P, "The target precision P").shape[0]
+        _vector(m, "The target mean m", d)
+        _vector(mu, "The mean mu", d)
+        _spd(Sigma, "Sigma", d)
     return -P @ (mu - m), 0.5 * (_inv_spd(Sigma) - P)
 
 
 def grad_chol_cov(C, grad_Sigma):
     """dL/dC over the lower triangle: tril(2 grad_Sigma C) (Tan (2025) Sec. 2 identity,
     grad_vech(C) L = 2 vech(grad_Sigma L C)); for N(m, P^-1) targets tril(-P C + C^-T)."""
+    if not _traced((C, grad_Sigma)):
+        _square(grad_Sigma, "The gradient grad_Sigma", _factor(C, "The Cholesky factor C").shape[0])
     return jnp.tril(2.0 * sym(grad_Sigma) @ C)
 
 
 def grad_chol_prec(T, grad_Sigma):
     """dL/dT over the lower triangle: tril(-2 Sigma grad_Sigma T^-T) (Tan (2025) Sec. 2,
     grad_vech(T) L = -2 vech(Sigma grad_Sigma T^-T))."""
+    if not _traced((T, grad_Sigma)):
+        _square(grad_Sigma, "The gradient grad_Sigma", _factor(T, "The Cholesky factor T").shape[0])
     TinvT = solve_triangular(T.T, _eye_like(T), lower=False)  # T^-T
     Sigma = TinvT @ TinvT.T
     return jnp.tril(-2.0 * Sigma @ sym(grad_Sigma) @ TinvT)
@@ -374,7 +506,7 @@ def estimator_F2(T, hess_h_theta):
 
 def fisher_block_I(Lam) -> np.ndarray:
     """Tan (2025) Lemma 1: I(Lam) = L {(Lam^-1 (x) Lam^-T) K + I (x) Lam^-T Lam^-1} L^T (dense)."""
-    Lam = np.asarray(Lam, dtype=np.float64)
+    Lam = _factor(Lam, "The Cholesky factor Lam")
     d = Lam.shape[0]
     Li = np.linalg.inv(Lam)
     Lm, K = elimination_matrix(d), commutation_matrix(d)
@@ -383,7 +515,7 @@ def fisher_block_I(Lam) -> np.ndarray:
 
 def fisher_block_I_inv(Lam) -> np.ndarray:
     """Tan (2025) Lemma 1(ii): I(Lam)^-1 = 1/2 L (I (x) Lam) L^T (2I - L K L^T) L (I (x) Lam^T) L^T."""
-    Lam = np.asarray(Lam, dtype=np.float64)
+    Lam = _factor(Lam, "The Cholesky factor Lam")
     d = Lam.shape[0]
     Lm, K = elimination_matrix(d), commutation_matrix(d)
     m = vech_length(d)

@@ -57,6 +57,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
+from .checks import integer
+
 __all__ = ["Model", "lenet5", "lenet5_digits", "bong_cnn", "mlp", "layer_counts",
            "make_mlp", "make_cnn", "make_linear", "digits_mlp", "digits_cnn", "n_params_of"]
 
@@ -148,9 +150,16 @@ def _finish(name, init_tree, forward, in_shape, out_dim, dtype) -> Model:
 
 
 def _check_shape(input_shape):
-    if len(input_shape) != 3 or min(int(s) for s in input_shape) < 1:
+    if isinstance(input_shape, str) or np.ndim(input_shape) != 1 or len(input_shape) != 3:
         raise ValueError(f"The input shape must be (height, width, channels), e.g. (28, 28, 1); got {input_shape!r}.")
-    return tuple(int(s) for s in input_shape)
+    return tuple(integer(s, "Every entry of the input shape (height, width, channels)", minimum=1) for s in input_shape)
+
+
+def _widths(sizes, what: str) -> list[int]:
+    """Layer widths (or channel counts) as positive ints, ValueError naming ``what`` otherwise."""
+    if isinstance(sizes, (str, bytes)) or np.ndim(sizes) != 1:
+        raise ValueError(f"{what} must be a list of positive whole numbers, e.g. [64, 32, 10]; got {sizes!r}.")
+    return [integer(s, f"Every entry of {what}", minimum=1) for s in sizes]
 
 
 # ------------------------------------------------------------------------ architectures
@@ -163,7 +172,7 @@ def lenet5(input_shape=(28, 28, 1), n_classes: int = 10, conv2_kernel: int = 5, 
     Defaults give 61,706 parameters for (28, 28, 1) and 83,126 for (32, 32, 3) (Tan Sec. 8.3).
     """
     H, W, C = _check_shape(input_shape)
-    k2 = int(conv2_kernel)
+    k2 = integer(conv2_kernel, "conv2_kernel", minimum=1)
     h1, w1 = H // 2, W // 2  # conv1 keeps the size (5x5 with padding 2), then pool
     if conv2_padding == "VALID":
         h2, w2 = h1 - k2 + 1, w1 - k2 + 1
@@ -175,7 +184,7 @@ def lenet5(input_shape=(28, 28, 1), n_classes: int = 10, conv2_kernel: int = 5, 
     if min(h1, w1, h2, w2) < 1:
         raise ValueError(f"An image of {H}x{W} is too small for LeNet-5's two 2x2 poolings with a "
                          f"{k2}x{k2} second convolution; use lenet5-digits for 8x8 images.")
-    sizes = [h2 * w2 * 16] + [int(s) for s in hidden] + [int(n_classes)]
+    sizes = [h2 * w2 * 16] + _widths(hidden, "hidden") + [integer(n_classes, "n_classes", minimum=1)]
 
     def init_tree(key, dtype):
         ks = jax.random.split(key, 2 + len(sizes) - 1)
@@ -209,14 +218,15 @@ def bong_cnn(input_shape=(28, 28, 1), channels: Sequence[int] = (16, 16), kernel
     Dense(n_classes). (8, 8, 1) gives the digits-CNN (11,642, BONG digest Sec. 4.1 (b)).
     """
     H, W, C = _check_shape(input_shape)
-    chans = [C] + [int(c) for c in channels]
+    chans = [C] + _widths(channels, "channels")
     h, w = H, W
     for _ in channels:
         h, w = h // 2, w // 2
     if h < 1 or w < 1:
         raise ValueError("The image is too small for this many 2x2 poolings; use fewer convolution layers.")
     n_flat = h * w * chans[-1]
-    k = int(kernel)
+    k = integer(kernel, "kernel", minimum=1)
+    hidden, n_classes = integer(hidden, "hidden", minimum=1), integer(n_classes, "n_classes", minimum=1)
 
     def init_tree(key, dt):
         ks = jax.random.split(key, len(channels) + 2)
@@ -238,7 +248,6 @@ def bong_cnn(input_shape=(28, 28, 1), channels: Sequence[int] = (16, 16), kernel
 
 
 def _dense_model(in_shape, sizes, activation, name, dtype) -> Model:
-    sizes = [int(s) for s in sizes]
     if len(sizes) < 2 or min(sizes) < 1:
         raise ValueError("An MLP needs an input and an output width and at least one unit per layer, e.g. [64, 32, 10].")
 
@@ -254,7 +263,7 @@ def _dense_model(in_shape, sizes, activation, name, dtype) -> Model:
 def mlp(input_shape=(8, 8, 1), hidden: Sequence[int] = (32,), n_classes: int = 10, name: str | None = None) -> Model:
     """Dense ReLU network on the flattened image (digits 64-32-10: P = 2,410, as :func:`digits_mlp`)."""
     H, W, C = _check_shape(input_shape)
-    sizes = [H * W * C] + [int(s) for s in hidden] + [int(n_classes)]
+    sizes = [H * W * C] + _widths(hidden, "hidden") + [integer(n_classes, "n_classes", minimum=1)]
     return _dense_model((H, W, C), sizes, jax.nn.relu, name, jnp.float32)
 
 
@@ -269,7 +278,7 @@ def make_mlp(sizes: Sequence[int], activation: Callable = jax.nn.relu, name: str
 
     Parameters: sum_l (sizes[l] * sizes[l+1] + sizes[l+1]). ``[64, 32, 10]`` gives 2,410.
     """
-    sizes = [int(s) for s in sizes]
+    sizes = _widths(sizes, "sizes")
     return _dense_model((sizes[0] if sizes else 1,), sizes, activation, name, jnp.float64)
 
 
@@ -282,7 +291,9 @@ def make_cnn(image_shape: tuple[int, int] = (8, 8), channels: Sequence[int] = (1
              hidden: int = 64, n_classes: int = 10, name: str | None = None) -> Model:
     """:func:`bong_cnn` on grey ``image_shape`` images, float64 init (x may be flat (H*W,)).
     (8, 8) gives the digits-CNN with P = 11,642; (28, 28) the paper's P = 57,722."""
-    Hh, Ww = int(image_shape[0]), int(image_shape[1])
+    if isinstance(image_shape, str) or np.ndim(image_shape) != 1 or len(image_shape) != 2:
+        raise ValueError(f"image_shape must be (height, width), e.g. (8, 8); got {image_shape!r}.")
+    Hh, Ww = (integer(s, "Every entry of image_shape", minimum=1) for s in image_shape)
     return bong_cnn((Hh, Ww, 1), channels, kernel, hidden, n_classes, name=name or f"cnn-{Hh}x{Ww}",
                     dtype=jnp.float64)
 
@@ -299,5 +310,5 @@ def digits_cnn() -> Model:
 
 def n_params_of(sizes: Sequence[int]) -> int:
     """Parameter count of ``make_mlp(sizes)`` without building it."""
-    s = np.asarray(sizes)
-    return int(np.sum(s[:-1] * s[1:] + s[1:]))
+    s = _widths(sizes, "sizes")
+    return sum(a * b + b for a, b in zip(s[:-1], s[1:]))

@@ -50,8 +50,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from vilab import core
+from vilab import checks, core
 from vilab.core.cache import memoize
+from vilab.core.runner import positive_number, whole_number
 from vilab.core.trace import Trace
 from vilab.families import PARAMS, GaussianFamily
 from vilab.linalg import vech
@@ -110,7 +111,11 @@ def _positive(x, name):
 
 
 def _beta(b, name="beta"):
-    if not (0.0 <= float(b) < 1.0):
+    try:
+        ok = not isinstance(b, (bool, str, bytes)) and 0.0 <= float(b) < 1.0
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
         raise ValueError(f"{name} must lie in [0, 1); got {b!r}.")
     return float(b)
 
@@ -495,7 +500,7 @@ def _check_settings(model, optimizer, param, diagonal, estimator, batch_size):
     if estimator == "exact" and not model.tractable:
         raise ValueError(f"The ELBO of {model.name!r} has no closed form: use the 'first' or 'second' order estimator.")
     n = model.n
-    B = n if batch_size is None else int(batch_size)
+    B = n if batch_size is None else whole_number(batch_size, "The minibatch size", 1, integral_floats=True)
     if not 1 <= B <= n:
         raise ValueError(f"The minibatch size must be between 1 and n = {n}; got {batch_size}.")
     return param, bool(diagonal), estimator, B
@@ -690,6 +695,7 @@ def final_elbo(model, layout: Layout, lam, key=None, n_draws: int = 500) -> tupl
     lam = jnp.asarray(lam)
     if model.tractable:
         return float(model.exact_elbo(lam[: layout.d], layout.variance_vector(lam))), 0.0
+    n_draws = checks.integer(n_draws, "The number of ELBO draws n_draws (at least 2 for a standard error)", minimum=2)
     if key is None:
         raise ValueError("A Monte Carlo ELBO needs a random key (key=jax.random.PRNGKey(...)).")
     return _mc_elbo(model, layout, lam, key, n_draws)
@@ -761,9 +767,18 @@ def run(
     nb = n // B
     if (n_iter is None) == (n_epochs is None):
         raise ValueError("Give the length of the run as exactly one of n_iter or n_epochs.")
-    total = int(n_iter) if n_iter is not None else int(n_epochs) * nb
+    if n_iter is not None:
+        total = whole_number(n_iter, "n_iter", 1, True)
+    else:
+        total = whole_number(n_epochs, "n_epochs", 1, True) * nb
     if total < 1:
         raise ValueError("The run needs at least one iteration.")
+    if tol is not None:
+        tol = positive_number(tol, "The tolerance tol")
+    if max_seconds is not None:
+        max_seconds = positive_number(max_seconds, "The time budget max_seconds", allow_zero=True)
+    chunk_iters = whole_number(chunk_iters, "chunk_iters", 1, True)
+    n_elbo_draws = whole_number(n_elbo_draws, "n_elbo_draws", 1, True)
     full_batch = B == n
     if tol is not None and not (estimator == "exact" and full_batch):
         raise ValueError("The relative-change stopping rule needs the exact full-batch ELBO "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import checks
 from .algorithms import run, run_sweep
 from .targets import Target
 
@@ -34,13 +35,12 @@ def stability_thresholds(A, C0=None) -> dict:
     These are 1-D (per eigen-direction) linearisations at the optimum or the start: reference
     lines, not guarantees (e.g. SR-VN from C0 = I on Kumar's T2 diverges below its line).
     """
-    A = np.asarray(A, float)
-    A = 0.5 * (A + A.T)
+    A = checks.pd_matrix(A, "The target precision A")
     lam = np.linalg.eigvalsh(A)
-    if lam[0] <= 0:
-        raise ValueError("The target precision must be positive definite.")
     lmin, lmax = float(lam[0]), float(lam[-1])
-    C0 = np.eye(len(lam)) if C0 is None else np.asarray(C0, float)
+    C0 = np.eye(len(lam)) if C0 is None else checks.real_array(C0, "The starting factor C0", ndim=2)
+    if C0.shape != A.shape:
+        raise ValueError(f"The starting factor C0 must be {A.shape[0]} x {A.shape[0]} like A; got shape {C0.shape}.")
     x2 = float(np.linalg.eigvalsh(C0.T @ A @ C0)[-1])
     sr = min(2.0, 2.0 / x2, 4.0 / (x2 - 1.0) if x2 > 1 else np.inf)
     return {"gd-mc": 1 / lmax, "tan-1E": 1 / lmax, "bwgd": 1 / lmax, "fbgvi": 1 / lmax,

@@ -451,7 +451,7 @@ def guard(context: str = ""):
 
 
 _STATUS_WORDS = {"converged": "converged", "max_steps": "ran all its steps", "max_time": "ran out of time",
-                 "stopped": "stopped"}
+                 "stopped": "stopped", "stalled": "stalled (no step size increased the ELBO)"}
 
 
 def status_text(status: str) -> str:

@@ -274,7 +274,7 @@ def test_trajectories_sweep_on_t2_has_the_stability_lines():
     for label in ("VN limit", "SR-VN limit", "GD in (m, C), BW-GD limit"):  # Kumar et al. stability limits
         assert label in spec
     notice = _notices(at)
-    assert len(notice) == 1 and "GD in (m, C) and BW-GD have the same outcome at 6 of the 7 step sizes" in notice[0]
+    assert len(notice) == 1 and "GD in (m, C) and BW-GD have the same outcome at 6 of the 8 step sizes" in notice[0]
 
 
 # -------------------------------------------------------------------------------- positive definite

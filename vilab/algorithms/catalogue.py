@@ -15,7 +15,8 @@ Tan (2025) Thm 2 / Stein-Price estimates from the step's key), then
   (f = ``backtrack_factor``, ``max_backtracks`` rungs, restarted at rho0 = ``hyper["rho"]`` every
   step) whose update keeps q a Gaussian AND increases the exact ELBO. The ladder of the *next* step
   is evaluated at the end of each step (``state.ahead``) so that a step after which no rung
-  increases the ELBO reports code 10 ("converged": stationary to machine precision) while still
+  increases the ELBO reports code 10 ("stalled": stationary to machine precision, or no rung
+  small enough) while still
   counting as the step it is; when ``hyper["rho"]`` was changed (:func:`vilab.core.resume`) the
   ladder is evaluated afresh.
 
@@ -49,8 +50,11 @@ __all__ = ["algorithm", "CatalogueState", "Ahead", "SCHEDULES", "STALLED", "trac
 
 SCHEDULES = ("constant", "backtracking")
 STALLED = 10  # the backtracking ladder found no step size that increases the ELBO
-_CODES = {STALLED: ("converged", "no step size in the backtracking ladder increased the ELBO "
-                                 "(stationary to machine precision)")}
+# "stalled", not "converged": an empty ladder does not prove an optimum (it happens at a stationary
+# point to machine precision, and also far from one when every rung overshoots or round-off hides
+# the increase); see vilab.core.trace.STATUSES
+_CODES = {STALLED: ("stalled", "no step size in the backtracking ladder increased the ELBO (stationary to "
+                               "machine precision, or every rung overshoots: try a smaller first step size)")}
 _ALGORITHMS = ProgramCache("vilab.algorithms catalogue", maxsize=64)
 _MEMBERS = ProgramCache("vilab.algorithms catalogue, family members", maxsize=64)
 _TRACES = [0]
@@ -270,7 +274,7 @@ def _build(method, target0: Target, cfg: dict, structure: dict) -> Algorithm:
         a = jax.lax.cond(state.ahead.rho0 == rho0, lambda: state.ahead,
                          lambda: ladder(target, state.mu, state.M, state.elbo, rho0))
         # the ladder of the next step (from the accepted iterate); no rung accepted now (only after a
-        # change of rho) or next: stationary ("converged", code 10)
+        # change of rho) or next: "stalled" (code 10)
         nxt = ladder(target, a.mu, a.M, a.elbo, rho0)
         pick = lambda new, old: jnp.where(a.accept, new, old)  # noqa: E731
         new = state._replace(mu=pick(a.mu, state.mu), M=pick(a.M, state.M), Sigma=pick(a.Sigma, state.Sigma),

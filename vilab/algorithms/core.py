@@ -26,6 +26,7 @@ import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
 from .. import natgrad as ng
+from ..core.algorithm import range_code, range_code_factor
 from . import oracle
 
 __all__ = ["State", "Method", "METHODS", "list_methods", "get_method"]
@@ -91,18 +92,26 @@ def logdet_sigma_of(chart, M):
 
 
 def valid_code(chart, mu, M, Sigma):
-    """0 if the iterate is a proper Gaussian, else the failure code (see ``REASONS``)."""
+    """0 if the iterate is a proper Gaussian, else the failure code (see ``REASONS``): non-finite,
+    not PD / singular factor, exploded values, or a covariance out of the sane range of
+    :func:`vilab.core.algorithm.range_code` (collapsed: an eigenvalue below 1e-150 or condition
+    number above 1e16; exploded: an eigenvalue above 1e150). The range comes from what the check
+    computes anyway: the eigenvalues of Sigma or P, or the diagonal of a Cholesky factor (bounds on
+    the eigen-range, :func:`vilab.core.algorithm.range_code_factor`)."""
     finite = jnp.all(jnp.isfinite(mu)) & jnp.all(jnp.isfinite(M)) & jnp.all(jnp.isfinite(Sigma))
     big = (jnp.max(jnp.abs(mu)) > 1e12) | (jnp.max(jnp.abs(Sigma)) > 1e24)
     if chart in ("chol_cov", "chol_prec"):
         dg = jnp.abs(jnp.diag(M))
         bad_pd = jnp.min(dg) <= 1e-150
         pd_code = 5
+        rng = range_code_factor(jnp.where(finite & ~bad_pd, dg, 1.0), precision=chart == "chol_prec")
     else:
         ev = jnp.linalg.eigvalsh(ng.sym(jnp.where(jnp.isfinite(M), M, 0.0)))
         bad_pd = ev[0] <= 0.0
         pd_code = 3 if chart == "mean_cov" else 4
-    return jnp.where(~finite, 2, jnp.where(bad_pd, pd_code, jnp.where(big, 6, 0)))
+        lo, hi = jnp.where(bad_pd, 1.0, ev[0]), jnp.where(bad_pd, 1.0, ev[-1])
+        rng = range_code(lo, hi) if chart == "mean_cov" else range_code(1.0 / hi, 1.0 / lo, hi / lo)
+    return jnp.where(~finite, 2, jnp.where(bad_pd, pd_code, jnp.where(big, 6, rng)))
 
 
 REASONS = {
@@ -111,6 +120,8 @@ REASONS = {
     4: "precision lost positive definiteness",
     5: "Cholesky factor became singular (a zero on its diagonal)",
     6: "values exploded (|mean| > 1e12 or |Sigma| > 1e24)",
+    7: "covariance collapsed (an eigenvalue below 1e-150 or condition number above 1e16)",
+    8: "covariance exploded (an eigenvalue above 1e150)",
 }
 
 

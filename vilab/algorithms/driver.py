@@ -98,9 +98,11 @@ def _split(options):
 def _prepare(name, target, n_steps, options):
     if not isinstance(target, Target):
         raise ValueError("target must be a vilab.targets.Target.")
+    if not isinstance(name, str):
+        raise ValueError(f"The method must be named by a string (see vilab.algorithms.list_methods()); got {name!r}.")
     get_method(name)
-    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 1:
-        raise ValueError(f"n_steps must be a positive integer; got {n_steps!r}.")
+    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or not 1 <= n_steps <= 10**9:
+        raise ValueError(f"n_steps must be a whole number from 1 to 1e9; got {n_steps!r}.")
     alg_opts, tols, runner = _split(options)
     alg = algorithm(name, target, **alg_opts)
     for k in ("rel_tol", "kl_tol"):
@@ -117,8 +119,8 @@ def _finish(alg, target, tr: Trace, zero_step=None) -> Trace:
     extra = dict(tr.extra)
     extra.update({"chart": s["chart"], "grads": s["grads"], "schedule": s["schedule"], "paper": s["paper"]})
     status, note = tr.status, tr.note
-    if zero_step is not None:  # the start already meets a stopping rule: no step is taken
-        status, note = "converged", zero_step
+    if zero_step is not None:  # the start already meets a stopping rule, or the ladder is empty: no step
+        status, note = ("stalled", zero_step) if zero_step == alg.codes[STALLED][1] else ("converged", zero_step)
     if note:
         extra["note"] = note
     if not is_gaussian(target):
@@ -164,7 +166,8 @@ def run(name: str, target: Target, init, n_steps: int, step_size: float, key=Non
       record_every, chunk_size, max_time, progress, should_stop, on_chunk   vilab.core.run's options
 
     Trace: mean (n+1, d), cov (n+1, d, d), objective (KL for Gaussian targets, else negative ELBO),
-    step_sizes (n,), status "converged" / "max_steps" / "diverged: <reason>" (a run that leaves
+    step_sizes (n,), status "converged" / "max_steps" / "stalled" (a backtracking ladder with no
+    rung that increases the ELBO) / "diverged: <reason>" (a run that leaves
     the Gaussian family stops and keeps the iterates before the failure); extra: elbo (n+1,),
     factor (n+1, d, d) = the chart's matrix (Sigma, P, C or T), kl, chart, paper. The final state
     is ``trace.state``: :func:`vilab.core.resume` continues it (with a new ``hyper={"rho": ...}``).

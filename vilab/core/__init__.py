@@ -7,12 +7,14 @@
     as_key                              int seed -> PRNG key, at the edges (vilab.core.keys)
 """
 
-from .algorithm import CODES, CONVERGED, NONFINITE, Algorithm, finite_tree, set_hyper, status_of
+from .algorithm import (CODES, COLLAPSED, CONVERGED, COV_EXPLODED, NONFINITE, OBJ_EXPLODED, Algorithm,
+                        finite_tree, set_hyper, status_of)
 from .cache import ProgramCache, memoize
 from .keys import as_key, is_key
 from .runner import bucket, resume, run, run_many, slope_rule, stack
 from .trace import STATUSES, Trace, diverged_status, first_failure
 
-__all__ = ["Algorithm", "CODES", "CONVERGED", "NONFINITE", "set_hyper", "status_of", "finite_tree",
+__all__ = ["Algorithm", "CODES", "CONVERGED", "NONFINITE", "COLLAPSED", "COV_EXPLODED", "OBJ_EXPLODED",
+           "set_hyper", "status_of", "finite_tree",
            "ProgramCache", "memoize", "as_key", "is_key", "run", "run_many", "resume", "slope_rule", "stack",
            "bucket", "Trace", "STATUSES", "diverged_status", "first_failure"]

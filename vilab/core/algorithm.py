@@ -33,10 +33,35 @@ from typing import Any, Callable, Mapping
 import jax
 import jax.numpy as jnp
 
-__all__ = ["Algorithm", "CODES", "CONVERGED", "NONFINITE", "set_hyper", "status_of", "is_failure_code"]
+__all__ = ["Algorithm", "CODES", "CONVERGED", "NONFINITE", "COLLAPSED", "COV_EXPLODED", "OBJ_EXPLODED",
+           "set_hyper", "status_of", "is_failure_code", "is_stop_code", "TINY", "HUGE", "MAX_COND", "OBJ_RISE",
+           "range_code", "range_code_factor"]
 
 CONVERGED = 1
 NONFINITE = 2
+COLLAPSED = 7
+COV_EXPLODED = 8
+OBJ_EXPLODED = 9
+
+#: Codes 7-9 (beside 2-6): a covariance out of the sane range below, or an objective that exploded.
+#: Sane range of a covariance in float64 (what the divergence checks of the runner, the catalogue
+#: and the families use). An eigenvalue of Sigma below TINY or above HUGE is 140 orders of magnitude
+#: away from any target vilab draws (whose scales lie within 1e-10 .. 1e10); its square, which the
+#: precision or a Fisher product holds, is within a factor 1e8 of float64's overflow (1.8e308) or
+#: underflow, so the next step is garbage. A condition number above MAX_COND = 1e16 (float64 carries
+#: 15.95 significant digits, eps = 2.2e-16) makes Sigma numerically singular: its Cholesky factor
+#: and every solve with it have no correct digit left. Legitimate runs stay far inside: the most
+#: ill-conditioned posterior in vilab's tests, pages and reproductions has condition number 1e8.
+TINY = 1e-150
+HUGE = 1e150
+MAX_COND = 1e16
+#: A run's objective (a loss: KL, negative ELBO, NLPD) "exploded" when, over the last quarter of its
+#: rows, it lies more than OBJ_RISE * max(1, |start|, |best|) above the best value seen
+#: (:func:`vilab.core.trace.blowup_code`): a difference, so that negative objectives are handled, scaled
+#: by the largest magnitude of the run, so that the objective's unit does not matter. Judged at the
+#: end of a run only: a stable run can climb far higher on its way (Tan's T-update overshoots its KL
+#: by 1e17 from a poor start, then converges), so no in-loop threshold separates the two.
+OBJ_RISE = 1e2
 
 #: code -> (status, note): the shared vocabulary of step outcomes.
 CODES: dict[int, tuple[str, str]] = {
@@ -46,6 +71,17 @@ CODES: dict[int, tuple[str, str]] = {
     4: ("diverged: precision lost positive definiteness", ""),
     5: ("diverged: Cholesky factor became singular (a zero on its diagonal)", ""),
     6: ("diverged: values exploded (|mean| > 1e12 or |Sigma| > 1e24)", ""),
+    COLLAPSED: ("diverged: covariance collapsed (an eigenvalue below 1e-150 or condition number above 1e16)",
+                "Sigma became numerically singular: float64 carries 16 digits, so a condition number past "
+                "1e16 (or an eigenvalue below 1e-150, whose square underflows) leaves no correct digit in "
+                "the next step. The step size is likely past its stability limit."),
+    COV_EXPLODED: ("diverged: covariance exploded (an eigenvalue above 1e150)",
+                   "Sigma grew past 1e150 (its square overflows float64). The step size is likely past its "
+                   "stability limit."),
+    OBJ_EXPLODED: ("diverged: objective exploded (ended far above its best value)",
+                   "Over the last quarter of the run the objective lay more than 100 times max(1, |start|, "
+                   "|best|) above the best value it had reached: the iteration is unstable (or stuck at a "
+                   "wrong point), the step size is likely past its stability limit."),
 }
 
 
@@ -88,6 +124,33 @@ def status_of(code: int, codes: Mapping[int, tuple[str, str]]) -> tuple[str, str
 
 def is_failure_code(code: int, codes: Mapping[int, tuple[str, str]]) -> bool:
     return code != 0 and status_of(code, codes)[0].startswith("diverged")
+
+
+def is_stop_code(code: int, codes: Mapping[int, tuple[str, str]]) -> bool:
+    """A code that ends the run without rejecting the step: "converged" or "stalled"."""
+    return code != 0 and code in codes and status_of(code, codes)[0] in ("converged", "stalled")
+
+
+def range_code(lo, hi, cond=None):
+    """Step code of a covariance whose eigenvalues lie in [lo, hi] (or, for a lower bound on them,
+    lo an upper bound on the smallest, hi a lower bound on the largest) with condition number at
+    least ``cond`` (default hi / lo): 0 if inside the sane range (:data:`TINY`, :data:`HUGE`,
+    :data:`MAX_COND`), :data:`COLLAPSED` or :data:`COV_EXPLODED` otherwise. Scalar ops (traceable)."""
+    cond = hi / lo if cond is None else cond
+    collapsed = (lo < TINY) | (cond > MAX_COND)
+    return jnp.where(hi > HUGE, COV_EXPLODED, jnp.where(collapsed, COLLAPSED, 0)).astype(jnp.int32)
+
+
+def range_code_factor(diag, precision: bool = False):
+    """:func:`range_code` from the diagonal of a triangular Cholesky factor (of Sigma, or of Sigma^-1
+    when ``precision``). The diagonal entries of a triangular F are its eigenvalues, and
+    sigma_min(F) <= min |F_ii| <= max |F_ii| <= sigma_max(F), so min |F_ii|^2 bounds the smallest
+    eigenvalue of F F^T from above and max |F_ii|^2 the largest from below: a cheap check (no
+    decomposition) that never flags a covariance inside the sane range."""
+    dg = jnp.abs(diag)
+    a, b = jnp.min(dg), jnp.max(dg)
+    lo, hi = (1.0 / (b * b), 1.0 / (a * a)) if precision else (a * a, b * b)
+    return range_code(lo, hi, (b / a) ** 2)
 
 
 def set_hyper(state, **values):

@@ -5,24 +5,31 @@ object that owns one (an :class:`~vilab.core.Algorithm` built for a target), kee
 :class:`ProgramCache`. Each cache is a least-recently-used map with a fixed size, and every cache
 registers itself here, so :func:`clear` empties them all at once without reaching into modules.
 
-Sizes: each compiled XLA program holds a handful of memory mappings; the kernel allows 65,530 per
-process (vm.max_map_count). The default size of 64 entries per cache, over the dozen caches vilab
-creates, keeps a long-lived server far below that limit; ``vilab.clear_caches_if_crowded`` is the
-second line of defence (it also drops JAX's own jit caches).
+Sizes: an entry (a compiled loop, an Algorithm with its programs) holds about 130 memory mappings
+(measured with benchmarks/bench_soak.py); the kernel allows 65,530 per process (vm.max_map_count).
+Each cache has its own size (64 by default), and all of them together hold at most
+:data:`TOTAL_LIMIT` entries: past it, the least recently used entry of any cache goes. A long-lived
+server's compiled programs therefore level off (about 12,500 mappings) instead of growing with every
+new setting; ``vilab.clear_caches_if_crowded`` is the second line of defence (it also drops JAX's
+own jit caches).
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import threading
 import weakref
 from collections import OrderedDict
 from typing import Any, Callable, Hashable
 
-__all__ = ["ProgramCache", "memoize", "clear", "caches", "DEFAULT_SIZE"]
+__all__ = ["ProgramCache", "memoize", "clear", "caches", "total", "DEFAULT_SIZE", "TOTAL_LIMIT"]
 
 DEFAULT_SIZE = 64
+TOTAL_LIMIT = 96  # entries over all caches (~130 mappings each): well under a quarter of 65,530
 _REGISTRY: "weakref.WeakSet[ProgramCache]" = weakref.WeakSet()
+_TOTAL_LOCK = threading.Lock()
+_clock = itertools.count()  # a global use counter: which entry of which cache was used least recently
 
 
 class ProgramCache:
@@ -47,14 +54,27 @@ class ProgramCache:
         with self._lock:
             if key in self._data:
                 self._data.move_to_end(key)
-                return self._data[key]
+                value = self._data[key][1]
+                self._data[key] = (next(_clock), value)
+                return value
         value = build()  # outside the lock: building may compile for seconds
         with self._lock:
-            self._data[key] = value
+            self._data[key] = (next(_clock), value)
             self._data.move_to_end(key)
             while len(self._data) > self.maxsize:
                 self._data.popitem(last=False)
+        _evict_over_total()
         return value
+
+    def _oldest(self) -> int | None:
+        """The use stamp of this cache's least recently used entry (None when empty)."""
+        with self._lock:
+            return next(iter(self._data.values()))[0] if self._data else None
+
+    def _pop_oldest(self) -> None:
+        with self._lock:
+            if self._data:
+                self._data.popitem(last=False)
 
     def clear(self) -> None:
         with self._lock:
@@ -112,6 +132,22 @@ def memoize(name: str, maxsize: int = DEFAULT_SIZE):
         return wrapper
 
     return deco
+
+
+def total() -> int:
+    """Entries over every registered cache."""
+    return sum(len(c) for c in list(_REGISTRY))
+
+
+def _evict_over_total() -> None:
+    """Drop least recently used entries, whichever cache holds them, until at most TOTAL_LIMIT remain."""
+    with _TOTAL_LOCK:
+        while total() > TOTAL_LIMIT:
+            stamped = [(c._oldest(), c) for c in list(_REGISTRY)]
+            stamped = [(t, c) for t, c in stamped if t is not None]
+            if not stamped:
+                return
+            min(stamped, key=lambda tc: tc[0])[1]._pop_oldest()
 
 
 def caches() -> list[ProgramCache]:

@@ -20,6 +20,14 @@ recorded at iterations that are multiples of ``record_every``, whatever the chun
 :func:`resume` continues a Trace from its final state, optionally with new run-time settings (a new
 step size), and appends the rows.
 
+Blow-ups: a step reports its own failures (codes 2-9 of :data:`vilab.core.CODES`: non-finite values,
+lost positive definiteness, a covariance out of the sane range read off the factor the step holds);
+the runner adds scalar checks on every observed row (non-finite values; a variance below 1e-150 or
+above 1e150) and, once at the end of a run that would say "max_steps" / "converged" / "stalled" /
+"max_time", a check of the final row (:func:`vilab.core.trace.blowup_code`: the final covariance's
+eigen-range and condition number, and an objective that ended orders of magnitude above its best),
+which turns the status into "diverged: <reason>".
+
 A rejected step (a failure code from the step, or non-finite values where the runner looks) ends the
 run with the state before it. The loop does not keep a copy of the state every step for that (on a
 P x P covariance the copy costs as much as a cheap step): it leaves with the rejected state, and
@@ -37,11 +45,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .algorithm import CONVERGED, NONFINITE, Algorithm, finite_tree, is_failure_code, set_hyper, status_of
+from .algorithm import (COLLAPSED, CONVERGED, COV_EXPLODED, HUGE, NONFINITE, TINY, Algorithm, finite_tree,
+                        is_failure_code, is_stop_code, set_hyper, status_of)
 from .cache import ProgramCache, identity_key
-from .trace import Trace
+from .trace import Trace, blowup_code
 
-__all__ = ["run", "run_many", "resume", "stack", "slope_rule", "bucket"]
+__all__ = ["run", "run_many", "resume", "stack", "slope_rule", "bucket", "whole_number", "positive_number"]
 
 _LOOPS = ProgramCache("vilab.core.runner loops", maxsize=128)
 _NEG_INF = -np.inf
@@ -62,11 +71,11 @@ def _as_dict(info) -> dict:
 
 
 def _failure_table(algorithm: Algorithm) -> tuple[np.ndarray, np.ndarray]:
-    """Lookup arrays over codes 0..max: is-failure and is-converged."""
+    """Lookup arrays over codes 0..max: is-failure and ends-the-run ("converged" or "stalled")."""
     codes = algorithm.all_codes()
     top = max(codes) + 1
     fail = np.array([is_failure_code(c, codes) if c in codes or c == 0 else c != 0 for c in range(top)])
-    conv = np.array([c != 0 and c in codes and status_of(c, codes)[0] == "converged" for c in range(top)])
+    conv = np.array([is_stop_code(c, codes) for c in range(top)])
     return fail, conv
 
 
@@ -105,12 +114,17 @@ def _loop(algorithm: Algorithm, n_buf: int, n_rows: int, batch_fn, rel_on: str, 
             code = jnp.clip(jnp.asarray(info.get("code", 0), jnp.int32), 0, n_codes - 1)
             failed = fail_tab[code]
             obs, prev = c["obs"], c["prev"]
+            best = c["best"]
             if track:  # the stopping rules read the observation at every step
                 obs_new = algorithm.observe(new)
                 bad = ~failed & ~_finite_row(obs_new)
                 code = jnp.where(bad, NONFINITE, code)
                 failed = failed | bad
+                blown = jnp.where(failed, 0, _range_code(obs_new))
+                code = jnp.where(blown != 0, blown, code)
+                failed = failed | (blown != 0)
                 obs = _select(failed, c["obs"], obs_new)
+                best = jnp.where(failed, best, _best(best, obs_new))
             # a rejected step: a batch of runs (vmapped) keeps each member's last valid state here; a
             # single run keeps the rejected state and leaves the loop, and run() recomputes the last
             # valid state (a select over the state every step would cost as much as a cheap step on
@@ -120,8 +134,11 @@ def _loop(algorithm: Algorithm, n_buf: int, n_rows: int, batch_fn, rel_on: str, 
             conv = conv_tab[code]
             if track:
                 cur = jnp.asarray(obs[rel_on])
-                conv = conv | (jnp.abs(cur - c["prev"]) < rel_tol * jnp.abs(cur)) \
-                    | (jnp.asarray(obs[below_on]) < below_tol)
+                rule = (jnp.abs(cur - c["prev"]) < rel_tol * jnp.abs(cur)) | (jnp.asarray(obs[below_on]) < below_tol)
+                # a stopping rule that fires makes the run "converged", even when the step also
+                # reports that it cannot go on (a backtracking ladder that "stalled" next)
+                code = jnp.where(rule & ~failed, CONVERGED, code)
+                conv = conv | rule
                 prev = jnp.where(failed, c["prev"], jnp.asarray(cur, c["prev"].dtype))
             conv = conv & ~failed
             new_code = jnp.where(failed, code, jnp.where(conv, jnp.where(code != 0, code, CONVERGED), 0))
@@ -130,30 +147,36 @@ def _loop(algorithm: Algorithm, n_buf: int, n_rows: int, batch_fn, rel_on: str, 
             record = jnp.where(failed, vmapped & (c["last"] != k), ((k2 % r) == 0) | conv | (k2 >= n_total))
             infos = {n: v.at[i].set(jnp.asarray(info[n], v.dtype)) for n, v in c["infos"].items()}
             return dict(c, i=i + 1, state=st2, key=jnp.where(failed, c["key"], key), k=k2, code=new_code,
-                        prev=prev, obs=obs, infos=infos, pending=record)
+                        prev=prev, obs=obs, infos=infos, pending=record, best=best)
 
         def to_next_row(c):
             """Steps until a row is due (or the run stops), then that row: thinned runs pay the
             bookkeeping of a row once per row, not once per step."""
             c = jax.lax.while_loop(lambda c: running(c) & ~c["pending"], one_step, dict(c, pending=jnp.asarray(False)))
             record = c["pending"]
-            obs, code = c["obs"], c["code"]
+            obs, code, best = c["obs"], c["code"], c["best"]
             if not track:  # observe only the rows that are recorded (observe may be expensive)
                 obs = jax.lax.cond(record, algorithm.observe, lambda _: c["obs"], c["state"])
                 bad = record & ~fail_tab[code] & ~_finite_row(obs)  # a non-finite state found at a row
                 code = jnp.where(bad, NONFINITE, code)
+                # a blow-up found at a row: a collapsed / exploded covariance (scalar checks on what
+                # observe computed, see _range_code)
+                blown = jnp.where(record & ~bad & ~fail_tab[code], _range_code(obs), 0)
+                code = jnp.where(blown != 0, blown, code)
+                bad = bad | (blown != 0)
                 record = record & ~bad
                 obs = _select(bad, c["obs"], obs)
+                best = jnp.where(record, _best(best, obs), best)
             nrow = c["nrow"]
             rows = {n: c["rows"][n].at[nrow].set(v) for n, v in obs.items()}
             rows["__iteration"] = c["rows"]["__iteration"].at[nrow].set(c["k"])
             return dict(c, code=code, obs=obs, rows=rows, nrow=nrow + record.astype(jnp.int32),
-                        last=jnp.where(record, c["k"], c["last"]), pending=jnp.asarray(False))
+                        last=jnp.where(record, c["k"], c["last"]), pending=jnp.asarray(False), best=best)
 
         c0["rows"]["__iteration"] = jnp.zeros((n_rows,), jnp.int64)
         out = jax.lax.while_loop(running, to_next_row, c0)
         steps = out["i"] - fail_tab[out["code"]].astype(jnp.int32)  # a rejected step is not taken
-        carry_out = {k: out[k] for k in ("state", "key", "k", "code", "prev", "obs", "last")}
+        carry_out = {k: out[k] for k in ("state", "key", "k", "code", "prev", "obs", "last", "best", "scale")}
         return carry_out, out["rows"], out["nrow"], out["infos"], steps
 
     if vmapped:
@@ -164,6 +187,31 @@ def _loop(algorithm: Algorithm, n_buf: int, n_rows: int, batch_fn, rel_on: str, 
 def _select(pred, a, b):
     """a where pred else b, leaf by leaf (pred a scalar)."""
     return jax.tree_util.tree_map(lambda x, y: jnp.where(pred, x, y), a, b)
+
+
+def _best(best, obs):
+    """The best (smallest) objective seen, given a new observation (NaN: unknown, ignored)."""
+    o = jnp.asarray(obs["objective"], jnp.float64)
+    return jnp.where(o < best, o, best)
+
+
+def _range_code(obs) -> jax.Array:
+    """The step code of a covariance out of the sane range visible in an observation (0 if none):
+    a positive variance (a diagonal entry of Sigma) below TINY or one above HUGE
+    (:data:`vilab.core.algorithm.TINY`).
+    Scalar operations on what observe computed (no decomposition: cheap on every row). For a PD
+    Sigma, lambda_min <= Sigma_ii <= lambda_max, so such a variance proves an eigenvalue out of the
+    sane range (never a false alarm); a rotated collapse that keeps the diagonal sane is left to the
+    step's own code (the catalogue and the families check the eigen-range of the factor they hold)
+    and to the check of the final row (:func:`vilab.core.trace.blowup_code`)."""
+    v = obs["var"] if "var" in obs else jnp.diagonal(jnp.asarray(obs["cov"]), axis1=-2, axis2=-1)
+    v = jnp.asarray(v)
+    if not v.size:
+        return jnp.int32(0)
+    lo, hi = jnp.min(v).astype(jnp.float64), jnp.max(v).astype(jnp.float64)
+    # a variance <= 0 is a lost positive definiteness, which the step reports if it is a failure for
+    # its method (an online demo shows moment parameters going negative on purpose)
+    return jnp.where(hi > HUGE, COV_EXPLODED, jnp.where((lo > 0) & (lo < TINY), COLLAPSED, 0)).astype(jnp.int32)
 
 
 def _finite_row(obs) -> jax.Array:
@@ -207,22 +255,45 @@ def _loop_arg(batches):
     return None if callable(batches) else batches
 
 
+def whole_number(x, what: str, least: int = 0, integral_floats: bool = False) -> int:
+    """``x`` as an int if it is a whole number (an int, not a bool, a string or a float; with
+    ``integral_floats`` also a float such as 10.0) of at least ``least``; ValueError otherwise (the
+    one check of counts: steps, iterations, chunk sizes)."""
+    if integral_floats and isinstance(x, (float, np.floating)) and np.isfinite(x) and float(x).is_integer():
+        x = int(x)
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < least:
+        kind = "a positive whole number" if least == 1 else (
+            "a whole number, zero or more" if least == 0 else f"a whole number of at least {least}")
+        raise ValueError(f"{what} must be {kind}; got {x!r}.")
+    return int(x)
+
+
+def positive_number(x, what: str, allow_zero: bool = False) -> float:
+    """``x`` as a float if it is a finite positive (or, with ``allow_zero``, zero) real number (not a
+    bool or a string); ValueError otherwise (the one check of tolerances and time budgets)."""
+    if isinstance(x, (bool, str, bytes)) or not isinstance(x, (int, float, np.integer, np.floating)) \
+            and not (isinstance(x, (np.ndarray, jax.Array)) and np.ndim(x) == 0):
+        raise ValueError(f"{what} must be a positive number; got {x!r}.")
+    try:
+        v = float(x)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{what} must be a positive number; got {x!r}.") from None
+    if not (np.isfinite(v) and (v > 0 or (allow_zero and v == 0))):
+        raise ValueError(f"{what} must be a {'non-negative' if allow_zero else 'positive'} number; got {x!r}.")
+    return v
+
+
 def _check(algorithm, n_steps, record_every):
     if not isinstance(algorithm, Algorithm):
         raise ValueError("run() needs a vilab.core.Algorithm (an init/step/observe triple).")
-    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 0:
-        raise ValueError(f"The number of steps must be a whole number, zero or more; got {n_steps!r}.")
-    if isinstance(record_every, bool) or not isinstance(record_every, (int, np.integer)) or record_every < 1:
-        raise ValueError(f"record_every must be a positive whole number; got {record_every!r}.")
+    whole_number(n_steps, "The number of steps", 0)
+    whole_number(record_every, "record_every", 1)
 
 
 def _tol(x, what):
     if x is None:
         return _NEG_INF
-    x = float(x)
-    if not (np.isfinite(x) and x > 0):
-        raise ValueError(f"The tolerance {what} must be a positive number; got {x}.")
-    return x
+    return positive_number(x, f"The tolerance {what}")
 
 
 _OBSERVE = ProgramCache("vilab.core.runner observe", maxsize=128)
@@ -234,6 +305,12 @@ def _observe(algorithm: Algorithm, state, vmapped=False):
     return fn(state)
 
 
+def _check_names(rel_tol_on, below_on):
+    for what, name in (("rel_tol_on", rel_tol_on), ("below_on", below_on)):
+        if not isinstance(name, str):
+            raise ValueError(f"{what} must name a recorded value (a string such as 'objective'); got {name!r}.")
+
+
 def _start(observe, rel_on, below_on, state, start_iteration, below):
     """The loop's first carry from a state (compiled with observe: one call per run)."""
     obs = observe(state)
@@ -242,7 +319,12 @@ def _start(observe, rel_on, below_on, state, start_iteration, below):
     # a start that already meets the `below` rule takes no step
     code = jnp.where(jnp.asarray(obs.get(below_on, jnp.nan)) < below, CONVERGED, 0).astype(jnp.int32)
     prev = jnp.asarray(obs.get(rel_on, jnp.full(shape, jnp.nan)), jnp.float64)
-    return {"k": k, "code": code, "prev": prev, "obs": obs, "last": k}, obs
+    # what the blow-up check of the final row compares with (vilab.core.trace.blowup_code): the best
+    # objective seen (on every observed row or step), and the scale max(1, |start|) of the start
+    o = jnp.asarray(obs.get("objective", jnp.full(shape, jnp.nan)), jnp.float64)
+    best = jnp.where(jnp.isnan(o), jnp.inf, o)
+    scale = jnp.where(jnp.isfinite(o), jnp.maximum(1.0, jnp.abs(o)), 1.0)
+    return {"k": k, "code": code, "prev": prev, "obs": obs, "last": k, "best": best, "scale": scale}, obs
 
 
 def _start_carry(algorithm, key, state, start_iteration, rel_on, below=_NEG_INF, below_on="objective",
@@ -287,8 +369,11 @@ def _compiled(algorithm, n_buf, n_rows, batches, rel_on, below_on, track, vmappe
                                                   rel_on, below_on, track, vmapped, keep_info))
 
 
+_CHECKED_AT_END = ("max_steps", "converged", "stalled", "max_time")
+
+
 def _trace(algorithm, start_obs, start_iteration, rows_list, infos_list, n_taken, code, host_status, carry,
-           settings, timings, index=None) -> Trace:
+           settings, timings, index=None, check_end=True) -> Trace:
     """Assemble a Trace from the start row and the chunks' buffers (numpy)."""
     pick = (lambda a: a[index]) if index is not None else (lambda a: a)
     obs_rows = {k: [np.asarray(pick(v))[None]] for k, v in start_obs.items()}
@@ -311,6 +396,15 @@ def _trace(algorithm, start_obs, start_iteration, rows_list, infos_list, n_taken
         status, note = host_status, ""
     else:
         status, note = status_of(code, codes)
+    if check_end and status in _CHECKED_AT_END:
+        # a blow-up the steps did not report (a rotated collapse, an objective that climbed orders of
+        # magnitude): checked once, on the final row (one eigendecomposition per run)
+        o = np.asarray(rows["objective"], dtype=float).reshape(-1)
+        best = min(float(np.asarray(pick(carry["best"]))), float(np.min(o[~np.isnan(o)], initial=np.inf)))
+        blown = blowup_code(rows["objective"], rows.get("cov"), rows.get("var"), best=best)
+        if blown:
+            status, why = codes[blown]
+            note = why + " Found on the final row: the trace holds the iterates up to the end of the run."
     extra = {k: v for k, v in rows.items() if k not in ("mean", "cov", "var", "objective")}
     step_sizes = info.get("step_size", np.full(sum(len(v) for v in info.values()) and
                                                len(next(iter(info.values()))), np.nan))
@@ -354,9 +448,17 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
     """
     _check(algorithm, n_steps, record_every)
     rel_tol, below = _tol(rel_tol, "rel_tol"), _tol(below, "below")
+    _check_names(rel_tol_on, below_on)
+    whole_number(start_iteration, "start_iteration", 0)
     host = any(x is not None for x in (chunk_size, max_time, progress, should_stop, host_stop, on_chunk))
-    if chunk_size is not None and (not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1):
-        raise ValueError("chunk_size must be a positive whole number.")
+    if chunk_size is not None:
+        whole_number(chunk_size, "chunk_size", 1)
+    if max_time is not None:
+        max_time = positive_number(max_time, "The time budget max_time (seconds)", allow_zero=True)
+    for name, fn in (("progress", progress), ("should_stop", should_stop), ("host_stop", host_stop),
+                     ("on_chunk", on_chunk)):
+        if fn is not None and not callable(fn):
+            raise ValueError(f"{name} must be a function (or None); got {fn!r}.")
     chunk = int(chunk_size or 500) if host else max(int(n_steps), 1)
     n_buf = bucket(chunk)
     settings = {**dict(algorithm.settings), "n_steps": int(n_steps), "record_every": int(record_every),
@@ -406,7 +508,7 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
         so_far = None
         if on_chunk is not None or host_stop is not None:
             so_far = _trace(algorithm, start_obs, start_iteration, rows_list, infos_list, taken, carry["code"],
-                            None, carry, settings, {"total": time.perf_counter() - t0})
+                            None, carry, settings, {"total": time.perf_counter() - t0}, check_end=False)
         if on_chunk is not None:
             on_chunk(so_far)
         if host_stop is not None and done < n_steps:
@@ -423,7 +525,8 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
         # stopped between chunks at an iteration that is not a multiple of record_every, or a first
         # step of a chunk rejected: record it, so that the trace ends where the state is
         obs = _observe(algorithm, carry["state"])
-        if host_status is not None or bool(_finite_row(obs)):  # never a row of a non-finite state
+        # never a row of a non-finite or out-of-range state
+        if host_status is not None or (bool(_finite_row(obs)) and int(_range_code(obs)) == 0):
             row = {n: jnp.asarray(v)[None] for n, v in obs.items()}
             row["__iteration"] = jnp.asarray(carry["k"])[None]
             rows_list.append((row, 1))
@@ -442,6 +545,9 @@ def run_many(algorithm: Algorithm, keys, states, n_steps: int, *, batches=None, 
     ``hyper["rho"]``. Batches (if any) are shared. One Trace per member."""
     _check(algorithm, n_steps, record_every)
     rel_tol, below = _tol(rel_tol, "rel_tol"), _tol(below, "below")
+    _check_names(rel_tol_on, below_on)
+    if jnp.ndim(keys) < 1 or int(jnp.shape(keys)[0]) < 1:
+        raise ValueError("run_many needs one PRNG key per member (a non-empty batch of keys).")
     n_members = int(jnp.shape(keys)[0])
     pad = bucket(n_members, least=4) - n_members  # sweeps of similar size share one compiled loop
 
@@ -484,6 +590,9 @@ def resume(algorithm: Algorithm, trace: Trace, n_steps: int, *, hyper: dict | No
         raise ValueError("This trace has no saved state to continue from.")
     if trace.diverged:
         raise ValueError("This run diverged; start a new run instead of continuing it.")
+    whole_number(n_steps, "The number of steps", 0)
+    if hyper is not None and not isinstance(hyper, dict):
+        raise ValueError(f"hyper must be a dict of run-time settings, e.g. {{'rho': 0.05}}; got {hyper!r}.")
     state = jax.tree_util.tree_map(jnp.asarray, trace.state)
     if hyper:
         state = set_hyper(state, **hyper)
@@ -496,8 +605,11 @@ def slope_rule(window: int, tol: float, field: str = "elbo") -> Callable[[dict],
     """A host-side stopping rule: stop once the least-squares slope of the last ``window`` recorded
     values of ``field``, per iteration, is below ``tol`` times their mean magnitude (a noisy ELBO
     that has stopped rising; Chen, Nott & Tan Sec. 6 run to such a plateau)."""
-    if window < 3:
-        raise ValueError("The slope window needs at least 3 recorded values.")
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 3:
+        raise ValueError(f"The slope window needs a whole number of at least 3 recorded values; got {window!r}.")
+    tol = positive_number(tol, "The slope tolerance")
+    if not isinstance(field, str):
+        raise ValueError(f"field must name a recorded value (a string); got {field!r}.")
 
     def rule(rows: dict) -> bool:
         v = np.asarray(rows[field], dtype=float)

@@ -12,10 +12,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Trace", "STATUSES", "first_failure", "diverged_status", "check_status"]
+from .algorithm import CODES, COLLAPSED, COV_EXPLODED, HUGE, MAX_COND, OBJ_EXPLODED, OBJ_RISE, TINY
+
+__all__ = ["Trace", "STATUSES", "first_failure", "diverged_status", "check_status", "blowup_code"]
 
 #: The status vocabulary: how a run ended. A run that diverged has "diverged: <reason>".
-STATUSES = ("converged", "max_steps", "max_time", "stopped")
+#: "stalled": the method could not make progress without having converged, e.g. a backtracking
+#: ladder in which no step size increases the ELBO (Tan (2025) Sec. 4.1). Kept apart from
+#: "converged", which only a convergence test may report: a ladder that fails after 0 steps from a
+#: start far from the optimum (too coarse a ladder, round-off) has not found the optimum.
+STATUSES = ("converged", "max_steps", "max_time", "stopped", "stalled")
 
 
 def diverged_status(reason: str) -> str:
@@ -39,8 +45,8 @@ class Trace:
       every row (0 for the start of a fresh run); extra: further recorded rows (elbo, kl, factor, ...)
       and anything method-specific.
     Per step (n of them): step_sizes (n,); info: every per-step value the steps report.
-    status : "converged", "max_steps", "max_time", "stopped" or "diverged: <reason>"; note says more
-      (e.g. why a backtracking run counts as converged).
+    status : "converged", "max_steps", "max_time", "stopped", "stalled" or "diverged: <reason>"; note
+      says more (e.g. why a backtracking run stalled).
     settings : what the run was asked to do (method settings, n_steps, record_every, tolerances).
     timings : seconds: "total", and "first_call" (the first compiled call, which includes compiling
       the loop when it was not cached); "compiled": whether this run had to compile its loop.
@@ -127,7 +133,8 @@ class Trace:
 
 
 def first_failure(cov: np.ndarray, *arrays: np.ndarray) -> tuple[int | None, str]:
-    """Index of the first iterate that is non-finite or whose covariance is not PD.
+    """Index of the first iterate that is non-finite, whose covariance is not PD, or whose covariance
+    left the sane range (collapsed or exploded: see :data:`vilab.core.algorithm.TINY`).
 
     Returns ``(None, "")`` when every iterate is fine, else ``(k, reason)``; the caller keeps
     rows ``[:k]`` (the steps up to the failure). For paths computed outside the runner (ODE flows).
@@ -139,4 +146,64 @@ def first_failure(cov: np.ndarray, *arrays: np.ndarray) -> tuple[int | None, str
         ev = np.linalg.eigvalsh(0.5 * (cov[k] + np.swapaxes(cov[k], -1, -2)))
         if ev[0] <= 0:
             return k, diverged_status("covariance lost positive definiteness")
+        lo, hi = float(ev[0]), float(ev[-1])
+        if hi > HUGE:
+            return k, CODES[COV_EXPLODED][0]
+        if lo < TINY or hi / lo > MAX_COND:
+            return k, CODES[COLLAPSED][0]
     return None, ""
+
+
+def blowup_code(objective, cov=None, var=None, best=None, max_eig_dim: int = 2000) -> int:
+    """The step code of a blow-up visible at the end of a run (0 if none), from its recorded rows:
+
+    * the final covariance out of the sane range (an eigenvalue below TINY = 1e-150 or condition
+      number above MAX_COND = 1e16: COLLAPSED; an eigenvalue above HUGE = 1e150: COV_EXPLODED; not
+      positive definite: 3; :data:`vilab.core.algorithm.TINY`). One eigendecomposition of the final
+      ``cov``; without it (or beyond ``max_eig_dim``) its diagonal ``var``, which bounds the
+      eigen-range from inside (a variance <= 0 there is left to the step: an online demo shows
+      moment parameters going negative on purpose);
+    * the objective (a loss) over the last quarter of the rows rising more than OBJ_RISE = 1e2 times
+      max(1, |start|, |best|) above the best value seen (``best``, default the best row), or +inf:
+      OBJ_EXPLODED. Judged at the end only, because a stable run can climb as high on its way (Tan's
+      T-update from a poor start overshoots its KL by 1e17 in a step, then converges), and over the
+      last quarter, because a run past its stability limit often oscillates chaotically (the final
+      row may be a low point of the orbit). Runs of fewer than 4 rows are not judged on it.
+    ``objective`` (R,); ``cov`` (R, d, d) or None; ``var`` (R, d) or None.
+    """
+    obj = np.asarray(objective, dtype=float).reshape(-1)
+    if cov is not None and np.ndim(cov) == 3 and np.shape(cov)[-1] <= max_eig_dim:
+        last = np.asarray(cov[-1], dtype=float)
+        if np.all(np.isfinite(last)):
+            ev = np.linalg.eigvalsh(0.5 * (last + last.T))
+            lo, hi = float(ev[0]), float(ev[-1])
+            if hi > HUGE:
+                return COV_EXPLODED
+            if lo <= 0:  # indefinite: Sigma lost positive definiteness (code 3), unless the negative eigenvalue
+                # is rounding noise of a numerically singular Sigma (|lo| at eps * hi): a collapse, which
+                # is also all a factor family (Sigma = C C^T, PD by construction) can show
+                return COLLAPSED if -lo <= 100 * np.finfo(float).eps * hi else 3
+            if lo < TINY or hi / lo > MAX_COND:
+                return COLLAPSED
+    elif var is not None and np.size(var):
+        v = np.asarray(var, dtype=float)[-1]
+        if np.all(np.isfinite(v)):
+            if v.max() > HUGE:
+                return COV_EXPLODED
+            if 0 < v.min() < TINY:
+                return COLLAPSED
+    if obj.size < 4:
+        return 0
+    start = obj[0]
+    tail = obj[-max(1, obj.size // 4):]
+    tail = tail[~np.isnan(tail)]
+    finite = obj[np.isfinite(obj)]
+    if best is None:
+        best = float(finite.min()) if finite.size else np.inf
+    if not np.isfinite(best) or not tail.size:
+        return 0
+    top = float(tail.max())
+    scale = max(1.0, abs(start) if np.isfinite(start) else 1.0, abs(best))
+    if top == np.inf or top - best > OBJ_RISE * scale:
+        return OBJ_EXPLODED
+    return 0

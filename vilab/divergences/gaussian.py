@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import nnls
 
+from ..checks import finite_result, integer, real_array, real_scalar
 from ..gaussian import check_mean_cov
 
 __all__ = [
@@ -62,17 +63,19 @@ DIVERGENCES = {
 def check_precision(precision, name: str = "Lambda") -> np.ndarray:
     """Return ``precision`` as a float64 symmetric positive-definite matrix, else ValueError
     (the checks of :func:`vilab.gaussian.check_mean_cov`: square, finite, symmetric, PD)."""
-    L = np.asarray(precision, dtype=float)
+    L = real_array(precision, f"The precision {name}")
     if L.ndim == 0:
         L = L.reshape(1, 1)
-    _, L = check_mean_cov(np.zeros(L.shape[0] if L.ndim else 1), L, name=name, matrix_kind="precision")
+    if L.ndim != 2:
+        raise ValueError(f"The precision {name} must be a square matrix; got shape {L.shape}.")
+    _, L = check_mean_cov(np.zeros(L.shape[0]), L, name=name, matrix_kind="precision")
     return 0.5 * (L + L.T)
 
 
 def _weight_matrix(weight, d: int) -> np.ndarray:
     if weight is None:
         raise ValueError("The weighted Fisher divergence needs a weight: a positive vector or a PSD matrix M.")
-    M = np.asarray(weight, dtype=float)
+    M = real_array(weight, "The weight M")
     if M.ndim == 1:
         if M.shape[0] != d:
             raise ValueError(f"The weight vector has length {M.shape[0]}, but the target has dimension {d}.")
@@ -88,6 +91,28 @@ def _weight_matrix(weight, d: int) -> np.ndarray:
     return 0.5 * (M + M.T)
 
 
+def _is_traced(*arrays) -> bool:
+    return any(isinstance(a, jax.core.Tracer) for a in jax.tree_util.tree_leaves(arrays))
+
+
+def _checked_qp(mu, Sigma, nu, Lambda):
+    """float64 jnp arrays of (mu, Sigma, nu, Lambda); on concrete input first ValueError for a
+    non-real, non-finite, non-PD or mismatched input (checks skipped under jit / grad)."""
+    if not _is_traced(mu, Sigma, nu, Lambda):
+        mu, Sigma = check_mean_cov(mu, Sigma)
+        nu = real_array(nu, "The target mean nu", ndim=1)
+        Lambda = check_precision(Lambda)
+        if not (len(mu) == len(nu) == Lambda.shape[0]):
+            raise ValueError(f"Dimension mismatch: q has dimension {len(mu)}, the target mean {len(nu)} and "
+                             f"the precision is {Lambda.shape[0]} x {Lambda.shape[0]}.")
+    return tuple(jnp.asarray(a, dtype=jnp.float64) for a in (mu, Sigma, nu, Lambda))
+
+
+def _finite(value, what: str):
+    """``value``, or (eagerly) ValueError explaining an overflow when it is not finite."""
+    return value if _is_traced(value) else finite_result(value, what)
+
+
 # ---------------------------------------------------------------------------------------------
 # closed forms for Gaussian q and Gaussian p
 
@@ -98,12 +123,12 @@ def kl_qp(mu, Sigma, nu, Lambda):
     Chen, Nott & Tan Sec. 1.1 (standard closed form):
     ``1/2 [tr(Lambda Sigma) + (mu-nu)^T Lambda (mu-nu) - d - log det(Lambda Sigma)]``.
     """
-    mu, Sigma, nu, Lambda = (jnp.asarray(a, dtype=jnp.float64) for a in (mu, Sigma, nu, Lambda))
+    mu, Sigma, nu, Lambda = _checked_qp(mu, Sigma, nu, Lambda)
     d = mu.shape[0]
     r = mu - nu
     _, ld_S = jnp.linalg.slogdet(Sigma)
     _, ld_L = jnp.linalg.slogdet(Lambda)
-    return 0.5 * (jnp.trace(Lambda @ Sigma) + r @ Lambda @ r - d - ld_S - ld_L)
+    return _finite(0.5 * (jnp.trace(Lambda @ Sigma) + r @ Lambda @ r - d - ld_S - ld_L), "KL(q||p)")
 
 
 def kl_pq(mu, Sigma, nu, Lambda):
@@ -111,13 +136,13 @@ def kl_pq(mu, Sigma, nu, Lambda):
 
     ``1/2 [tr(Sigma^{-1} Lambda^{-1}) + (mu-nu)^T Sigma^{-1} (mu-nu) - d + log det Sigma + log det Lambda]``.
     """
-    mu, Sigma, nu, Lambda = (jnp.asarray(a, dtype=jnp.float64) for a in (mu, Sigma, nu, Lambda))
+    mu, Sigma, nu, Lambda = _checked_qp(mu, Sigma, nu, Lambda)
     d = mu.shape[0]
     r = mu - nu
     Si = jnp.linalg.inv(Sigma)
     _, ld_S = jnp.linalg.slogdet(Sigma)
     _, ld_L = jnp.linalg.slogdet(Lambda)
-    return 0.5 * (jnp.trace(Si @ jnp.linalg.inv(Lambda)) + r @ Si @ r - d + ld_S + ld_L)
+    return _finite(0.5 * (jnp.trace(Si @ jnp.linalg.inv(Lambda)) + r @ Si @ r - d + ld_S + ld_L), "KL(p||q)")
 
 
 def weighted_fisher(mu, Sigma, nu, Lambda, M):
@@ -125,14 +150,18 @@ def weighted_fisher(mu, Sigma, nu, Lambda, M):
 
     ``S_M = tr(Sigma^{-1} M) + tr(Lambda M Lambda Sigma) - 2 tr(M Lambda) + (mu-nu)^T Lambda M Lambda (mu-nu)``.
     """
-    mu, Sigma, nu, Lambda, M = (jnp.asarray(a, dtype=jnp.float64) for a in (mu, Sigma, nu, Lambda, M))
+    mu, Sigma, nu, Lambda = _checked_qp(mu, Sigma, nu, Lambda)
+    if not _is_traced(M):
+        M = _weight_matrix(M, mu.shape[0])
+    M = jnp.asarray(M, dtype=jnp.float64)
     r = mu - nu
     LML = Lambda @ M @ Lambda
-    return (
+    return _finite(
         jnp.trace(jnp.linalg.solve(Sigma, M))
         + jnp.trace(LML @ Sigma)
         - 2.0 * jnp.trace(M @ Lambda)
-        + r @ LML @ r
+        + r @ LML @ r,
+        "The weighted Fisher divergence",
     )
 
 
@@ -146,8 +175,6 @@ def score_divergence(mu, Sigma, nu, Lambda):
     return weighted_fisher(mu, Sigma, nu, Lambda, Sigma)
 
 
-def _is_traced(*arrays) -> bool:
-    return any(isinstance(a, jax.core.Tracer) for a in arrays)
 
 
 def divergence(name: str, mu, Sigma, nu, Lambda, weight=None):
@@ -157,13 +184,7 @@ def divergence(name: str, mu, Sigma, nu, Lambda, weight=None):
     under jit / grad the check is skipped.
     """
     name = _check_name(name)
-    if not _is_traced(mu, Sigma, nu, Lambda):
-        mu, Sigma = check_mean_cov(mu, Sigma)
-        nu, _ = check_mean_cov(nu, np.eye(np.shape(nu)[0]))
-        Lambda = check_precision(Lambda)
-        if not (len(mu) == len(nu) == Lambda.shape[0]):
-            raise ValueError(f"Dimension mismatch: q has dimension {len(mu)}, the target mean {len(nu)} and "
-                             f"the precision is {Lambda.shape[0]} x {Lambda.shape[0]}.")
+    mu, Sigma, nu, Lambda = _checked_qp(mu, Sigma, nu, Lambda)
     if name == "kl":
         return kl_qp(mu, Sigma, nu, Lambda)
     if name == "forward_kl":
@@ -172,7 +193,7 @@ def divergence(name: str, mu, Sigma, nu, Lambda, weight=None):
         return fisher(mu, Sigma, nu, Lambda)
     if name == "score":
         return score_divergence(mu, Sigma, nu, Lambda)
-    return weighted_fisher(mu, Sigma, nu, Lambda, _weight_matrix(weight, np.shape(mu)[0]))
+    return weighted_fisher(mu, Sigma, nu, Lambda, weight if _is_traced(weight) else _weight_matrix(weight, np.shape(mu)[0]))
 
 
 def monte_carlo_divergence(key, score, mu, Sigma, name: str = "fisher", weight=None, n: int = 10_000,
@@ -195,8 +216,7 @@ def monte_carlo_divergence(key, score, mu, Sigma, name: str = "fisher", weight=N
     mu, Sigma = check_mean_cov(mu, Sigma)
     if name == "forward_kl":
         raise ValueError("KL(p||q) needs draws from the target; Monte Carlo here draws from q. Use the closed form.")
-    if n < 2:
-        raise ValueError("Use at least two Monte Carlo draws.")
+    n = integer(n, "The number of Monte Carlo draws n (at least 2 for a standard error)", minimum=2, maximum=2**31 - 1)
     mu = jnp.asarray(mu, dtype=jnp.float64)
     Sigma = jnp.asarray(Sigma, dtype=jnp.float64)
     d = mu.shape[0]
@@ -219,11 +239,13 @@ def monte_carlo_divergence(key, score, mu, Sigma, name: str = "fisher", weight=N
             M = jnp.asarray(_weight_matrix(weight, d))
         vals = jnp.einsum("ni,ij,nj->n", diff, M, diff)
     vals = np.asarray(vals)
-    return float(vals.mean()), float(vals.std(ddof=1) / np.sqrt(n))
+    out = float(vals.mean()), float(vals.std(ddof=1) / np.sqrt(n))
+    finite_result(np.asarray(out), f"The Monte Carlo estimate of {DIVERGENCES[name]}")
+    return out
 
 
 def _check_name(name: str) -> str:
-    if name not in DIVERGENCES:
+    if not isinstance(name, str) or name not in DIVERGENCES:
         raise ValueError(f"Unknown divergence {name!r}; choose one of {', '.join(DIVERGENCES)}.")
     return name
 
@@ -310,7 +332,7 @@ def score_nqp(precision) -> tuple[np.ndarray, np.ndarray]:
     SCS/CVXPY; the solution is the same).  Returns ``(s, collapsed)`` with ``collapsed_i``
     true when KKT case (a) holds: s_i = 0 and (H s)_i > 1.
     """
-    L = np.asarray(precision, dtype=float)
+    L = check_precision(precision)
     H = _score_H(L)
     R = np.linalg.cholesky(H).T
     s, _ = nnls(R, np.linalg.solve(R.T, np.ones(L.shape[0])), maxiter=50 * L.shape[0] + 100)
@@ -327,10 +349,14 @@ def score_nqp_batch(precisions) -> tuple[np.ndarray, np.ndarray]:
     support passes).  Used for the Fig. 1 heatmaps; cross-checked against :func:`score_nqp`.
     Returns ``(s, collapsed)`` of shape (..., d).
     """
-    P = np.asarray(precisions, dtype=float)
+    P = real_array(precisions, "The precisions")
+    if P.ndim < 2 or P.shape[-1] != P.shape[-2]:
+        raise ValueError(f"The precisions must be square matrices (..., d, d); got shape {P.shape}.")
     d = P.shape[-1]
     if d > 8:
         raise ValueError("The enumerating NQP solver is for d <= 8; use score_nqp for larger matrices.")
+    if not np.allclose(P, np.swapaxes(P, -1, -2)) or np.any(np.linalg.eigvalsh(0.5 * (P + np.swapaxes(P, -1, -2)))[..., 0] <= 0):
+        raise ValueError("Every precision must be a symmetric positive definite matrix.")
     dg = np.diagonal(P, axis1=-2, axis2=-1)
     H = P**2 / (dg[..., :, None] * dg[..., None, :])
     batch = H.shape[:-2]
@@ -367,6 +393,8 @@ def batch_meanfield_fixed_point(precision, method: str, iters: int = 10_000, tol
              Sigma_ii <- sqrt(Sigma_ii / sum_j Sigma_jj Lambda_ij^2) (Theorem 2's one-step map).
     """
     L = check_precision(precision)
+    iters = integer(iters, "The number of iterations iters", minimum=1)
+    tol = real_scalar(tol, "The tolerance tol")
     if method == "fdb":
         return 1.0 / np.diag(L)
     if method != "sdb":
@@ -387,6 +415,9 @@ def batch_meanfield_fixed_point(precision, method: str, iters: int = 10_000, tol
 
 def precision_2d(rho: float, sd1: float = 1.0, sd2: float = 1.0) -> np.ndarray:
     """Precision of the 2-D Gaussian with s.d. (sd1, sd2) and correlation rho (Chen, Nott & Tan Sec. 2.5)."""
+    rho = real_array(rho, "The correlation rho", ndim=0, finite=False, allow_empty=True).item()
+    sd1 = real_array(sd1, "The standard deviation sd1", ndim=0, finite=False, allow_empty=True).item()
+    sd2 = real_array(sd2, "The standard deviation sd2", ndim=0, finite=False, allow_empty=True).item()
     if not (-1.0 < rho < 1.0):
         raise ValueError("The correlation rho must lie strictly between -1 and 1.")
     if not (sd1 > 0 and sd2 > 0 and np.isfinite(sd1) and np.isfinite(sd2)):
@@ -397,6 +428,7 @@ def precision_2d(rho: float, sd1: float = 1.0, sd2: float = 1.0) -> np.ndarray:
 
 def precision_3d(a: float, b: float, c: float) -> np.ndarray:
     """Unit-diagonal 3-D precision [[1,a,b],[a,1,c],[b,c,1]] of Fig. 1 (ValueError if not PD)."""
+    a, b, c = (real_scalar(v, f"The entry {n}") for v, n in ((a, "a"), (b, "b"), (c, "c")))
     L = np.array([[1.0, a, b], [a, 1.0, c], [b, c, 1.0]])
     det = 1 - a**2 - b**2 - c**2 + 2 * a * b * c
     if det <= 0 or abs(a) >= 1 or abs(b) >= 1 or abs(c) >= 1:
@@ -415,8 +447,13 @@ def fig1_grid(c: float, n: int = 99, lim: float = 0.98) -> dict:
     ``collapse`` (some Sigma^S_ii = 0), ``dd`` (diagonally dominant), and the variances
     ``fisher``, ``score``, ``kl``, ``true`` of shape (n, n, 3) (NaN off the PD region).
     """
+    c = real_array(c, "The entry c", ndim=0, finite=False, allow_empty=True).item()
     if not (-1 < c < 1):
         raise ValueError("c must lie strictly between -1 and 1.")
+    n = integer(n, "The grid size n", minimum=2, maximum=2000)
+    lim = real_array(lim, "The grid half-width lim", ndim=0, finite=False, allow_empty=True).item()
+    if not (0 < lim < 1):
+        raise ValueError(f"The grid half-width lim must lie strictly between 0 and 1; got {lim!r}.")
     a = np.linspace(-lim, lim, n)
     b = np.linspace(-lim, lim, n)
     A, Bm = np.meshgrid(a, b)  # [i_b, i_a]
@@ -456,7 +493,7 @@ def variance_curves_2d(rhos, sd1: float = 1.0, sd2: float = 1.0, coord: int = 0)
     Uses :func:`meanfield_variances` at every rho (the NQP is solved even though in 2-D it never
     collapses); the truth is the target's marginal variance (= the forward-KL optimum).
     """
-    rhos = np.asarray(rhos, float)
+    rhos = real_array(rhos, "The correlations rhos", finite=False, allow_empty=True)
     out = {k: np.empty(rhos.shape) for k in ("kl", "fisher", "score", "true")}
     for i, r in enumerate(rhos):
         P = precision_2d(float(r), sd1, sd2)

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..checks import integer, real_array
 from ..gaussian import check_factor
 from .gaussian import check_precision
 from .stochastic import grad_fdr, grad_kl, grad_sdr
@@ -49,7 +50,7 @@ def gradient_variance_diagonal(Lam_ii, T_ii, dmu=0.0) -> dict[str, dict[str, np.
          S   4 Lam^2 T^{-8} {(3 Lam - T^2)^2 dmu^2 + 8 (T - Lam/T)^2},
     with dmu = mu_i - nu_i.  Returns {"mu": {...}, "T": {...}} keyed by "kl", "fisher", "score".
     """
-    Lam, T, dm = (np.asarray(a, float) for a in (Lam_ii, T_ii, dmu))
+    Lam, T, dm = (real_array(a, n, allow_empty=True) for a, n in ((Lam_ii, "Lambda_ii"), (T_ii, "T_ii"), (dmu, "dmu")))
     if np.any(Lam <= 0) or np.any(T <= 0):
         raise ValueError("Lambda_ii and T_ii must be positive.")
     vmu = T**2 - 2 * Lam + Lam**2 / T**2
@@ -82,6 +83,7 @@ def gradient_variance_mc(key, precision, nu, mu, T, n: int = 100_000) -> dict[st
     def hvp(th, v):
         return -L @ v
 
+    n = integer(n, "The number of Monte Carlo draws n (at least 2 for a variance)", minimum=2, maximum=2**31 - 1)
     z = jax.random.normal(key, (n, d), dtype=jnp.float64)
     fns = {
         "kl": lambda zz: grad_kl(score, mu, T, zz),

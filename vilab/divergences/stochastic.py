@@ -44,6 +44,7 @@ import optax
 
 from .. import gaussian
 from ..core import NONFINITE, Algorithm, Trace, is_key, run
+from ..core.algorithm import range_code_factor
 from ..core.cache import memoize
 from ..gaussian import check_factor, check_mean_cov
 
@@ -562,7 +563,11 @@ def _sgd_algorithm(target, method, B, mask_bytes, opt, lr_default, label, rho, e
         new = SGDState(mu_new, Ts_new, opt_mu, opt_T, _stream_advance(ds, first, elbo, thetas, record_samples),
                        s.hyper)
         diag = jnp.exp(jnp.diag(Ts_new))
-        code = jnp.where(~jnp.all(jnp.isfinite(diag)), NONFINITE, jnp.where(jnp.any(diag == 0), _SINGULAR, 0))
+        # a factor whose diagonal left the sane range (Sigma collapsed or exploded, e.g. SDb with plain
+        # SGD at a large rate): read off diag(T), which bounds the eigen-range of the triangular T
+        finite, singular = jnp.all(jnp.isfinite(diag)), jnp.any(diag == 0)
+        rng = range_code_factor(jnp.where(finite & ~singular, diag, 1.0), precision=True)
+        code = jnp.where(~finite, NONFINITE, jnp.where(singular, _SINGULAR, rng))
         return new, {"code": code, "step_size": lr, "elbo": elbo,
                      "effective_step_ratio": un / jnp.maximum(gn, 1e-300)}
 

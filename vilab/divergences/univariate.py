@@ -20,6 +20,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import optimize, stats
 
+from ..checks import positive, real_array, real_scalar
 from ..expectations import hermite_nodes
 from ..targets.univariate import Univariate
 
@@ -54,10 +55,10 @@ class UnivariateOptimum(NamedTuple):
 
 def univariate_objective(spec: Univariate, divergence: str, mu, sigma2):
     """KL(q||p), F(q||p) or S(q||p) for q = N(mu, sigma2) (Chen, Nott & Tan Sec. 3; vectorised in mu, sigma2)."""
-    if divergence not in UNIVARIATE_DIVERGENCES:
+    if not isinstance(divergence, str) or divergence not in UNIVARIATE_DIVERGENCES:
         raise ValueError(f"Unknown divergence {divergence!r}; choose kl, fisher or score.")
-    mu = np.asarray(mu, float)[..., None]
-    s2 = np.asarray(sigma2, float)[..., None]
+    mu = real_array(mu, "The mean mu of q", allow_empty=True)[..., None]
+    s2 = real_array(sigma2, "The variance sigma^2 of q", allow_empty=True)[..., None]
     if np.any(s2 <= 0):
         raise ValueError("The variance sigma^2 of q must be positive.")
     s = np.sqrt(s2)
@@ -108,7 +109,7 @@ def univariate_optimum(spec: Univariate, divergence: str, domain=None) -> Univar
     decreases towards sigma -> infinity, so a run escaping to sigma > 50 sigma_* is discarded).
     ``domain`` = (lo, hi) truncates the IAE integral of the accuracy (None: the whole line).
     """
-    if divergence not in UNIVARIATE_DIVERGENCES:
+    if not isinstance(divergence, str) or divergence not in UNIVARIATE_DIVERGENCES:
         raise ValueError(f"Unknown divergence {divergence!r}; choose kl, fisher or score.")
 
     def f(x):
@@ -153,8 +154,8 @@ def iae(spec: Univariate, mu: float, var: float, domain=None) -> float:
     refined by Brent's method; between consecutive crossings |q - p| has one sign, so each
     piece is a difference of CDFs.  ``domain`` = (lo, hi) restricts the integral.
     """
-    if var <= 0 or not np.isfinite(var) or not np.isfinite(mu):
-        raise ValueError("q needs a finite mean and a positive variance.")
+    mu = real_scalar(mu, "The mean mu of q")
+    var = positive(var, "The variance of q")
     s = np.sqrt(var)
     lo = min(mu - 14 * s, spec.mode - 14 * spec.sd)
     hi = max(mu + 14 * s, spec.mode + 14 * spec.sd)
@@ -188,8 +189,7 @@ def log_inverse_gamma_optima(a1: float, b1: float = 1.0) -> dict[str, tuple[floa
     FD: mu = log(b1/(a1+1)) + 3 sigma^2/2 with sigma^2 exp(-sigma^2/2) = 1/(a1+1) (smaller root).
     SD: the same mu; a1^2 + (a1+1)^2 exp(-sigma^2)(sigma^2 - 1) = 0 (dS/dsigma^2 = 0, root in (0, 1)).
     """
-    if a1 <= 0 or b1 <= 0:
-        raise ValueError("a1 and b1 must be positive.")
+    a1, b1 = positive(a1, "The shape a1"), positive(b1, "The scale b1")
     kl = (np.log(b1 / a1) + 0.5 / a1, 1.0 / a1)
     fd_s2 = optimize.brentq(lambda v: v * np.exp(-v / 2) - 1 / (a1 + 1), 1e-12, 2.0, xtol=1e-15)
     sd_s2 = optimize.brentq(lambda v: a1**2 + (a1 + 1) ** 2 * np.exp(-v) * (v - 1), 1e-12, 1.0, xtol=1e-15)

@@ -53,6 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import core
+from ..checks import finite_result, integer, positive, real_scalar
 from ..core import NONFINITE, Algorithm, Trace, memoize
 from . import families as fam
 from .families import BlockFactor, BlockPrecFamily, Structure
@@ -184,16 +185,11 @@ def _row(mu, F: BlockFactor, st: Structure, state: HierState) -> dict:
 
 def _hyper_alpha(spec, alpha):
     alpha = spec["alpha"] if alpha is None else alpha
-    if not (isinstance(alpha, (int, float, np.floating, np.integer)) and math.isfinite(float(alpha))
-            and float(alpha) > 0):
-        raise ValueError(f"The step size of {spec['label']} must be a positive number; got {alpha!r}.")
-    return {"alpha": jnp.float64(alpha)}
+    return {"alpha": jnp.float64(positive(alpha, f"The step size of {spec['label']}"))}
 
 
 def _start(params, opt, window, hyper) -> HierState:
-    window = int(window)
-    if window < 1:
-        raise ValueError("The window (iterations per ELBO average) must be at least 1.")
+    window = integer(window, "The window (iterations per ELBO average)", minimum=1)
     return HierState(params, opt, jnp.float64(0.0), jnp.int32(0), jnp.int32(window), hyper)
 
 
@@ -452,7 +448,7 @@ def algorithm(model, method: str, batch: int | None = None) -> Algorithm:
     or changed with ``vilab.core.resume(alg, trace, n, hyper={"alpha": a})``. Its ``init(key, start,
     alpha=, window=)`` takes the starting scale t0 (T = t0 I, mu = 0; None for the default).
     """
-    if method not in METHODS:
+    if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"Unknown method {method!r}; choose one of {', '.join(METHODS)}.")
     group = METHODS[method]["group"]
     if group == "chen-dense":
@@ -473,7 +469,7 @@ def _build(model, method: str, B: int | None) -> Algorithm:
 
 
 def _chen_batch(method, batch):
-    B = METHODS[method]["batch"] if batch is None else int(batch)
+    B = METHODS[method]["batch"] if batch is None else integer(batch, "The batch size B", minimum=1)
     if method in ("fdb", "sdb") and B < 2:
         raise ValueError("The batch methods need a batch of at least B = 2 draws.")
     return B if method != "kld" else 1
@@ -482,8 +478,9 @@ def _chen_batch(method, batch):
 def start_state(model, method: str, key, *, alpha: float | None = None, batch: int | None = None,
                 window: int = 1000, init_scale: float | None = None) -> HierState:
     """The starting state of ``algorithm(model, method, batch)``: mu = 0, T = init_scale I."""
-    if init_scale is not None and not (math.isfinite(init_scale) and init_scale > 0):
-        raise ValueError("init_scale (the starting T = init_scale * I) must be a positive number.")
+    if init_scale is not None:
+        init_scale = positive(init_scale, "init_scale (the starting T = init_scale * I)")
+    window = integer(window, "The window (iterations per ELBO average)", minimum=1)
     alg = algorithm(model, method, batch)
     if METHODS[method]["group"] == "tan":
         return alg.init(key, init_scale, alpha=alpha, window=window)
@@ -527,16 +524,20 @@ def fit(model, method: str, *, key, n_iter: int = 20_000, alpha: float | None = 
     ``info["elbo"]``: the single-draw estimate of every step; ``settings["structure"]``: the pattern.
     Use :func:`final_q`, :func:`sample_q` and :func:`final_elbo` on it.
     """
-    if method not in METHODS:
+    if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"Unknown method {method!r}; choose one of {', '.join(METHODS)}.")
-    if int(n_iter) < 1 or int(window) < 1:
-        raise ValueError("n_iter and window must be at least 1.")
-    if init_scale is not None and not (math.isfinite(init_scale) and init_scale > 0):
-        raise ValueError("init_scale (the starting T = init_scale * I) must be a positive number.")
-    if max_seconds is not None and not max_seconds > 0:
-        raise ValueError("The time budget max_seconds must be a positive number of seconds.")
+    n_iter = integer(n_iter, "The number of iterations n_iter", minimum=1)
+    window = integer(window, "The window (iterations per ELBO average)", minimum=1)
+    if init_scale is not None:
+        init_scale = positive(init_scale, "init_scale (the starting T = init_scale * I)")
+    if max_seconds is not None:
+        max_seconds = positive(max_seconds, "The time budget max_seconds")
+    if tol is not None:
+        tol = real_scalar(tol, "The slope tolerance tol")
+    if batch is not None:
+        batch = integer(batch, "The batch size B", minimum=1)
     key = core.as_key(key)
-    n_iter, window = int(n_iter), min(int(window), int(n_iter))
+    window = min(window, n_iter)
     if METHODS[method]["group"] == "chen-dense":
         return _fit_chen_dense(model, method, key, n_iter, batch, window, tol, init_scale)
     alg = algorithm(model, method, batch)
@@ -571,7 +572,7 @@ def _fit_chen_dense(model, method, key, n_iter, batch, window, tol, init_scale):
     if st.d > DENSE_MAX_DIM:
         raise ValueError(f"{METHODS[method]['label']} runs on a dense d x d factor; d = {st.d} is too large here "
                          "(use KLD, FDb or SDb, which exploit the sparsity).")
-    B = METHODS[method]["batch"] if batch is None else int(batch)
+    B = METHODS[method]["batch"] if batch is None else integer(batch, "The batch size B", minimum=1)
     if method == "bam" and batch is None and st.d >= B:
         # the paper's B = 100 (epilepsy) is below Epi II's d = 127: the batch covariance is then
         # rank deficient and BaM's first update (learning rate B d) was non-finite for both seeds we
@@ -635,8 +636,9 @@ def final_q(trace: Trace) -> tuple[np.ndarray, BlockFactor, Structure]:
 
 def sample_q(trace: Trace, m: int, key) -> np.ndarray:
     """m draws theta = mu + T^{-T} z from the fitted q (block back-substitutions, O(m n)); key: jax PRNG key."""
+    m = integer(m, "The number of draws m", minimum=1, maximum=2**31 - 1)
     mu, F, st = final_q(trace)
-    z = jax.random.normal(core.as_key(key), (int(m), st.d))
+    z = jax.random.normal(core.as_key(key), (m, st.d))
     return mu + np.asarray(_offsets_batch(F, z, BlockPrecFamily(st)))
 
 
@@ -647,11 +649,16 @@ def _offsets_batch(F, Z, family: BlockPrecFamily):
 
 
 def final_elbo(model, trace: Trace, *, key, n_draws: int = 2000) -> tuple[float, float]:
-    """Monte Carlo ELBO at the final q (mean, standard error); Tan Sec. 8: mean of h over draws from q."""
+    """Monte Carlo ELBO at the final q (mean, standard error); Tan Sec. 8: mean of h over draws from q.
+    ``n_draws`` >= 2 (the standard error needs two draws)."""
+    n_draws = integer(n_draws, "The number of ELBO draws n_draws (at least 2 for a standard error)", minimum=2,
+                      maximum=2**31 - 1)
     mu, F, st = final_q(trace)
-    z = jax.random.normal(core.as_key(key), (int(n_draws), st.d))
+    z = jax.random.normal(core.as_key(key), (n_draws, st.d))
     family = BlockPrecFamily(st)
     thetas = mu + np.asarray(_offsets_batch(F, z, family))
     lp = np.asarray(model.target.value_batch(jnp.asarray(thetas)))
     h = lp - np.asarray(family.log_q_whitened((mu, F), z))
-    return float(h.mean()), float(h.std(ddof=1) / math.sqrt(n_draws))
+    out = float(h.mean()), float(h.std(ddof=1) / math.sqrt(n_draws))
+    finite_result(np.asarray(out), "The Monte Carlo ELBO at the final q")
+    return out

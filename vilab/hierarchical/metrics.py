@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..checks import integer, positive, real_array
+
 __all__ = ["mmd2_unbiased", "m_star", "mode_error", "sd_ratio", "BANDWIDTH_NOTE"]
 
 BANDWIDTH_NOTE = ("RBF kernel on coordinates standardised by the MCMC s.d., bandwidth h = sqrt(d) "
@@ -24,12 +26,13 @@ BANDWIDTH_NOTE = ("RBF kernel on coordinates standardised by the MCMC s.d., band
 
 def mmd2_unbiased(X, Y, scale, h: float | None = None) -> float:
     """Unbiased MMD^2 between samples X, Y (m, d) with the standardised RBF kernel (see module)."""
-    X = np.asarray(X, float) / scale
-    Y = np.asarray(Y, float) / scale
+    scale = _positive_array(scale, "The scale (MCMC standard deviations)")
+    X = real_array(X, "The sample X", ndim=2) / scale
+    Y = real_array(Y, "The sample Y", ndim=2) / scale
     m, d = X.shape
     if Y.shape != (m, d) or m < 2:
         raise ValueError("MMD needs two samples of the same size (at least 2) and dimension.")
-    h2 = float(d if h is None else h**2)
+    h2 = float(d if h is None else positive(h, "The bandwidth h") ** 2)
 
     def k(A, B):
         sq = np.sum(A**2, 1)[:, None] + np.sum(B**2, 1)[None, :] - 2.0 * A @ B.T
@@ -51,9 +54,9 @@ def m_star(sample_q, mcmc_draws, mcmc_sd, n_rep: int = 10, *, key, h: float | No
     from ..core import as_key
 
     key = as_key(key)
-    Y = np.asarray(mcmc_draws, float)
+    Y = real_array(mcmc_draws, "The MCMC draws", ndim=2)
     vals = []
-    for rep in range(int(n_rep)):
+    for rep in range(integer(n_rep, "The number of repeats n_rep", minimum=1)):
         X = sample_q(Y.shape[0], jax.random.fold_in(key, rep))
         vals.append(-np.log(max(mmd2_unbiased(X, Y, mcmc_sd, h), 0.0) + 1e-5))
     vals = np.asarray(vals)
@@ -62,11 +65,24 @@ def m_star(sample_q, mcmc_draws, mcmc_sd, n_rep: int = 10, *, key, h: float | No
 
 def mode_error(mu, mcmc_mode, mcmc_sd):
     """|mu - mu*| / sigma* per variable: (mean, s.d., per-variable array)."""
-    e = np.abs(np.asarray(mu) - np.asarray(mcmc_mode)) / np.asarray(mcmc_sd)
-    return float(e.mean()), float(e.std(ddof=1)), e
+    e = np.abs(real_array(mu, "The mean mu") - real_array(mcmc_mode, "The MCMC mode")) / _positive_array(
+        mcmc_sd, "The MCMC standard deviations")
+    return float(e.mean()), _sd(e), e
 
 
 def sd_ratio(sd, mcmc_sd):
     """sigma / sigma* per variable: (mean, s.d., per-variable array)."""
-    r = np.asarray(sd) / np.asarray(mcmc_sd)
-    return float(r.mean()), float(r.std(ddof=1)), r
+    r = real_array(sd, "The standard deviations sd") / _positive_array(mcmc_sd, "The MCMC standard deviations")
+    return float(r.mean()), _sd(r), r
+
+
+def _positive_array(x, name: str) -> np.ndarray:
+    a = real_array(x, name)
+    if np.any(a <= 0):
+        raise ValueError(f"{name} must all be positive.")
+    return a
+
+
+def _sd(x: np.ndarray) -> float:
+    """The sample standard deviation (0 for a single value)."""
+    return float(x.std(ddof=1)) if x.size > 1 else 0.0

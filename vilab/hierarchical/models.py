@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import gammaln
 
+from ..checks import counts, integer, real_array
 from ..core.cache import memoize
 from ..targets import Target
 from .data import load_epilepsy, load_exchange_returns
@@ -187,7 +188,7 @@ def hessian_blocks(model: HierModel, theta) -> BlockHessian:
 
     Autodiff factor by factor: O(n (2r + g)^2) work and memory, never a dense d x d Hessian.
     """
-    theta = jnp.asarray(theta, dtype=jnp.float64)
+    theta = jnp.asarray(real_array(theta, "theta"))
     if theta.shape != (model.dim,):
         raise ValueError(f"theta must have {model.dim} coordinates for {model.name}; got shape {theta.shape}.")
     return _hessian_blocks(model, theta)
@@ -225,6 +226,7 @@ def w_from_zeta(zeta, r: int):
 
 
 def _glmm_model(name, y, X, Z, global_names, local_label, s0sq=100.0, paper_constant=0.0, note="", info=None):
+    y = counts(y, "The counts y")  # a Poisson GLMM: y_ij = 0, 1, 2, ...
     n, m, p = X.shape
     r = Z.shape[2]
     q = r * (r + 1) // 2
@@ -274,9 +276,7 @@ def epilepsy_model(variant: str = "II", n_subjects: int | None = None) -> HierMo
     if variant not in ("I", "II"):
         raise ValueError("variant must be 'I' (random intercept) or 'II' (random slope).")
     e = load_epilepsy()
-    n = e.n_subjects if n_subjects is None else int(n_subjects)
-    if not 1 <= n <= e.n_subjects:
-        raise ValueError(f"n_subjects must be between 1 and {e.n_subjects}.")
+    n = e.n_subjects if n_subjects is None else integer(n_subjects, "n_subjects", minimum=1, maximum=e.n_subjects)
     rs = lambda a: np.asarray(a, float).reshape(e.n_subjects, 4)[:n]  # noqa: E731
     one = np.ones((n, 4))
     base, trt, age, visit, v4 = rs(e.base), rs(e.trt), rs(e.age), rs(e.visit), rs(e.v4)
@@ -305,10 +305,9 @@ def epilepsy_model(variant: str = "II", n_subjects: int | None = None) -> HierMo
 
 def synthetic_glmm(n_subjects: int, seed: int = 0, n_visits: int = 4) -> HierModel:
     """Synthetic Epi II-shaped Poisson random-slope data with ``n_subjects`` patients (benchmarks)."""
-    if n_subjects < 1:
-        raise ValueError("n_subjects must be at least 1.")
-    rng = np.random.default_rng(seed)
-    n = int(n_subjects)
+    n = integer(n_subjects, "n_subjects", minimum=1)
+    n_visits = integer(n_visits, "n_visits", minimum=1)
+    rng = np.random.default_rng(integer(seed, "The seed", minimum=0))
     visit = np.broadcast_to(np.linspace(-0.3, 0.3, n_visits), (n, n_visits))
     base = np.broadcast_to(rng.normal(1.0, 0.8, (n, 1)), (n, n_visits))
     trt = np.broadcast_to(rng.integers(0, 2, (n, 1)).astype(float), (n, n_visits))
@@ -337,9 +336,7 @@ def sv_model(series: str = "GBP", n_obs: int | None = None) -> HierModel:
     """
     y = load_exchange_returns(series)
     if n_obs is not None:
-        if not 2 <= int(n_obs) <= len(y):
-            raise ValueError(f"n_obs must be between 2 and {len(y)}.")
-        y = y[: int(n_obs)]
+        y = y[: integer(n_obs, "n_obs", minimum=2, maximum=len(y))]
     n = len(y)
     s0sq = 10.0
     data = (jnp.asarray(y),)
@@ -377,7 +374,7 @@ MODELS = {
 def get_model(key: str) -> HierModel:
     """A cached model by key ("epi1", "epi2", "sv_gbp"): the same object on every call (the compiled
     fits are keyed on it), until ``vilab.clear_caches()``."""
-    if key not in MODELS:
+    if not isinstance(key, str) or key not in MODELS:
         raise ValueError(f"Unknown hierarchical model {key!r}; choose one of {', '.join(MODELS)}.")
     return _build_model(key)
 

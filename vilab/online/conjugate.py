@@ -22,6 +22,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from ..checks import integer, real_scalar
 from jax.scipy.special import betaln, digamma, gammaln
 
 __all__ = ["conjugate_demo", "CONJUGATE", "log_partition", "expected_loglik", "natural_gradient", "bong_step", "bayes_update", "log_density", "check_psi"]
@@ -31,8 +33,9 @@ CONJUGATE = ("bernoulli", "poisson", "normal")
 
 def check_psi(kind: str, chi: float, nu: float) -> None:
     """ValueError unless (chi, nu) is a valid prior of the family."""
-    if kind not in CONJUGATE:
+    if not isinstance(kind, str) or kind not in CONJUGATE:
         raise ValueError(f"Unknown conjugate family {kind!r}; use one of {', '.join(CONJUGATE)}.")
+    chi, nu = real_scalar(chi, "The prior parameter chi"), real_scalar(nu, "The prior parameter nu")
     if kind == "bernoulli" and not (0 < chi < nu):
         raise ValueError("The logistic-Beta prior needs 0 < chi < nu (Beta(chi, nu - chi) parameters must be positive).")
     if kind == "poisson" and not (chi > 0 and nu > 0):
@@ -93,6 +96,8 @@ def conjugate_demo(kind: str, chi: float, nu: float, y: float, n_grid: int = 400
     Returns dict(F, grad, natgrad, psi_bong, psi_bayes, theta, densities={label: values}).
     """
     check_psi(kind, chi, nu)
+    chi, nu, y = float(chi), float(nu), real_scalar(y, "The observation y")
+    n_grid = integer(n_grid, "The grid size n_grid", minimum=2, maximum=100_000)
     if kind == "bernoulli" and y not in (0, 1):
         raise ValueError("A Bernoulli observation is 0 or 1.")
     if kind == "poisson" and (y < 0 or y != int(y)):

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..checks import integer
 from ..nets import digits_cnn, digits_mlp, make_linear
 from .families import init_belief
 from .grid import is_cubic, make_method
@@ -121,9 +122,8 @@ def run_digits(
     if not is_key(key):
         raise ValueError("run_digits needs a jax.random key (vilab.core.as_key(seed) turns a seed into one); "
                          f"got {key!r}.")
-    T = int(T)
-    if not 1 <= T <= 1000:
-        raise ValueError("The digits stream has 1,000 training examples: choose 1 <= T <= 1000.")
+    T = integer(T, "The stream length T (the digits stream has 1,000 training examples)", minimum=1, maximum=1000)
+    n_mc = integer(n_mc, "The number of Monte Carlo draws n_mc", minimum=1)
     method = make_method(name, alpha=alpha, n_iter=n_iter, n_samples=n_samples)
     net = digits_model(model)
     if method.approx == "mc-hess" and method.family in ("fc", "fc_mom") and net.n_params > 1000:
@@ -144,7 +144,7 @@ def run_digits(
     if w0_scale is None:
         w0_scale = 0.1 if (method.family == "dlr" and method.alg in ("bog", "bbb")) else 0.0
     prior = init_belief(method.family, mu0, sigma0_2, method.rank, key=k_w, w0_scale=w0_scale)
-    cps = sorted({c for c in checkpoints if c <= T} | {0, T})
+    cps = sorted({c for c in (integer(c, "Every checkpoint", minimum=0) for c in checkpoints) if c <= T} | {0, T})
     ev = _evaluator(model, split, int(n_mc), tuple(predictives))
     trace = stream(method, model_f(model), _CAT, jnp.asarray(Xtr[order]), jnp.asarray(ytr[order]), prior,
                    key=k_run, checkpoints=cps, evaluate=ev, progress=progress, on_chunk=on_chunk,

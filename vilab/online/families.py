@@ -23,6 +23,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from ..checks import integer, positive, real_array, real_scalar
 from ..families import DLRPrecFamily, MomentFamily
 from ..families_lowrank import (  # noqa: F401  (re-exports)
     _chol_inv,
@@ -70,19 +71,21 @@ def init_belief(family: str, mu0, sigma0_2: float, rank: int = 0, key=None, w0_s
     so diag(Sigma_0^{-1}) is still 1/sigma_0^2. A nonzero W_0 matters for bog/bbb-dlr, whose
     W update is multiplicative (Eqs. 333, 343: W_0 = 0 keeps W = 0; digest [ours]).
     """
+    if not isinstance(mu0, jax.core.Tracer):
+        m = real_array(mu0, "The prior mean mu0", ndim=1)
+        mu0 = mu0 if hasattr(mu0, "dtype") and jnp.issubdtype(mu0.dtype, jnp.floating) else m
     mu0 = jnp.asarray(mu0)
     P = mu0.shape[0]
-    s2 = float(sigma0_2)
-    if not s2 > 0 or not jnp.isfinite(s2):
-        raise ValueError("The prior variance sigma_0^2 must be a positive number.")
+    s2 = positive(sigma0_2, "The prior variance sigma_0^2")
+    w0_scale = real_scalar(w0_scale, "The scale w0_scale of W_0")
+    if family == "dlr":
+        rank = integer(rank, "The DLR rank R", minimum=1)
     dt = mu0.dtype
     if family in ("fc", "fc_mom"):
         return FC(mu0, s2 * jnp.eye(P, dtype=dt))
     if family in ("diag", "diag_mom"):
         return Diag(mu0, jnp.full((P,), s2, dt))
     if family == "dlr":
-        if rank < 1:
-            raise ValueError("A DLR family needs a rank R >= 1 (e.g. 'dlr-10').")
         if w0_scale > 0:
             if key is None:
                 raise ValueError("A random W_0 needs a PRNG key.")

@@ -31,6 +31,7 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
+from ..checks import integer, positive
 from .families import DLR, FC, Diag, _chol_inv, _woodbury_factor, dlr_prec_apply, dlr_project, dlr_solve, sample, sym
 
 __all__ = [
@@ -86,7 +87,7 @@ def make_method(name: str, alpha: float | None = None, n_iter: int = 1, n_sample
     bong: alpha = 1 and I = 1 by definition (Eq. 3); bog: I = 1 (Eq. 29); blr/bbb: any alpha > 0
     and I >= 1 (Eqs. 30-32); blr-dlr needs alpha <= 1 (sqrt(1 - alpha) in Eq. 318/328).
     """
-    m = _NAME.match(str(name).strip())
+    m = _NAME.match(name.strip()) if isinstance(name, str) else None
     if not m:
         raise ValueError(
             f"{name!r} is not a method of the grid. Write algorithm-approximation-family, e.g. "
@@ -107,9 +108,13 @@ def make_method(name: str, alpha: float | None = None, n_iter: int = 1, n_sample
         raise ValueError(f"Only the DLR family takes a rank; write '{alg}-{approx}-{family}'.")
     else:
         rank = 0
-    n_iter, n_samples, n_probes = int(n_iter), int(n_samples), int(n_probes)
+    n_iter = integer(n_iter, "The number of inner iterations I", minimum=1)
+    n_samples = integer(n_samples, "The number of Monte Carlo samples M", minimum=1)
+    n_probes = integer(n_probes, "The number of probes", minimum=1)
+    if alpha is not None:
+        alpha = positive(alpha, "The learning rate alpha")
     if alg == "bong":
-        if alpha is not None and float(alpha) != 1.0:
+        if alpha is not None and alpha != 1.0:
             raise ValueError("bong has no learning rate: it takes one natural-gradient step with alpha = 1 (Eq. 3). Use blr for a tunable alpha.")
         alpha = 1.0
     elif alpha is None:

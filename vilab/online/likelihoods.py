@@ -28,6 +28,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..checks import class_labels, integer, real_array
+
 __all__ = ["Likelihood", "categorical", "gaussian", "encode_all"]
 
 
@@ -46,9 +48,7 @@ class Likelihood(NamedTuple):
 
 def categorical(n_classes: int) -> Likelihood:
     """Softmax / categorical likelihood with one-hot y (Jones, Chang & Murphy Sec. 4.4)."""
-    C = int(n_classes)
-    if C < 2:
-        raise ValueError("A categorical likelihood needs at least 2 classes.")
+    C = integer(n_classes, "The number of classes", minimum=2)
 
     def loglik(f, y):
         return jnp.dot(y, f) - jax.scipy.special.logsumexp(f)
@@ -74,7 +74,8 @@ def categorical(n_classes: int) -> Likelihood:
 
 def gaussian(obs_var, dim: int = 1) -> Likelihood:
     """Gaussian likelihood N(y | f, R) with known R = ``obs_var`` (scalar or (C, C))."""
-    Rm = np.atleast_2d(np.asarray(obs_var, dtype=float))
+    dim = integer(dim, "The output dimension dim", minimum=1)
+    Rm = np.atleast_2d(real_array(obs_var, "The observation variance"))
     if Rm.shape == (1, 1) and dim > 1:
         Rm = Rm[0, 0] * np.eye(dim)
     C = Rm.shape[0]
@@ -110,7 +111,16 @@ def gaussian(obs_var, dim: int = 1) -> Likelihood:
 def encode_all(lik: Likelihood, Y, dtype=None):
     """The (T, C) array of observation vectors the filters see: one-hot rows for a categorical
     likelihood, targets as (T, C) for a Gaussian one; cast to ``dtype`` (the belief's dtype, so a
-    float32 belief is not promoted to float64 by float64 labels inside lax.scan)."""
+    float32 belief is not promoted to float64 by float64 labels inside lax.scan).
+
+    Concrete labels are checked first: a categorical likelihood takes whole numbers 0, ..., C - 1
+    (anything else would encode to a row of zeros), a Gaussian one finite real numbers.
+    """
+    if not isinstance(Y, jax.core.Tracer):
+        if lik.name == "categorical":
+            Y = class_labels(Y, lik.C, "The class labels y")
+        else:
+            Y = real_array(Y, "The observations y", allow_empty=True)
     Y = jnp.asarray(Y)
     out = jax.vmap(lik.encode)(Y) if lik.name == "categorical" else jnp.asarray(Y, jnp.float64).reshape(Y.shape[0], -1)
     return out if dtype is None else out.astype(dtype)

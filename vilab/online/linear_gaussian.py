@@ -13,6 +13,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..checks import integer, positive, real_scalar
+from ..gaussian import check_mean_cov
+
 from ..core.cache import memoize
 from ..core.keys import as_key
 from .families import FC
@@ -32,10 +35,10 @@ def linear_f(x, theta):
 def make_stream(key, T: int, dim: int = 2, noise_var: float = 0.5, prior_var: float = 1.0):
     """(X (T, dim), y (T,), theta_true) as numpy float64, drawn from the jax PRNG ``key``: x_t ~ N(0, I),
     theta ~ N(0, prior_var I), y = x^T theta + noise, noise ~ N(0, noise_var)."""
-    if T < 1 or dim < 1:
-        raise ValueError("A stream needs T >= 1 observations and dimension >= 1.")
-    if not (noise_var > 0 and prior_var > 0):
-        raise ValueError("The noise and prior variances must be positive.")
+    T = integer(T, "The number of observations T", minimum=1, maximum=10**7)
+    dim = integer(dim, "The dimension dim", minimum=1, maximum=10_000)
+    noise_var = positive(noise_var, "The noise variance")
+    prior_var = positive(prior_var, "The prior variance")
     k_theta, k_x, k_noise = jax.random.split(as_key(key), 3)
     theta = np.asarray(jax.random.normal(k_theta, (dim,), jnp.float64)) * np.sqrt(prior_var)
     X = np.asarray(jax.random.normal(k_x, (T, dim), jnp.float64))
@@ -54,6 +57,8 @@ def bong_linear_path(X, y, noise_var: float, mu0, Sigma0, family: str = "fc"):
     """Means (T+1, P) and covariances (T+1, P, P) of bong-lin-hess-{fc, fc_mom} on a linear stream."""
     if family not in ("fc", "fc_mom"):
         raise ValueError("Use family 'fc' (natural parameters) or 'fc_mom' (moment parameters).")
+    mu0, Sigma0 = check_mean_cov(mu0, Sigma0, name="Sigma0")
+    noise_var = positive(noise_var, "The noise variance")
     prior = FC(jnp.asarray(mu0, jnp.float64), jnp.asarray(Sigma0, jnp.float64))
     # lin-hess has no random draws: the key only names the stream
     path = belief_path(make_method(f"bong-lin-hess-{family}"), linear_f, _gaussian(float(noise_var)), X, y, prior,
@@ -74,6 +79,7 @@ def scalar_fc_mom_vs_kf(R: float, Sigma: float = 1.0, H: float = 1.0):
     KF: Sigma - Sigma H (R + H Sigma H)^{-1} H Sigma; fc_mom: Sigma - Sigma H R^{-1} H Sigma.
     Computed with the library's updates on a 1-parameter model (digest Sec. 5 E).
     """
+    R, Sigma, H = positive(R, "The observation variance R"), positive(Sigma, "The prior variance Sigma"), real_scalar(H, "H")
     X = np.array([[H]])
     y = np.array([0.0])
     _, S_fc = bong_linear_path(X, y, R, np.zeros(1), np.array([[Sigma]]), "fc")

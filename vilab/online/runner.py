@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import core
+from ..checks import integer, real_array
 from ..core.cache import memoize
 from ..core.trace import diverged_status
 from .families import DLR, FC, marginal_variances, sample
@@ -167,10 +168,10 @@ def make_evaluator(f, lik, X_test, Y_test, n_mc: int = 50, key=None, which=("plu
     key: the PRNG key of the Monte Carlo predictives (one fixed key: every belief scored with the
     same draws of eps, common random numbers); default ``jax.random.PRNGKey(0)``.
     """
-    Xte = jnp.asarray(X_test)
+    Xte = _inputs(X_test, "The test inputs X_test")
     Yenc = encode_all(lik, Y_test, Xte.dtype if jnp.issubdtype(Xte.dtype, jnp.floating) else None)
     key = jax.random.PRNGKey(0) if key is None else key
-    S = int(n_mc)
+    S = integer(n_mc, "The number of Monte Carlo draws n_mc", minimum=1)
 
     def scores(logits_or_means, Yenc):  # (S, N, C) -> (nlpd, err)
         lp = jax.vmap(jax.vmap(lik.loglik))(logits_or_means, jnp.broadcast_to(Yenc, logits_or_means.shape[:2] + Yenc.shape[1:]))
@@ -208,8 +209,22 @@ def make_evaluator(f, lik, X_test, Y_test, n_mc: int = 50, key=None, which=("plu
     return evaluate
 
 
+def _inputs(X, what: str = "The inputs X"):
+    """X as a jnp array of its own dtype (float32 stays float32) after checking that it holds
+    finite real numbers with one leading entry per example."""
+    if isinstance(X, jax.core.Tracer):
+        return X
+    a = real_array(X, what, allow_empty=True)
+    if a.ndim < 1:
+        raise ValueError(f"{what} must have one row per example; got a single number.")
+    X = X if hasattr(X, "dtype") and jnp.issubdtype(X.dtype, jnp.floating) else a
+    return jnp.asarray(X)
+
+
 def _checkpoints(checkpoints, T):
-    cps = sorted({0, T} | {int(c) for c in (checkpoints if checkpoints is not None else [])})
+    if checkpoints is not None and np.ndim(checkpoints) == 0:
+        checkpoints = [checkpoints]
+    cps = sorted({0, T} | {integer(c, "Every checkpoint") for c in (checkpoints if checkpoints is not None else [])})
     if cps[0] < 0 or cps[-1] > T:
         raise ValueError(f"Checkpoints must lie between 0 and T = {T}.")
     return cps
@@ -241,7 +256,7 @@ def stream(method: Method, f: Callable, lik, X, Y, prior, *, key, checkpoints, e
     (the trace keeps the beliefs before it), or a checkpoint whose metrics are not finite (the
     covariance is not positive definite; the prior cannot be evaluated).
     """
-    X = jnp.asarray(X)
+    X = _inputs(X)
     T = int(X.shape[0])
     if T < 1:
         raise ValueError("The data stream is empty: give at least one (x, y) pair.")
@@ -343,7 +358,7 @@ def belief_path(method: Method, f: Callable, lik, X, Y, prior, *, key, check: bo
     demos and tests on small models. Runs :func:`vilab.core.run` one step per chunk and keeps the
     state after each; ``check=False`` (default) follows beliefs whose variance turned negative (the
     fc_mom demos); after a non-finite step the rest of the path is NaN."""
-    X = jnp.asarray(X)
+    X = _inputs(X)
     T = int(X.shape[0])
     Yenc = encode_all(lik, Y, prior.mu.dtype)
     alg = algorithm(method, f, lik, None, check)

@@ -28,6 +28,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..checks import positive, real_array
+
 __all__ = ["Target", "GLM", "check_point", "check_positive", "family_jits"]
 
 
@@ -142,19 +144,14 @@ def family_jits(family: Hashable, family_fn: Callable) -> dict:
 
 
 def check_positive(x, what: str) -> float:
-    """``x`` as a float, or ValueError naming ``what`` when it is not a positive finite number."""
-    try:
-        v = float(x)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{what} must be a number; got {x!r}.") from exc
-    if not (np.isfinite(v) and v > 0):
-        raise ValueError(f"{what} must be a positive finite number; got {x!r}.")
-    return v
+    """``x`` as a float, or ValueError naming ``what`` when it is not a positive finite number
+    (:func:`vilab.checks.positive`)."""
+    return positive(x, what)
 
 
 def check_point(target: Target, theta, what: str = "starting point") -> np.ndarray:
     """Validate a point for ``target``: right length, finite, finite log density and gradient."""
-    th = np.asarray(theta, dtype=np.float64)
+    th = real_array(theta, f"The {what}", finite=False, allow_empty=True)
     if th.shape != (target.dim,):
         raise ValueError(
             f"The {what} must have {target.dim} coordinates for target {target.name!r}; got shape {th.shape}."

@@ -6,12 +6,13 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from ..checks import finite_result, real_array, real_scalar
 from ..gaussian import check_mean_cov
 from . import GLM, Target, check_positive
 
 
 def _correlation(rho) -> float:
-    rho = float(rho)
+    rho = real_array(rho, "The correlation rho", ndim=0, finite=False, allow_empty=True).item()
     if not -1.0 < rho < 1.0:  # also rejects NaN
         raise ValueError(f"The correlation rho must lie strictly between -1 and 1; got {rho}.")
     return rho
@@ -99,10 +100,10 @@ def banana(b: float = 0.5, sd1: float = 2.0) -> Target:
     Exact moments: mean (0, 0), covariance diag(sd1^2, 1 + 2 b^2 sd1^4).
     Member {"b": b, "sd1": sd1} of the family ("banana",) (see Target).
     """
-    b, sd1 = float(b), check_positive(sd1, "The banana's sd1")
-    if not np.isfinite(b):
-        raise ValueError(f"The banana's curvature b must be finite; got {b}.")
-    cov = np.diag([sd1**2, 1.0 + 2.0 * b**2 * sd1**4])
+    b, sd1 = real_scalar(b, "The banana's curvature b"), check_positive(sd1, "The banana's sd1")
+    b_, sd1_ = np.float64(b), np.float64(sd1)  # numpy floats overflow to inf (checked below), Python floats raise
+    with np.errstate(over="ignore"):
+        cov = finite_result(np.diag([sd1_**2, 1.0 + 2.0 * b_**2 * sd1_**4]), "The banana's covariance")
     x = 3.0 * sd1
     ends = (b * (0.0 - sd1**2), b * (x**2 - sd1**2))  # range of the ridge b (t1^2 - sd1^2), |t1| <= x
     y0, y1 = min(ends) - 3.0, max(ends) + 3.0
@@ -137,9 +138,7 @@ def student_t_2d(df: float, rho: float = 0.0, scale=(1.0, 1.0), loc=(0.0, 0.0)) 
     if np.shape(scale) != (2,) or np.shape(loc) != (2,):
         raise ValueError(f"scale and loc must each have two entries; got shapes {np.shape(scale)} and {np.shape(loc)}.")
     s1, s2 = (check_positive(v, "Each scale of the Student-t target") for v in scale)
-    loc = tuple(float(v) for v in loc)
-    if not np.all(np.isfinite(loc)):
-        raise ValueError(f"The location of the Student-t target must be finite; got {loc}.")
+    loc = tuple(real_array(loc, "The location loc of the Student-t target").tolist())
     S = np.array([[s1**2, rho * s1 * s2], [rho * s1 * s2, s2**2]])
     k = 6.0
     bounds = ((loc[0] - k * s1, loc[0] + k * s1), (loc[1] - k * s2, loc[1] + k * s2))
@@ -172,9 +171,9 @@ def _student_t_family(params, meta: dict | None = None) -> Target:
 
 
 def _check_xy(X, y):
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if X.ndim != 2:
+    X = real_array(X, "The design matrix X", finite=False, allow_empty=True)
+    y = real_array(y, "y", finite=False, allow_empty=True)
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"The design matrix X must be 2-D (n x d); got shape {X.shape}.")
     if y.shape != (X.shape[0],):
         raise ValueError(f"y must have one entry per row of X ({X.shape[0]}); got shape {y.shape}.")

@@ -19,7 +19,7 @@ from functools import lru_cache
 import jax.numpy as jnp
 import numpy as np
 
-from . import GLM, Target, bayes_linreg, logistic_regression
+from . import GLM, Target, bayes_linreg, check_positive, logistic_regression
 
 __all__ = ["horseshoe_crab_toy", "kumar_t2", "kumar_t3", "bivariate_cauchy", "CRAB_N", "CRAB_SUM_Y",
            "CRAB_SUM_LOG_Y_FACT"]
@@ -43,9 +43,7 @@ def horseshoe_crab_toy(prior_var: float = 100.0) -> Target:
     The data enter only through (n, sum y, sum log y!); the GLM form has one pseudo-observation
     whose log-likelihood is the whole sum, so E_q[log p] is exact by Gauss-Hermite quadrature.
     """
-    s0 = float(prior_var)
-    if not s0 > 0:
-        raise ValueError(f"The prior variance must be positive; got {prior_var}.")
+    s0 = check_positive(prior_var, "The prior variance")
     const = -CRAB_SUM_LOG_Y_FACT - 0.5 * np.log(2.0 * np.pi * s0)
 
     def loglik(eta, y):

@@ -35,6 +35,8 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import gammaln
 
+from ..checks import binary_labels, counts, integer, positive, real_array, real_scalar
+
 __all__ = [
     "GLMModel",
     "breast_cancer",
@@ -79,18 +81,20 @@ class GLMModel:
     info: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        X = np.asarray(self.X, dtype=np.float64)
-        y = np.asarray(self.y, dtype=np.float64)
-        if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0] or X.shape[0] == 0:
+        if not isinstance(self.family, str) or self.family not in ("bernoulli", "poisson"):
+            raise ValueError(f"family must be 'bernoulli' or 'poisson'; got {self.family!r}.")
+        X = real_array(self.X, "The design matrix X", finite=False, allow_empty=True)
+        y = real_array(self.y, "The responses y", finite=False, allow_empty=True)
+        if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0] or X.shape[0] == 0 or X.shape[1] == 0:
             raise ValueError(
                 f"X must be an (n, d) matrix and y a vector of length n; got X {X.shape} and y {y.shape}."
             )
-        if self.family not in ("bernoulli", "poisson"):
-            raise ValueError(f"family must be 'bernoulli' or 'poisson'; got {self.family!r}.")
         if not (np.isfinite(X).all() and np.isfinite(y).all()):
             raise ValueError("The data contain NaN or infinite values; drop or impute them first.")
-        if not self.prior_var > 0:
-            raise ValueError(f"The prior variance sigma0^2 must be positive; got {self.prior_var}.")
+        # Poisson y need only be >= 0: crab_intercept spreads sum y evenly (505/173 per crab)
+        y = binary_labels(y) if self.family == "bernoulli" else counts(y, "The responses y", whole=False)
+        object.__setattr__(self, "prior_var", positive(self.prior_var, "The prior variance sigma0^2"))
+        object.__setattr__(self, "log_y_factorial_sum", real_scalar(self.log_y_factorial_sum, "log_y_factorial_sum"))
         object.__setattr__(self, "X", X)
         object.__setattr__(self, "y", y)
 
@@ -300,9 +304,9 @@ def simulated_loglinear(n: int = 100_000, d: int = 50, seed: int = 0, prior_var:
     x_i = (1, u_i), u_i ~ U(0, 1)^{d-1}; true coefficients evenly spread on [-1, 1];
     y_i ~ Poisson(exp(x_i^T theta)). numpy ``default_rng(seed)`` draws X first, then y.
     """
-    n, d = int(n), int(d)
-    if n < 1 or d < 2:
-        raise ValueError(f"The loglinear simulation needs n >= 1 and d >= 2; got n = {n}, d = {d}.")
+    n = integer(n, "The number of observations n of the loglinear simulation", minimum=1)
+    d = integer(d, "The dimension d of the loglinear simulation", minimum=2)
+    seed = integer(seed, "The seed", minimum=0)
     rng = np.random.default_rng(seed)
     X = np.column_stack([np.ones(n), rng.uniform(0.0, 1.0, size=(n, d - 1))])
     theta = np.linspace(-1.0, 1.0, d)
@@ -322,6 +326,8 @@ def simulated_loglinear(n: int = 100_000, d: int = 50, seed: int = 0, prior_var:
 
 def logistic_2d(n: int = 200, seed: int = 0, prior_var: float = 100.0) -> GLMModel:
     """2-D Bayesian logistic regression, x_i = (1, N(0, 1)), theta_0 = (0.5, -1) (Tan digest E7)."""
+    n = integer(n, "The number of observations n", minimum=1)
+    seed = integer(seed, "The seed", minimum=0)
     rng = np.random.default_rng(seed)
     X = np.column_stack([np.ones(n), rng.standard_normal(n)])
     theta0 = np.array([0.5, -1.0])
@@ -368,7 +374,7 @@ DATASETS = {
 
 def load(name: str) -> GLMModel:
     """One of the real data sets by name (keys of ``DATASETS``)."""
-    if name not in DATASETS:
+    if not isinstance(name, str) or name not in DATASETS:
         raise ValueError(f"Unknown data set {name!r}; choose one of {', '.join(DATASETS)}.")
     return DATASETS[name]()
 

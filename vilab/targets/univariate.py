@@ -20,6 +20,7 @@ import jax.scipy.special as jsp
 import numpy as np
 from scipy import optimize, special, stats
 
+from ..checks import real_scalar
 from . import Target, check_positive
 
 __all__ = [
@@ -126,9 +127,7 @@ def skew_normal_spec(m: float = 0.0, t: float = 1.0, lam: float = 1.0) -> Univar
     variance ``t^2 (1 - 2 delta^2 / pi)``, delta = alpha / sqrt(1 + alpha^2); mode by Brent's method.
     """
     t = check_positive(t, "The scale t")
-    if not np.isfinite(m) or not np.isfinite(lam):
-        raise ValueError("The skew-normal location m and skewness lambda must be finite.")
-    m, lam = float(m), float(lam)
+    m, lam = real_scalar(m, "The skew-normal location m"), real_scalar(lam, "The skew-normal skewness lambda")
     alpha = lam * t
 
     def logpdf(th):
@@ -183,6 +182,6 @@ def univariate_target(kind: str, **params) -> Univariate:
     """The spec of a Sec. 3 target by name: "student_t" (nu), "log_inverse_gamma" (a1, b1), "skew_normal" (m, t, lam)."""
     makers = {"student_t": student_t_spec, "log_inverse_gamma": log_inverse_gamma_spec,
               "skew_normal": skew_normal_spec}
-    if kind not in makers:
+    if not isinstance(kind, str) or kind not in makers:
         raise ValueError(f"Unknown univariate target {kind!r}; choose one of {', '.join(makers)}.")
     return makers[kind](**params)
