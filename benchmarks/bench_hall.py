@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import os
 import platform
@@ -35,9 +34,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-_spec = importlib.util.spec_from_file_location("vilab_deploy_hall", ROOT / "deploy" / "hall.py")
-hall = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(hall)
+from vilab.cli import load_hall  # noqa: E402
+
+hall = load_hall()
 
 OUT = ROOT / "benchmarks" / "results" / "hall.json"
 

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+from vilab.cli import load_hall
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("vilab_deploy_hall", ROOT / "deploy" / "hall.py")
-hall = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(hall)
+hall = load_hall()
 
 NGINX = hall.find_nginx()
 needs_nginx = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (Debian: apt-get install nginx; "

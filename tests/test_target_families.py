@@ -163,6 +163,9 @@ def test_family_loops_match_the_plain_loops(name):
 
 def test_a_new_member_reuses_the_compiled_loop():
     """Counted on the catalogue (step traces and memoized Algorithms), not timed."""
+    from vilab.core import cache
+
+    cache.clear()  # room under the caches' total limit: no entry of this test is evicted by the earlier tests'
     init = CholCov(np.array([0.5, -0.5]), 0.3 * np.eye(2))
     run("vn", _corr_gaussian(2.0), init, 50, 1.0, kl_tol=1e-10)
     run_sweep("srvn", student_t_2d(7.0, 0.1), init, 20, [0.1, 0.2], grads="first")

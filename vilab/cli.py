@@ -24,17 +24,27 @@ def _app(args) -> int:
     return subprocess.call(cmd + list(args.streamlit_args), cwd=ROOT)
 
 
-def _hall(args) -> int:
-    """Several replicas of the app behind nginx for a lecture hall (deploy/hall.py)."""
+def load_hall():
+    """The lecture-hall recipe, deploy/hall.py of the repository checkout, as a module (it lives beside
+    app.py, not in the package); ValueError when this is not a checkout."""
     import importlib.util
 
     path = ROOT / "deploy" / "hall.py"
     if not (ROOT / "app.py").exists() or not path.exists():
-        print(f"vilab hall needs the repository checkout (deploy/hall.py not found at {path}).", file=sys.stderr)
-        return 2
+        raise ValueError(f"vilab hall needs the repository checkout (deploy/hall.py not found at {path}).")
     spec = importlib.util.spec_from_file_location("vilab_deploy_hall", path)
     hall = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hall)
+    return hall
+
+
+def _hall(args) -> int:
+    """Several replicas of the app behind nginx for a lecture hall (deploy/hall.py)."""
+    try:
+        hall = load_hall()
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     try:
         return hall.serve(args.replicas, args.port, args.listen, warm=not args.no_warmup)
     except (ValueError, RuntimeError) as exc:
