@@ -271,7 +271,7 @@ if tab_dig.open:
                        "covariance is refused on the CNN. The sampled Hessian with a diagonal family uses 100 "
                        "Hutchinson probes per draw (slow).")
             config = (tuple(methods), model, int(T), float(s2), float(alpha), int(I), int(M), ui.seed())
-            b1, b2 = st.columns(2)
+            b1, b2, _ = st.columns([1, 1, 5])
             run = b1.button("Run", key="lrun", type="primary", disabled=not methods)
             b2.button("Stop", key="lstop", help="Ends the streaming; the methods that finished are reused by the next Run.")
             if run:
@@ -300,7 +300,8 @@ if tab_dig.open:
                                                         "results": results}
             last = st.session_state.get("online_live_last")
             if last is None:
-                st.caption("Press Run (each new setting compiles once, a few seconds; results are cached).")
+                st.caption("Press Run (each new setting compiles once, a few seconds; results are cached; one press "
+                           f"streams for at most {LIVE_BUDGET_S:g} seconds).")
                 return
             if last["config"] != config:
                 st.info("The settings changed since this live run; press Run to update it.")
