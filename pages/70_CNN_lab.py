@@ -129,7 +129,11 @@ with ctl:
                 st.info("Choose a file; until then the digits are used.")
             else:
                 raw = up.getvalue()
-                digest = hashlib.sha256(raw).hexdigest()
+                # hashed once per upload, not on every rerun of the page (a 50 MB file costs ~0.1 s)
+                seen = f"_npz_digest_{up.file_id}"
+                if seen not in st.session_state:
+                    st.session_state[seen] = hashlib.sha256(raw).hexdigest()
+                digest = st.session_state[seen]
                 fname = re.sub(r"[^A-Za-z0-9_.-]+", "_", up.name)[-40:]  # shown in titles and tables
                 ds_name = f"{fname} ({digest[:8]})"
                 loader = lambda: load_upload(digest, fname, raw)  # noqa: E731
