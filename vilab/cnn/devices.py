@@ -4,7 +4,9 @@ The training code is device-agnostic: it runs on whatever ``jax.devices()`` offe
 ``pip install .[gpu]`` gives CUDA). With more than one local device the minibatch is split
 along its first axis over a 1-D mesh named "data" (``jax.sharding.NamedSharding``) and the
 variational parameters are replicated, so a multi-GPU machine is used without code changes;
-with one device nothing is sharded.
+with one device nothing is sharded. The mesh spans ``jax.devices()``: after
+``jax.distributed.initialize`` (:mod:`vilab.cnn.distributed`) those are the devices of every
+process, on every host.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-__all__ = ["device_info", "device_label", "data_mesh", "batch_sharding", "replicated", "check_batch_size", "put_batch"]
+__all__ = ["device_info", "device_label", "data_mesh", "batch_sharding", "replicated", "check_batch_size", "put_batch",
+           "put_replicated"]
 
 
 def device_info() -> dict:
-    """{'platform', 'kind', 'count', 'devices', 'jax', 'host'} for the local devices."""
+    """{'platform', 'kind', 'count', 'devices', 'jax', 'host', 'processor', 'processes'} for the local
+    devices ('processes': how many processes share the work, 1 without ``jax.distributed``)."""
     devs = jax.local_devices()
     return {
         "platform": devs[0].platform,
@@ -29,6 +33,7 @@ def device_info() -> dict:
         "jax": jax.__version__,
         "host": platform.node(),
         "processor": platform.processor() or platform.machine(),
+        "processes": jax.process_count(),
     }
 
 
@@ -40,8 +45,9 @@ def device_label() -> str:
 
 
 def data_mesh() -> Mesh | None:
-    """A 1-D mesh ('data',) over the local devices, or None with a single device."""
-    devs = jax.local_devices()
+    """A 1-D mesh ('data',) over all devices (every process's, under ``jax.distributed``), or None
+    with a single device."""
+    devs = jax.devices()
     if len(devs) < 2:
         return None
     return Mesh(np.asarray(devs), ("data",))
@@ -70,3 +76,23 @@ def put_batch(x, mesh: Mesh | None):
     if mesh is None:
         return jax.device_put(x)
     return jax.device_put(x, batch_sharding(mesh))
+
+
+def put_replicated(x, mesh: Mesh | None):
+    """Copy an array (or a pytree of arrays) to every device of the mesh; onto the default device
+    without one. Across processes each process passes its own identical copy: built shard by shard
+    (``jax.make_array_from_callback``), since ``jax.device_put``'s check that the copies agree
+    fails on NaN entries (NaN != NaN), such as a state's not-yet-computed ELBO."""
+    if mesh is None:
+        return jax.device_put(x)
+    sh = replicated(mesh)
+    if jax.process_count() == 1:
+        return jax.device_put(x, sh)
+
+    def one(a):
+        if isinstance(a, jax.Array) and a.sharding.is_equivalent_to(sh, a.ndim):
+            return a
+        a = np.asarray(a)
+        return jax.make_array_from_callback(a.shape, sh, lambda idx: a[idx])
+
+    return jax.tree_util.tree_map(one, x)

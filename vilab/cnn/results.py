@@ -3,14 +3,16 @@
 ``scripts/cnn_full_scale.py`` writes them, each with ``experiment``, ``script`` (with its
 arguments), ``date`` (UTC), ``device`` and ``settings`` beside ``results``:
 
-* ``tan2025-table9-mnist.json`` - Tan (2025) Table 9, MNIST row (GPU): one row per optimizer
+* ``tan2025-table9-mnist-<device>.json`` - Tan (2025) Table 9, MNIST row: one row per optimizer
   (final ELBO, test error/NLPD, time) and ``curves`` (average ELBO per epoch);
-* ``bong-figs12-mnist.json`` - Jones, Chang & Murphy Figs 1-2 on MNIST, T = 2000 (GPU): one row
-  per (method, seed) with the test metrics at the checkpoints;
+* ``bong-figs12-mnist-<device>.json`` - Jones, Chang & Murphy Figs 1-2 on MNIST: one row per
+  (method, seed) with the test metrics at the checkpoints;
 * ``digits-ordering.json`` - the ``cnn-digits-ordering`` reproduction (CPU, digits analogue).
 
-Nothing here invents numbers: a missing file is simply absent from the lists. The folder is
-``assets/cnn`` of the checkout, or ``$VILAB_CNN_ASSETS`` when set.
+``<device>`` is ``cpu`` or ``gpu`` (the script's ``--suffix``), so a reduced run recorded on a CPU
+and the papers' scale run on a GPU sit side by side; :func:`scale_notes` lists how a record's
+setting differs from the paper's. Nothing here invents numbers: a missing file is simply absent
+from the lists. The folder is ``assets/cnn`` of the checkout, or ``$VILAB_CNN_ASSETS`` when set.
 """
 
 from __future__ import annotations
@@ -22,10 +24,18 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["FULL_SCALE", "ORDERING", "assets_dir", "read", "full_scale", "ordering", "tan_rows", "tan_curves",
-           "bong_rows", "bong_curves", "bong_figures", "ordering_rows", "HEADER_KEYS"]
+__all__ = ["RECORDS", "ORDERING", "PAPER_SETTINGS", "assets_dir", "read", "recorded", "scale_notes", "ordering",
+           "tan_rows", "tan_curves", "tan_notice", "bong_notice", "bong_rows", "bong_curves", "bong_figures", "ordering_rows", "HEADER_KEYS"]
 
-FULL_SCALE = {"tan2025-table9-mnist.json": "tan", "bong-figs12-mnist.json": "bong"}
+RECORDS = {"tan2025-table9-mnist": "tan", "bong-figs12-mnist": "bong"}  # file name stem -> kind
+# the papers' settings (Tan 2025 Sec. 8.3 / Table 9; Jones, Chang & Murphy Sec. 5.1, Figs 1-2), as
+# (setting key in the record, the paper's value, how to say it)
+PAPER_SETTINGS = {
+    "tan": [("data", "mnist", "data"), ("n_train", 60000, "training images"), ("epochs", 300, "epochs"),
+            ("vogn_epochs", 7, "VOGN epochs"), ("batch", 128, "batch size"), ("elbo_draws", 100, "draws of the final ELBO")],
+    "bong": [("data", "mnist", "data"), ("T", 2000, "stream length T"), ("n_samples", 100, "samples M (mc-ef)"),
+             ("n_mc", 100, "draws of the MC predictive"), ("n_test", 1000, "test images"), ("seeds", [0, 1, 2], "seeds")],
+}
 ORDERING = "digits-ordering.json"
 HEADER_KEYS = ("experiment", "script", "date", "device", "settings", "results")
 
@@ -50,10 +60,40 @@ def read(path) -> dict:
     return res
 
 
-def full_scale(folder=None) -> dict[str, dict]:
-    """{'tan': record, 'bong': record} for the full-scale files present (possibly empty)."""
+def recorded(folder=None) -> list[dict]:
+    """Every recorded MNIST experiment in the folder (possibly none), each with ``kind`` ("tan" or
+    "bong") and ``full`` (True when nothing in :func:`scale_notes` differs from the paper); records
+    made at the papers' scale first, then by kind and file name."""
     folder = assets_dir() if folder is None else Path(folder)
-    return {kind: read(folder / name) for name, kind in FULL_SCALE.items() if (folder / name).is_file()}
+    out = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        kind = next((k for stem, k in RECORDS.items() if path.name == stem + ".json"
+                     or path.name.startswith(stem + "-")), None)
+        if kind is None:
+            continue
+        rec = read(path)
+        rec["kind"] = kind
+        rec["full"] = not scale_notes(rec)
+        out.append(rec)
+    return sorted(out, key=lambda r: (not r["full"], r["kind"] != "tan", r["file"]))
+
+
+def scale_notes(rec: dict) -> list[str]:
+    """How a record's setting differs from its paper's, one phrase each ("3 epochs (paper: 300)");
+    empty at the paper's setting."""
+    st = rec.get("settings", {})
+    notes = []
+    for key, paper, what in PAPER_SETTINGS.get(rec.get("kind", ""), []):
+        v = st.get(key, paper if key == "n_train" else None)
+        if v is None or v == paper:
+            continue
+        if isinstance(paper, list):
+            notes.append(f"{len(v)} {what} (paper: {len(paper)})")
+        elif isinstance(paper, str):
+            notes.append(f"{what} {v} (paper: {paper})")
+        else:
+            notes.append(f"{v:,} {what} (paper: {paper:,})")
+    return notes
 
 
 def ordering(folder=None) -> dict | None:
@@ -88,8 +128,40 @@ def tan_curves(res: dict) -> list[dict]:
     key = {r.get("optimizer"): r.get("key", r.get("optimizer")) for r in res["results"]}
     return [{"label": k, "optimizer": key.get(k, k),
              "elbo_epoch": np.asarray([_num(v) for v in c.get("elbo_epoch", [])]),
-             "test_nlpd": np.asarray([_num(v) for v in c.get("test_nlpd", [])])}
+             "test_nlpd": np.asarray([_num(v) for v in c.get("test_nlpd", [])]),
+             "test_err": np.asarray([_num(v) for v in c.get("test_err", [])])}
             for k, c in res.get("curves", {}).items()]
+
+
+def tan_notice(res: dict) -> str:
+    """What to notice in a Table 9 record: the optimizers ordered by final ELBO, here and in the paper."""
+    rows = [r for r in res["results"] if r.get("final_elbo") is not None and r.get("paper_elbo") is not None]
+    if len(rows) < 2:
+        return ""
+    ours = sorted(rows, key=lambda r: -float(r["final_elbo"]))
+    paper = sorted(rows, key=lambda r: -float(r["paper_elbo"]))
+    name = {r["key"]: r["optimizer"].split(" (")[0] for r in rows}
+    order = " > ".join(name[r["key"]] for r in ours)
+    porder = " > ".join(name[r["key"]] for r in paper)
+    same = [r["key"] for r in ours] == [r["key"] for r in paper]
+    best = ours[0]
+    return (f"Final ELBO, highest first: {order} here; {porder} in Tan's Table 9"
+            + (" (the same order)." if same else ".")
+            + f" {name[best['key']]} ends highest here ({float(best['final_elbo']):,.0f}); its test error is "
+            f"{float(best['test_error']):.3f}.")
+
+
+def bong_notice(res: dict) -> str:
+    """What to notice in a BONG record: the methods ordered by test NLPD at t = T (mean over seeds)."""
+    rows = [r for r in bong_rows(res) if np.isfinite(r["nlpd_plugin"])]
+    if len(rows) < 2:
+        return ""
+    rows.sort(key=lambda r: r["nlpd_plugin"])
+    best, worst = rows[0], rows[-1]
+    return (f"Lowest test NLPD (plug-in) at the end of the stream: {best['method']} ({best['nlpd_plugin']:.3f}, "
+            f"error {best['err_plugin']:.3f}); highest: {worst['method']} ({worst['nlpd_plugin']:.3f}). "
+            "In Jones, Chang & Murphy's Figs 1-2 BONG is best or tied within each Hessian approximation, and the "
+            "linearised Hessian (lin-hess) beats the sampled empirical Fisher (mc-ef).")
 
 
 def _by_method(res: dict) -> dict[str, list[dict]]:

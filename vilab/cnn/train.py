@@ -62,7 +62,7 @@ import numpy as np
 from .. import core
 from ..core.cache import ProgramCache, memoize
 from .data import ImageData
-from .devices import batch_sharding, check_batch_size, data_mesh, device_label, replicated
+from .devices import batch_sharding, check_batch_size, data_mesh, device_label, put_replicated
 from .models import CNN
 
 __all__ = ["VI_OPTIMIZERS", "VIState", "vi_algorithm", "vi_estimator", "vi_train", "init_lambda", "per_epoch",
@@ -418,8 +418,7 @@ def vi_train(
     evaluate = _make_eval(net, optimizer, int(eval_samples))
     h_full = _make_full_elbo(net, optimizer, n, float(prior_var))
 
-    rep = replicated(mesh)
-    put = (lambda a: jax.device_put(a, rep)) if rep is not None else jax.device_put
+    put = partial(put_replicated, mesh=mesh)
     X, y = put(jnp.asarray(data.x_train)), put(jnp.asarray(data.y_train))
     Xe, ye, we = (put(jnp.asarray(a)) for a in _padded(data.x_test, data.y_test, min(int(eval_chunk), len(data.y_test))))
     Xf, yf, wf = (put(jnp.asarray(a)) for a in _padded(data.x_train, data.y_train, min(int(eval_chunk), n)))

@@ -137,8 +137,13 @@ def range_code(lo, hi, cond=None):
     least ``cond`` (default hi / lo): 0 if inside the sane range (:data:`TINY`, :data:`HUGE`,
     :data:`MAX_COND`), :data:`COLLAPSED` or :data:`COV_EXPLODED` otherwise. Scalar ops (traceable)."""
     cond = hi / lo if cond is None else cond
-    collapsed = (lo < TINY) | (cond > MAX_COND)
-    return jnp.where(hi > HUGE, COV_EXPLODED, jnp.where(collapsed, COLLAPSED, 0)).astype(jnp.int32)
+    dt = jnp.result_type(lo, hi)
+    fi = jnp.finfo(dt if jnp.issubdtype(dt, jnp.floating) else jnp.float64)
+    # in float32 the limits 1e-150 / 1e150 are not representable: there they become the type's own
+    # smallest normal number and largest finite number
+    tiny, huge = max(TINY, float(fi.tiny)), min(HUGE, float(fi.max))
+    collapsed = (lo < tiny) | (cond > MAX_COND)
+    return jnp.where(hi > huge, COV_EXPLODED, jnp.where(collapsed, COLLAPSED, 0)).astype(jnp.int32)
 
 
 def range_code_factor(diag, precision: bool = False):
