@@ -33,7 +33,7 @@ UPLOAD = "your .npz file"
 TRAIN_BUDGET_S = float(os.environ.get("VILAB_TRAIN_BUDGET_S", "600"))
 
 
-DATA_LABELS = {"mnist": "MNIST (28x28, 60,000 images)", "digits": "digits (8x8, 1,797 images)",
+DATA_LABELS = {"mnist": "MNIST (28×28)", "digits": "digits (8×8)",
                UPLOAD: "your .npz file"}
 
 
@@ -286,8 +286,8 @@ def live_gallery(run: dict, n_epochs: int):
     X, y = data_full.x_test[:LIVE_IMAGES], data_full.y_test[:LIVE_IMAGES]
     probs = train.predictive(net, run["mu"], run["sigma"], X, n_samples=20, key=as_key(seed))
     fig = pcnn.digit_gallery(X, probs, y, n_cols=LIVE_IMAGES, entropies=train.predictive_entropy(probs),
-                             title=f"After epoch {n_epochs}: predicted class (probability), true class, "
-                                   "uncertainty H in nats")
+                             compact=True, title=f"After epoch {n_epochs}: predicted digit (probability), "
+                                                 "uncertainty H; red: wrong")
     return fig
 
 

@@ -708,3 +708,15 @@ def test_learning_curves_draw_each_method_in_its_look_with_the_chance_level():
     assert list(empty.layout.xaxis.range) == [-0.5, 50.5]
     bars = pcnn.speed_bars(["a", "b"], [100.0, 2000.0], codes=["snngm", "adam"])
     assert list(bars.data[0].marker.color) == [plots.look("snngm").color, plots.look("adam").color]
+
+
+def test_compact_gallery_titles_name_the_true_digit_only_when_wrong():
+    import numpy as np
+
+    from vilab.plots import cnn as pcnn
+
+    probs = np.array([[0.1, 0.9], [0.7, 0.3]])
+    fig = pcnn.digit_gallery(np.zeros((2, 4, 4)), probs, np.array([1, 1]), compact=True, entropies=[0.3, 0.6])
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles == ["1 (0.90)<br>H = 0.30", "0 (0.70), true 1<br>H = 0.60"]
+    assert [t.colorscale[0][1] != fig.data[0].colorscale[0][1] for t in fig.data] == [False, True]  # red when wrong

@@ -182,9 +182,10 @@ def speed_bars(labels: Sequence[str], examples_per_second: Sequence[float], titl
 
 
 def digit_gallery(images, probs, labels, n_cols: int = 6, title: str = "Test images: predictive probabilities",
-                  entropies=None) -> go.Figure:
+                  entropies=None, compact: bool = False) -> go.Figure:
     """A grid of grey images, each titled with the predicted class, its probability, the true label
-    and (when given) the predictive entropy in nats. images: (N, H, W[, 1]); probs: (N, K)."""
+    and (when given) the predictive entropy in nats. images: (N, H, W[, 1]); probs: (N, K).
+    ``compact``: short titles for a narrow row ("7 (0.98)", the true label only when it differs)."""
     imgs = np.asarray(images, float)
     if imgs.ndim == 4:
         imgs = imgs[..., 0] if imgs.shape[-1] == 1 else imgs.mean(-1)
@@ -196,7 +197,10 @@ def digit_gallery(images, probs, labels, n_cols: int = 6, title: str = "Test ima
     titles = []
     for i in range(N):
         k = int(np.argmax(probs[i]))
-        t = f"{k} ({probs[i, k]:.2f}) | true {int(labels[i])}"
+        if compact:
+            t = f"{k} ({probs[i, k]:.2f})" + (f", true {int(labels[i])}" if k != int(labels[i]) else "")
+        else:
+            t = f"{k} ({probs[i, k]:.2f}) | true {int(labels[i])}"
         if entropies is not None:
             t += f"<br>H = {float(entropies[i]):.2f}"
         titles.append(t)
