@@ -612,7 +612,12 @@ for i, res in enumerate(recs):
             curves = results.tan_curves(res)
             c1, c2 = st.columns(2)
             with c1:
-                ui.show(pcnn.elbo_curves(curves, title="Average ELBO per epoch (Tan Fig. 8 style)"), key=f"tan-elbo-{i}")
+                kept, far = results.on_one_scale(curves)
+                ui.show(pcnn.elbo_curves(kept, title="Average ELBO per epoch (Tan Fig. 8 style)"), key=f"tan-elbo-{i}")
+                for c in far:
+                    st.caption(f"{c['label']} is left out of this chart: its ELBO (down to "
+                               f"{np.nanmin(c['elbo_epoch']):.3g}) would flatten the others into one line. "
+                               "The table has its values.")
             with c2:
                 if all(len(c["test_err"]) for c in curves):
                     ui.show(pcnn.metric_curves(curves, "test_err", "Test error per epoch (MC predictive)",

@@ -81,3 +81,16 @@ def test_script_smoke_run_writes_what_the_page_reads(tmp_path):
     figs = results.bong_figures(bong)
     assert [len(g) for _, g in figs] == [2, 2]  # Fig. 1: the dlr-10 methods; Fig. 2: the bong methods
     assert figs[0][1][0]["checkpoints"][-1] == 10 and figs[0][1][0]["metrics"]["nlpd_plugin"].shape == (11,)
+
+
+def test_a_curve_far_off_the_others_scale_is_set_apart():
+    curves = [{"label": k, "elbo_epoch": np.array(v)} for k, v in
+              [("a", [-3e5, -2.5e5]), ("b", [-2.6e5, -2.1e5]), ("c", [-4e5, np.nan]), ("pga", [-3e10, -2.9e10])]]
+    kept, far = results.on_one_scale(curves)
+    assert [c["label"] for c in kept] == ["a", "b", "c"] and [c["label"] for c in far] == ["pga"]
+    assert results.on_one_scale(curves[:2]) == (curves[:2], [])  # too few to judge: all kept
+    rows = [dict(key=k, optimizer=f"{n} (alpha=0.001)", final_elbo=e, paper_elbo=p, test_error=0.02)
+            for k, n, e, p in [("adam", "Adam", -2e5, -50535), ("adam-natural", "Adam (natural gradients)", -1e5, -50786)]]
+    text = results.tan_notice({"results": rows})
+    assert text.startswith("Final ELBO, highest first: Adam (natural gradients) > Adam here; Adam > Adam (natural "
+                           "gradients) in Tan's Table 9.")

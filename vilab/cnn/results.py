@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import os
 from pathlib import Path
 
 import numpy as np
 
 __all__ = ["RECORDS", "ORDERING", "PAPER_SETTINGS", "assets_dir", "read", "recorded", "scale_notes", "ordering",
-           "tan_rows", "tan_curves", "tan_notice", "bong_notice", "bong_rows", "bong_curves", "bong_figures", "ordering_rows", "HEADER_KEYS"]
+           "tan_rows", "tan_curves", "on_one_scale", "tan_notice", "bong_notice", "bong_rows", "bong_curves", "bong_figures", "ordering_rows", "HEADER_KEYS"]
 
 RECORDS = {"tan2025-table9-mnist": "tan", "bong-figs12-mnist": "bong"}  # file name stem -> kind
 # the papers' settings (Tan 2025 Sec. 8.3 / Table 9; Jones, Chang & Murphy Sec. 5.1, Figs 1-2), as
@@ -133,6 +134,19 @@ def tan_curves(res: dict) -> list[dict]:
             for k, c in res.get("curves", {}).items()]
 
 
+def on_one_scale(curves: list[dict], key: str = "elbo_epoch", factor: float = 100.0) -> tuple[list[dict], list[dict]]:
+    """(kept, left out): the curves whose lowest value lies within ``factor`` times the median of the
+    curves' lowest values (in size), and the ones far below it, which would flatten the others into a
+    line on a shared axis (ProxGenAdam's ELBO of -3e10 beside -2e5)."""
+    lows = {id(c): float(np.nanmin(c[key])) if np.isfinite(c[key]).any() else float("nan") for c in curves}
+    finite = [v for v in lows.values() if np.isfinite(v)]
+    if len(finite) < 3:
+        return list(curves), []
+    ref = abs(float(np.median(finite)))
+    far = [c for c in curves if np.isfinite(lows[id(c)]) and abs(lows[id(c)]) > factor * max(ref, 1.0)]
+    return [c for c in curves if c not in far], far
+
+
 def tan_notice(res: dict) -> str:
     """What to notice in a Table 9 record: the optimizers ordered by final ELBO, here and in the paper."""
     rows = [r for r in res["results"] if r.get("final_elbo") is not None and r.get("paper_elbo") is not None]
@@ -140,7 +154,7 @@ def tan_notice(res: dict) -> str:
         return ""
     ours = sorted(rows, key=lambda r: -float(r["final_elbo"]))
     paper = sorted(rows, key=lambda r: -float(r["paper_elbo"]))
-    name = {r["key"]: r["optimizer"].split(" (")[0] for r in rows}
+    name = {r["key"]: re.sub(r" \(alpha=[^)]*\)$", "", r["optimizer"]) for r in rows}
     order = " > ".join(name[r["key"]] for r in ours)
     porder = " > ".join(name[r["key"]] for r in paper)
     same = [r["key"] for r in ours] == [r["key"] for r in paper]
