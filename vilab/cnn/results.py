@@ -167,7 +167,8 @@ def tan_notice(res: dict) -> str:
 
 def bong_notice(res: dict) -> str:
     """What to notice in a BONG record: the methods ordered by test NLPD at t = T (mean over seeds)."""
-    rows = [r for r in bong_rows(res) if np.isfinite(r["nlpd_plugin"])]
+    failed = [r["method"] for r in bong_rows(res) if "diverged" in r["status"]]
+    rows = [r for r in bong_rows(res) if np.isfinite(r["nlpd_plugin"]) and "diverged" not in r["status"]]
     if len(rows) < 2:
         return ""
     rows.sort(key=lambda r: r["nlpd_plugin"])
@@ -175,7 +176,8 @@ def bong_notice(res: dict) -> str:
     return (f"Lowest test NLPD (plug-in) at the end of the stream: {best['method']} ({best['nlpd_plugin']:.3f}, "
             f"error {best['err_plugin']:.3f}); highest: {worst['method']} ({worst['nlpd_plugin']:.3f}). "
             "In Jones, Chang & Murphy's Figs 1-2 BONG is best or tied within each Hessian approximation, and the "
-            "linearised Hessian (lin-hess) beats the sampled empirical Fisher (mc-ef).")
+            "linearised Hessian (lin-hess) beats the sampled empirical Fisher (mc-ef)."
+            + (f" Stopped because their update failed (see the status column): {', '.join(failed)}." if failed else ""))
 
 
 def _by_method(res: dict) -> dict[str, list[dict]]:
