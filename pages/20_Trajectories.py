@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 import vilab_ui as ui
-from vilab import plots, stability
+from vilab import plots, stability, tabular
 from vilab.algorithms import run
 from vilab.core import as_key
 from vilab.gaussian import CholCov
@@ -13,6 +13,7 @@ from vilab.plots import density_contour
 from vilab.plots import trajectories as tplots
 from vilab.targets import banana, rotated_gaussian_2d, student_t_2d
 from vilab.targets.papers import kumar_t2, kumar_t3
+from vilab_ui.csv_data import CSV_CHOICE, coefficient_pair, csv_panel
 
 ui.page(
     "Trajectories",
@@ -24,15 +25,19 @@ METHODS = ["vn", "srvn", "gd-mc", "gd-mv", "bwgd", "fbgvi", "tan-1E", "tan-1N", 
 DEFAULT_STEP = {"vn": 1.0, "srvn": 1.0, "gd-mc": 0.0237, "gd-mv": 0.00237, "bwgd": 0.0237, "fbgvi": 0.0237,
                 "tan-1E": 0.0237, "tan-1N": 1.0, "tan-2E": 0.0133, "tan-2N": 1.0, "tan-2N-cor1": 1.0}
 STEP_HI = 10 ** 0.25  # 1.78: the 1/8-decade grid from 1e-4 then contains 1 exactly
-TARGETS = ["Bayesian linear regression (T2)", "logistic regression (T3)", "correlated Gaussian", "banana", "Student-t"]
+TARGETS = ["Bayesian linear regression (T2)", "logistic regression (T3)", "correlated Gaussian", "banana", "Student-t",
+           CSV_CHOICE]
 # shown shorter than their URL values, so that a choice fits the control column
 TARGET_TEXT = {TARGETS[0]: "linear regression (T2)"}
 VIEWS = ["paths", "animation", "step-size sweep"]
 
 
 @ui.cache_resource()
-def _target(name, kappa, rho_t, df):
-    if name.startswith("Bayesian linear"):
+def _target(name, kappa, rho_t, df, mkey=None, _model=None):
+    """A built-in target, or (mkey, _model) the posterior of the user's CSV data."""
+    if _model is not None:
+        return _model.target()
+    if name.startswith("Bayesian linear") or name == CSV_CHOICE:
         return kumar_t2()
     if name.startswith("logistic"):
         return kumar_t3()
@@ -60,12 +65,16 @@ def _options(tgt, grads, n_samples, tol):
     return opts
 
 
+def _start(m0, c0):
+    """q's start: mean m0 (2 or d numbers), C0 = c0 I."""
+    return CholCov(np.asarray(m0, float), c0 * np.eye(len(m0)))
+
+
 @ui.cache_data(max_entries=256)
-def _run(tkey, method, rho, grads, n_samples, seed, m0, c0, n_steps, tol):
-    tgt = _target(*tkey)
+def _run(tkey, method, rho, grads, n_samples, seed, m0, c0, n_steps, tol, _model=None):
+    tgt = _target(*tkey, _model=_model)
     opts = _options(tgt, grads, n_samples, tol)
-    return run(method, tgt, CholCov(np.asarray(m0), c0 * np.eye(2)), int(n_steps), float(rho),
-               key=as_key(int(seed)), **opts)
+    return run(method, tgt, _start(m0, c0), int(n_steps), float(rho), key=as_key(int(seed)), **opts)
 
 
 @ui.cache_data(max_entries=64)
@@ -74,17 +83,26 @@ def _contour(tkey, bounds):
 
 
 @ui.cache_data(max_entries=32)
-def _limits(tkey, m0, c0):
-    return stability.step_size_limits(_target(*tkey), CholCov(np.asarray(m0), c0 * np.eye(2)))
+def _csv_contour(tkey, pair, at, bounds, _model):
+    """log p(y, θ) of the user's model on a grid over ``bounds`` in the coefficients ``pair``, the others
+    held at ``at`` (the whole posterior when the model has two coefficients)."""
+    n = 121 if _model.n * 121**2 <= 5e7 else max(41, int(np.sqrt(5e7 / _model.n)))
+    xs, ys = np.linspace(*bounds[0], n), np.linspace(*bounds[1], n)
+    return tabular.slice_log_joint(_model, pair, np.asarray(at), xs, ys), xs, ys
+
+
+@ui.cache_data(max_entries=32)
+def _limits(tkey, m0, c0, _model=None):
+    return stability.step_size_limits(_target(*tkey, _model=_model), _start(m0, c0))
 
 
 @ui.cache_data(max_entries=64)
-def _sweep(tkey, method, grads, n_samples, seed, m0, c0, n_steps, tol):
-    tgt = _target(*tkey)
+def _sweep(tkey, method, grads, n_samples, seed, m0, c0, n_steps, tol, _model=None):
+    tgt = _target(*tkey, _model=_model)
     opts = _options(tgt, grads, n_samples, tol)
     steps = np.logspace(-4, 0.25, 18)  # quarter decades, 1 included
-    its, sts, _ = stability.step_size_sweep(method, tgt, CholCov(np.asarray(m0), c0 * np.eye(2)), steps, int(n_steps),
-                                      key=as_key(int(seed)), **opts)
+    its, sts, _ = stability.step_size_sweep(method, tgt, _start(m0, c0), steps, int(n_steps),
+                                            key=as_key(int(seed)), **opts)
     return steps, its, sts
 
 
@@ -109,11 +127,18 @@ with ctl:
     rhos = {m: ui.log_slider(f"{plots.label(m)}: step size", f"s_{m}", 1e-4, STEP_HI, DEFAULT_STEP[m],
                              points_per_decade=8) for m in methods}
     c0 = ui.slider("start scale c_0 (C_0 = c_0 I)", "c0", 0.05, 5.0, 0.2, 0.05)
+    csv, pair = None, (0, 1)
+    if tname == CSV_CHOICE:
+        with st.expander("Your CSV file", expanded=True):
+            csv = csv_panel("csv_upload_tr", "the linear regression (T2)")
+            if csv is not None:
+                pair = coefficient_pair(csv)
 
-tkey = (tname, float(kappa), float(rho_t), float(df))
+tkey = (tname, float(kappa), float(rho_t), float(df), csv.key if csv else None)
+model = csv.model if csv else None
 target = None
 with fig_slot, ui.guard("target"):
-    target = _target(*tkey)
+    target = _target(*tkey, _model=model)
 if target is None:
     st.stop()
 exact_ok = _exact_ok(target)
@@ -123,8 +148,12 @@ settings = {m: [rhos[m], None] for m in methods}
 with ctl:
     with ui.more("Start, gradients and stopping"):
         every = ui.slider("ellipse every k steps (at most 30 per run)", "k", 1, 200, 10)
-        m1 = ui.number("start mean m_1", "m1", -10.0, 10.0, -2.0, 0.5)
-        m2 = ui.number("start mean m_2", "m2", -10.0, 10.0, 2.5, 0.5)
+        if model is None:
+            m1 = ui.number("start mean m_1", "m1", -10.0, 10.0, -2.0, 0.5)
+            m2 = ui.number("start mean m_2", "m2", -10.0, 10.0, 2.5, 0.5)
+        else:  # your data: from the prior mean 0 unless moved (the shown coefficients' start)
+            m1 = ui.number("start mean, x-axis coefficient", "cm1", -10.0, 10.0, 0.0, 0.5)
+            m2 = ui.number("start mean, y-axis coefficient", "cm2", -10.0, 10.0, 0.0, 0.5)
         n_steps = ui.select("maximum steps", "n", [100, 300, 1000, 3000, 10000], 1000)
         tol = ui.log_slider("tolerance (KL for Gaussian targets, relative ELBO change otherwise)", "tol", 1e-12, 1e-3,
                             1e-8 if gauss else 1e-7)
@@ -140,6 +169,12 @@ with ctl:
 settings = {m: tuple(v) for m, v in settings.items()}
 
 m0 = (float(m1), float(m2))
+if model is not None and model.d > 2:  # the start's other coefficients are 0
+    full = np.zeros(model.d)
+    full[list(pair)] = m0
+    m0_full = tuple(float(v) for v in full)
+else:
+    m0_full = m0 if pair == (0, 1) else (m0[1], m0[0])
 seed = ui.seed()
 
 with fig_slot, ui.guard("runs"):
@@ -149,15 +184,38 @@ with fig_slot, ui.guard("runs"):
     if not methods:
         st.info("Choose at least one method.")
         st.stop()
-    traces = {m: _run(tkey, m, settings[m][0], settings[m][1], int(n_samples), seed, m0, float(c0), int(n_steps),
-                      float(tol)) for m in methods}
+    traces = {m: _run(tkey, m, settings[m][0], settings[m][1], int(n_samples), seed, m0_full, float(c0),
+                      int(n_steps), float(tol), _model=model) for m in methods}
+    full_traces = traces
+    if model is not None:  # the two coefficients shown: paths and marginal covariances
+        traces = {m: tabular.project_trace(t, pair) for m, t in full_traces.items()}
     # the target's window, widened to show the start (and, without a window, the paths)
     pts = [m0] if target.bounds is not None else np.concatenate([t.mean for t in traces.values()] + [np.array([m0])])
     bounds = tplots.plot_window(target.bounds, pts)
-    vals, xs, ys = _contour(tkey, bounds)
+    if model is None:
+        vals, xs, ys = _contour(tkey, bounds)
+    else:
+        ref = next((m for m, t in full_traces.items() if not t.diverged), methods[0])
+        last = np.asarray(full_traces[ref].mean)[-1]
+        at = tuple(float(v) for v in (last if np.all(np.isfinite(last)) else np.zeros(model.d)))
+        vals, xs, ys = _csv_contour(tkey, pair, at, bounds, model)
+        names = csv.names
+        with rest:
+            st.caption(ui.plain(
+                f"Your data: the coefficients of {names[pair[0]]} (x axis) and {names[pair[1]]} (y axis)"
+                + (f" of the {model.d}; the runs fit all {model.d} (the others start at 0), and the grey contours are "
+                   f"log p on the slice where the others are held at {plots.label(ref)}'s final mean, not the "
+                   "marginal posterior." if model.d > 2 else ": grey contours of the exact posterior.")))
     contour = density_contour(vals, xs, ys)
     truth = (target.mean, target.cov) if gauss else None
-    lim = _limits(tkey, m0, float(c0)) if exact_ok else None
+    lim = None
+    if exact_ok and model is None:
+        lim = _limits(tkey, m0, float(c0))
+    elif exact_ok:  # your data: the stability limits are drawn where they can be found
+        try:
+            lim = _limits(tkey, m0_full, float(c0), _model=model)
+        except ValueError:
+            lim = None
     lam_max = lim["lam_max"] if lim else None
     same = tplots.coinciding({m: np.asarray(t.mean) for m, t in traces.items()})
     why_same = ""
@@ -169,8 +227,11 @@ with fig_slot, ui.guard("runs"):
                      "their ellipses differ." if gauss else ": their mean paths coincide.")
 
     if view == "paths":
-        ui.show(tplots.paths_figure(traces, contour, every=int(every), truth=truth, bounds=bounds, height=430),
-                key="paths", main=True)
+        fig = tplots.paths_figure(traces, contour, every=int(every), truth=truth, bounds=bounds, height=430)
+        if model is not None:
+            fig.update_xaxes(title=f"θ: {csv.names[pair[0]]}")
+            fig.update_yaxes(title=f"θ: {csv.names[pair[1]]}")
+        ui.show(fig, key="paths", main=True)
         counts = ", ".join(f"{plots.label(m)} {t.n_steps}" + ("" if t.status == "converged" else f" ({ui.status_text(t.status)})")
                            for m, t in traces.items())
         lesson = ("Natural-gradient methods precondition by the covariance and take steps of size about 1 however "
@@ -205,8 +266,8 @@ with fig_slot, ui.guard("runs"):
         its, sts = {}, {}
         steps = None
         for m in methods:
-            steps, its[m], sts[m] = _sweep(tkey, m, settings[m][1], int(n_samples), seed, m0, float(c0),
-                                           int(n_steps), float(tol))
+            steps, its[m], sts[m] = _sweep(tkey, m, settings[m][1], int(n_samples), seed, m0_full, float(c0),
+                                           int(n_steps), float(tol), _model=model)
         thr = None
         if lim is not None:  # linearised at the optimum: the target's precision, or V*^-1 at the Gaussian fixed point
             thr = {m: lim["limits"].get(m) for m in methods}

@@ -5,12 +5,13 @@ import pandas as pd
 import streamlit as st
 
 import vilab_ui as ui
-from vilab import fields, optim
+from vilab import fields, optim, tabular
 from vilab.core import as_key
 from vilab.plots import optim as oplots
 from vilab.repro import tan2025_optim as rep
 from vilab.targets import regression as R
 from vilab.targets.papers import horseshoe_crab_toy
+from vilab_ui.csv_data import CSV_CHOICE, coefficient_pair, csv_panel
 
 
 ui.page(
@@ -76,13 +77,38 @@ def _grid2d():
 
 
 @ui.cache_data(max_entries=256)
-def _run2d(name, alpha, param, estimator, n_iter, seed):
-    m = _model2d()
+def _run2d(name, alpha, param, estimator, n_iter, seed, mkey=None, _model=None):
+    """One run on the simulated 2-D model, or (mkey, _model) on the user's CSV data (any d)."""
+    m = _model2d() if _model is None else _model
     tr = optim.run(m, name, key=as_key(seed), alpha=alpha, param=param, estimator=estimator, n_iter=n_iter,
-                   mu0=[0.0, 0.0], factor0=np.eye(2) * (0.5 if param == "chol_cov" and name != "vogn" else 2.0),
+                   mu0=np.zeros(m.d), factor0=np.eye(m.d) * (0.5 if param == "chol_cov" and name != "vogn" else 2.0),
                    n_elbo_draws=2000, record="iteration")
     return dict(mean=tr.mean, cov=tr.cov, elbo=tr.info["elbo"], status=tr.status,
                 final=tr.extra["final_elbo"], it=tr.extra["iterations"])
+
+
+@ui.cache_data(max_entries=32)
+def _slice_grid(mkey, coords, at, window, _model):
+    """log p(y, θ) of the user's model on a grid over ``window``, the other coefficients held at ``at``."""
+    n = 121 if _model.n * 121**2 <= 5e7 else max(41, int(np.sqrt(5e7 / _model.n)))
+    t1, t2 = np.linspace(*window[0], n), np.linspace(*window[1], n)
+    return t1, t2, tabular.slice_log_joint(_model, coords, np.asarray(at), t1, t2)
+
+
+def _csv_window(runs, coords):
+    """The box around the shown coefficients' paths and final 2-sd ellipses (finite values only)."""
+    pts = []
+    for r in runs.values():
+        m, c = np.asarray(r["mean"])[:, list(coords)], np.asarray(r["cov"])[-1][np.ix_(coords, coords)]
+        sd = np.sqrt(np.clip(np.diag(c), 0.0, None))
+        pts += [m, m[-1:] + 2.5 * sd, m[-1:] - 2.5 * sd]
+    pts = np.concatenate(pts)
+    pts = pts[np.all(np.isfinite(pts) & (np.abs(pts) < 1e3), axis=1)]
+    if not pts.size:
+        return (-1.0, 1.0), (-1.0, 1.0)
+    lo, hi = pts.min(0), pts.max(0)
+    pad = 0.1 * np.maximum(hi - lo, 0.2)
+    return (float(lo[0] - pad[0]), float(hi[0] + pad[0])), (float(lo[1] - pad[1]), float(hi[1] + pad[1]))
 
 
 @ui.cache_resource()
@@ -161,8 +187,16 @@ elif view == VIEWS[1]:
         fig_box = st.container()  # the figures, above the choice of what they show
         with ui.more("Optimizers shown"):
             chosen = ui.multiselect("Optimizers", "opt", NAMES, NAMES, format_func=LABEL.get)
+    D2 = ["simulated (n = 200)", CSV_CHOICE]
+    csv2, pair = None, (0, 1)
     with ctl:
         alphas = _alpha_sliders(chosen, defaults, "a2", 10.0)
+        data2 = ui.select("Data", "d2", D2, D2[0], help="the simulated 2-D logistic regression, or your own data")
+        if data2 == CSV_CHOICE:
+            with st.expander("Your CSV file", expanded=True):
+                csv2 = csv_panel("csv_upload_2d", "the simulated data")
+                if csv2 is not None:
+                    pair = coefficient_pair(csv2)
         with ui.more():
             param = ui.radio("Factor", "par", ["chol_cov", "chol_prec"], "chol_cov", horizontal=True,
                              format_func={"chol_cov": "C (Σ = C Cᵀ)", "chol_prec": "T (Σ⁻¹ = T Tᵀ)"}.get,
@@ -170,13 +204,35 @@ elif view == VIEWS[1]:
             est = ui.radio("Gradient estimate", "est", ["second", "first"], "second", horizontal=True,
                            help="first: from the gradient of log p; second: from its Hessian (Tan Thm 2)")
             n_iter = ui.slider("Iterations", "nit", 50, 3000, 1000, step=50)
-    with fig_box, ui.guard("2-D logistic regression"):
-        runs = {name: _run2d(name, alphas[name], param, est, n_iter, ui.seed()) for name in chosen}
-        t1, t2, logp = _grid2d()
-        st.markdown("**Mean paths over the exact posterior**")
-        ui.show(oplots.mean_paths_2d((t1, t2, logp), {LABEL[n]: (n, r["mean"], r["cov"], r["status"])
-                                                      for n, r in runs.items()}, height=360 if ui.lecture() else 440),
-                key="paths2d", main=True)
+    mkey = csv2.key if csv2 is not None else None
+    mdl = csv2.model if csv2 is not None else None
+    with fig_box, ui.guard("2-D logistic regression" if csv2 is None else "your data"):
+        runs = {name: _run2d(name, alphas[name], param, est, n_iter, ui.seed(), mkey, mdl) for name in chosen}
+        height2 = 360 if ui.lecture() else 440
+        if csv2 is None:
+            t1, t2, logp = _grid2d()
+            st.markdown("**Mean paths over the exact posterior**")
+            ui.show(oplots.mean_paths_2d((t1, t2, logp), {LABEL[n]: (n, r["mean"], r["cov"], r["status"])
+                                                          for n, r in runs.items()}, height=height2),
+                    key="paths2d", main=True)
+        else:
+            ix = list(pair)
+            ok = {n: r for n, r in runs.items() if not r["status"].startswith("diverged")}
+            ref = max(ok, key=lambda n: ok[n]["final"] if np.isfinite(ok[n]["final"]) else -np.inf) if ok else None
+            at = tuple(np.asarray(runs[ref]["mean"])[-1]) if ref else tuple(np.zeros(mdl.d))
+            grid = _slice_grid(mkey, pair, at, _csv_window(runs, ix), mdl)
+            nx, ny = csv2.names[pair[0]], csv2.names[pair[1]]
+            sliced = mdl.d > 2
+            st.markdown("**Mean paths of two coefficients over a slice of the posterior**" if sliced
+                        else "**Mean paths over the exact posterior**")
+            fig2 = oplots.mean_paths_2d(grid, {LABEL[n]: (n, np.asarray(r["mean"])[:, ix],
+                                                          np.asarray(r["cov"])[:, ix][:, :, ix], r["status"])
+                                               for n, r in runs.items()}, height=height2)
+            fig2.update_xaxes(title_text=f"θ: {nx}")
+            fig2.update_yaxes(title_text=f"θ: {ny}")
+            if sliced:
+                fig2.data[0].name = "posterior, slice"
+            ui.show(fig2, key="paths2d", main=True)
         good = {n: r["final"] for n, r in runs.items() if not r["status"].startswith("diverged")
                 and np.isfinite(r["final"])}
         if good:
@@ -190,7 +246,12 @@ elif view == VIEWS[1]:
                            f"and {LABEL[worst]} the worst ({good[worst]:.2f}).")
         else:
             verdict = " Every chosen run diverged: try smaller step sizes."
-        ui.notice("Grey lines: contours of the exact posterior (computed on a grid); each path is the mean of q from "
+        what = ("contours of the exact posterior (computed on a grid)" if csv2 is None or mdl.d == 2 else
+                ui.plain(f"contours of log p(y, θ) on the slice where the other {mdl.d - 2} coefficient"
+                         f"{'s are' if mdl.d > 3 else ' is'} held at {LABEL[ref] if ref else 'zero'}"
+                         f"{chr(39) + 's final mean' if ref else ''} (not the marginal posterior); the paths and "
+                         f"ellipses are those of the coefficients of {nx} and {ny}, out of {mdl.d}"))
+        ui.notice(f"Grey lines: {what}; each path is the mean of q from "
                   "μ = 0, and the dotted ellipse the final q (2 sd). The natural-gradient methods (blue, solid) "
                   "precondition by the covariance and head along the posterior's shape; Adam and ProxGenAdam "
                   "(warm, dashed) move each coordinate by about α per step." + verdict)
@@ -209,7 +270,7 @@ elif view == VIEWS[1]:
     st.markdown(f"Each chosen optimizer at 11 step sizes from 10⁻⁴ to 10 ({n_iter} iterations each, the settings "
                 "above). The plot shows how far each run ends below the best one (log scale): the flat bottom of a "
                 "curve is where the optimizer is both stable and fast enough; crosses mark runs that diverged.")
-    sweep_config = (tuple(chosen), param, est, n_iter, ui.seed())
+    sweep_config = (tuple(chosen), param, est, n_iter, ui.seed(), mkey)
     if st.button("Run the sweep", key="sweep_btn"):
         with ui.guard("sweep"):
             grid = np.logspace(-4, 1, 11)
@@ -220,7 +281,7 @@ elif view == VIEWS[1]:
                 for j, a in enumerate(grid):
                     bar.progress((i * len(grid) + j) / (len(chosen) * len(grid)),
                                  text=f"{LABEL[name]}, α = {a:.2g}")
-                    r = _run2d(name, float(a), param, est, n_iter, ui.seed())
+                    r = _run2d(name, float(a), param, est, n_iter, ui.seed(), mkey, mdl)
                     vals.append(r["final"])
                     bad.append(r["status"].startswith("diverged"))
                 out[LABEL[name]] = (name, grid, np.array(vals), np.array(bad))
@@ -243,7 +304,9 @@ elif view == VIEWS[1]:
     with ui.explain():
         st.markdown("Bayesian logistic regression with two coefficients (n = 200 simulated points, prior "
                     "N(0, 100 I)), full covariance; every run starts at μ = 0. The exact posterior's contours are "
-                    "computed on a 121 × 121 grid.")
+                    "computed on a 121 × 121 grid. With your CSV file: the same prior and starts, the model you chose "
+                    "(logistic or Poisson regression) on your columns; with more than two coefficients the figure "
+                    "shows two of them, over a slice of log p through the best run's final mean.")
         _snngm_equations()
 
 # ----------------------------------------------------------------------------- view 3
@@ -262,13 +325,17 @@ elif view == VIEWS[2]:
                 orders = ui.multiselect("Gradient estimate", "est3", ["first", "second"], ["first", "second"],
                                         help="first: G = ∇h zᵀ; second: G = ∇²h C (Tan Thm 2)")
     with ctl:
-        ds = ui.select("Data", "ds", list(R.DATASETS), "breast cancer")
+        ds = ui.select("Data", "ds", [*R.DATASETS, CSV_CHOICE], "breast cancer")
+        csv3 = None
+        if ds == CSV_CHOICE:
+            with st.expander("Your CSV file", expanded=True):
+                csv3 = csv_panel("csv_upload_rd", "the breast cancer data")
         alphas3 = _alpha_sliders(chosen3, defaults3, "a3", 1.0)
         with ui.more():
             batch = ui.select("Minibatch", "bs", ["full batch", "n/4", "n/16"], "full batch",
                               help="Minibatches without replacement within an epoch; the data term is scaled by n/|B|")
             n_epochs = ui.slider("Epochs", "ep", 50, 3000, 1000, step=50)
-    config = (ds, tuple(covs), tuple(orders), batch, n_epochs, tuple(chosen3), tuple(sorted(alphas3.items())),
+    config = (ds, csv3.key if csv3 else None, tuple(covs), tuple(orders), batch, n_epochs, tuple(chosen3), tuple(sorted(alphas3.items())),
               ui.seed())
 
     def _stop():
@@ -283,8 +350,8 @@ elif view == VIEWS[2]:
             st.session_state["rd_stop"] = False
             with ui.guard("real data"):
                 specs = oplots.comparison_specs(chosen3, orders, covs)
-                model = _dataset(ds)
-                bsize = {"full batch": None, "n/4": model.n // 4, "n/16": model.n // 16}[batch]
+                model = csv3.model if csv3 is not None else _dataset("breast cancer" if ds == CSV_CHOICE else ds)
+                bsize = {"full batch": None, "n/4": max(1, model.n // 4), "n/16": max(1, model.n // 16)}[batch]
                 store["config"], store["runs"] = config, {}
                 bar = st.progress(0.0, text="starting ... (the first run of each configuration compiles)")
                 for i, (name, order, diag) in enumerate(specs):
@@ -347,7 +414,7 @@ elif view == VIEWS[2]:
         st.markdown(
             "Bayesian logistic regression (prior N(0, 100 I), standardised covariates, intercept) on data that "
             "ship with a package: scikit-learn's breast cancer set (n = 569, d = 31) and the Pima diabetes data "
-            "of R's MASS (n = 532, d = 8). Start μ = 0, C = I / √n (Tan Sec. 8). The table has the layout "
+            "of R's MASS (n = 532, d = 8), or your CSV file (the model and columns you chose). Start μ = 0, C = I / √n (Tan Sec. 8). The table has the layout "
             "of Tan's Table 8: rows are optimizers with 1 = first-order and 2 = second-order gradient "
             "estimates (Tan Thm 2), cells the final ELBO and the run time in seconds.")
 
