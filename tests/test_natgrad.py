@@ -72,7 +72,7 @@ def test_table1_and_cholesky_natural_gradients_match_fisher_solve(d, seed):
         "chol_prec": (T, lambda: ng.natural_grad_chol_prec(mu, T, g_mu, ng.grad_chol_prec(T, G_S))),
         "mean_cov": (Sigma, lambda: ng.natural_grad_mean_cov(mu, Sigma, g_mu, G_S)),
         "mean_prec": (P, lambda: ng.natural_grad_mean_prec(mu, Sigma, g_mu, G_S)),
-        "cor1": (T, lambda: ng.natural_grad_cor1(mu, T, g_mu, ng.grad_chol_prec(T, G_S))),
+        "cor1": (T, lambda: ng.natural_grad_cor1(mu, T, g_mu, ng.grad_chol_prec(T, G_S), coords="nu")),
     }
     for kind, (factor, analytic) in cases.items():
         a_mu, a_M = analytic()

@@ -1,8 +1,20 @@
 """vilab: natural-gradient variational inference, exact and verified.
 
-The analytic and toy layer works in float64: iteration counts reproduced from the papers
-depend on it. JAX's 64-bit mode is switched on here, once, for the whole package; code that
-wants float32 (the neural-network demos) asks for it explicitly.
+What importing vilab does to JAX: ``import vilab`` (or any ``vilab.*`` module) runs
+``jax.config.update("jax_enable_x64", True)`` once. This is a process-wide switch: from then on
+every JAX array created without an explicit dtype, in vilab or in your own code, defaults to
+float64 (and int64). vilab needs it: the analytic layer reproduces the papers' iteration counts
+and tolerances (1e-7 relative ELBO changes, KL below 1e-8, chaotic Euclidean runs), which float32
+round-off would change. Nothing else is set globally at import. (Two opt-in calls change other
+settings when you call them: :func:`vilab.compile_cache.enable_persistent_cache` sets JAX's persistent compilation
+cache options, and :func:`vilab.cnn.distributed.initialize` selects Gloo as JAX's CPU
+collectives.)
+
+To compute in float32 in the same process, ask for it explicitly: ``jnp.asarray(x, jnp.float32)``,
+``jnp.zeros(n, dtype=jnp.float32)``, ``jax.random.normal(key, shape, dtype=jnp.float32)``; operations
+on float32 arrays stay float32. The neural-network code of vilab does exactly this. To switch x64 off
+again for code that runs after vilab (vilab's own functions then lose their guarantees), call
+``jax.config.update("jax_enable_x64", False)`` yourself.
 
 Nothing in this package imports streamlit: the UI lives in ``pages/`` and ``vilab_ui``.
 """
@@ -11,7 +23,7 @@ from typing import Callable, Sequence
 
 import jax
 
-jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_enable_x64", True)  # process-wide: see the module docstring
 
 __version__ = "0.1.0"
 __all__ = ["__version__", "clear_caches"]

@@ -22,7 +22,8 @@ Table 1 of Tan (2025) (matrix form of the natural gradients):
 Cholesky factors (Tan Thm 1, Lemma 1(iii), Corollary 1):
     natural_grad_chol_cov(mu, C, grad_mu, grad_C) -> (Sigma grad_mu, C tril_half(C^T grad_C))
     natural_grad_chol_prec(mu, T, grad_mu, grad_T) -> (Sigma grad_mu, T tril_half(T^T grad_T))
-    natural_grad_cor1(mu, T, grad_mu, grad_T) -> natural gradient in (T^T mu, vech T)
+    natural_grad_cor1(mu, T, grad_mu, grad_T, coords="nu"|"mu") -> natural gradient in (T^T mu, vech T) or (mu, T);
+        coords="mu": the same vector in (mu, T), the coordinates of the inputs
     update_chol_cov / update_chol_prec / update_cor1(mu, F, grad_mu, grad_F, rho)
 Sparse factors (Tan Sec. 7):
     block_mask(sizes), arrow_mask(local_sizes, global_size)              0/1 patterns
@@ -282,13 +283,31 @@ def natural_grad_chol_prec(mu, T, grad_mu, grad_T):
 
 
 @_checked("chol", "grad_T")
-def natural_grad_cor1(mu, T, grad_mu, grad_T):
-    """Natural gradient in xi = (T^T mu, vech T), Tan (2025) Corollary 1 / Supp. S3.3.
+def natural_grad_cor1(mu, T, grad_mu, grad_T, *, coords: str | None = None):
+    """Natural gradient in xi = (nu, vech T), nu = T^T mu, Tan (2025) Corollary 1 / Supp. S3.3.
 
-    NG_xi = [T^-1 grad_mu + Hbarbar^T T^T mu ; vech(T Hbarbar)], H = T^T Gbar. Returns the pair
-    ``(direction of nu = T^T mu, direction of T)``.
+    Mind the coordinates: the inputs are Euclidean gradients in (mu, T) (``grad_mu`` = dL/dmu,
+    ``grad_T`` = tril dL/dT), and the first output is a direction of a different coordinate.
+    ``coords`` says which one; it has no default, so every call states it (a call without it raises
+    ValueError rather than silently returning a direction of T^T mu):
+
+    * ``coords="nu"`` (Tan's Cor. 1): ``(direction of nu = T^T mu, direction of T)`` =
+      ``(T^-1 grad_mu + Hbarbar^T T^T mu, T Hbarbar)``, H = T^T Gbar. A step along it in xi is
+      :func:`update_cor1` (Algorithm 2N): the mean moves with the updated T.
+    * ``coords="mu"``: the same tangent vector written in (mu, T), the coordinates of the inputs:
+      d mu = T^-T (d nu - dT^T mu) = Sigma grad_mu, so the pair equals :func:`natural_grad_chol_prec`
+      (a natural gradient is one tangent vector; only the straight-line step differs).
     """
+    if coords is None:
+        raise ValueError('Say in which coordinates you want the natural gradient: coords="nu" gives the direction '
+                         'of T^T mu (Tan\'s Corollary 1, what update_cor1 steps along), coords="mu" the direction of '
+                         "mu itself; both come with the direction of T.")
     Hbb = tril_half(T.T @ jnp.tril(grad_T))
+    if coords == "mu":
+        return _prec_solve(T, grad_mu), T @ Hbb
+    if coords != "nu":
+        raise ValueError(f'coords must be "nu" (direction of T^T mu, Tan\'s Corollary 1) or "mu" (direction of mu); '
+                         f"got {coords!r}.")
     nu_dir = solve_triangular(T, grad_mu, lower=True) + Hbb.T @ (T.T @ mu)
     return nu_dir, T @ Hbb
 
@@ -399,7 +418,7 @@ def natural_grad_chol_prec_arrow(mu, T, grad_mu, grad_T, local_sizes, global_siz
     local_sizes = _check_sizes(local_sizes, "local block sizes")
     M = jnp.asarray(arrow_mask(local_sizes, global_size), dtype=T.dtype)
     Tm = T * M
-    E = grad_T * M
+    E = jnp.where(M > 0, grad_T, 0.0)  # ignored means ignored: a NaN outside the pattern does not leak in
     dl = sum(local_sizes)
     Tg = Tm[dl:, dl:]
     G = E

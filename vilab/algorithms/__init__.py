@@ -12,7 +12,10 @@ driven by the one runner of :mod:`vilab.core`; ``run`` and ``run_sweep`` are con
     tr = run("tan-2N-cor1", target, MeanCov(mu0, Sigma0), 1000, 1.0, schedule="backtracking", rel_tol=1e-7)
     trs = run_sweep("srvn", target, init, 500, step_sizes=[0.1, 0.5, 1.0], kl_tol=1e-8)
 
-Methods (``list_methods()`` returns them with chart, gradient modes and source):
+Methods (``list_methods()`` returns them with chart, gradient modes and source; ``method_table()`` /
+``method_table_markdown()`` add what each update consumes, and the Gaussian VI methods that live
+outside the catalogue: batch-and-match in vilab.divergences.stochastic, the BONG family in vilab.online,
+Tan's optimizers in vilab.optim, CNN training in vilab.cnn.train):
 
 * Tan (2025) Table 1: ``kappa`` (mu, Sigma), ``xi`` (mu, Sigma^-1), ``lambda`` (natural parameter).
 * Tan (2025) Algorithms: ``tan-1E``/``tan-1N`` in (mu, C); ``tan-2E``/``tan-2N`` in (mu, T)
@@ -43,7 +46,8 @@ from .catalogue import SCHEDULES, CatalogueState, algorithm, trace_count
 from .core import METHODS, TAKES, Method, State, get_method, gradients, list_methods, sigma_of
 from .driver import initial_state, run, run_sweep, step
 from .oracle import MODES
+from .table import method_table, method_table_markdown
 
 __all__ = ["algorithm", "run", "run_sweep", "step", "initial_state", "list_methods", "get_method", "METHODS",
            "Method", "State", "CatalogueState", "MODES", "SCHEDULES", "TAKES", "gradients", "sigma_of",
-           "trace_count"]
+           "trace_count", "method_table", "method_table_markdown"]

@@ -218,6 +218,13 @@ class Method:
         """The gradient the update consumes besides grad_mu: "grad_Sigma", "grad_C" or "grad_T"."""
         return TAKES[self.chart]
 
+    @property
+    def consumes(self) -> tuple:
+        """The gradients :meth:`step` reads, in the order it takes them: ``("grad_mu", self.takes)``.
+        For the Cholesky charts only the lower triangle of grad_C / grad_T is read. Hessians of log p
+        enter only through the estimate of grad_X in mode "second" (``estimator``)."""
+        return ("grad_mu", self.takes)
+
     def init(self, mu, M) -> State:
         """The method's initial state (mean and chart matrix)."""
         return State(jnp.asarray(mu, jnp.float64), jnp.asarray(M, jnp.float64))

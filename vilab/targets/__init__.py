@@ -14,7 +14,8 @@ mean and precision; Student-t: df, rho, scale, loc; banana: b, sd1). Members of 
 share their compiled derivatives, and :func:`vilab.algorithms.run` compiles one loop per family
 and passes ``params`` at run time, so moving a slider of a target parameter does not recompile.
 
-Basic targets live in :mod:`vilab.targets.basic` and are re-exported here; targets of
+Your own model: :func:`from_log_density` (:mod:`vilab.targets.custom`) wraps a JAX log density,
+with checks. Basic targets live in :mod:`vilab.targets.basic` and are re-exported here; targets of
 individual papers live in their own modules (``vilab.targets.papers``, ...).
 """
 
@@ -179,3 +180,7 @@ from .basic import (  # noqa: E402  (re-export the basic targets)
 
 __all__ += ["banana", "bayes_linreg", "gaussian_2d", "gaussian_target", "logistic_regression", "rotated_gaussian_2d",
             "student_t_2d"]
+
+from .custom import from_log_density  # noqa: E402  (your own model in one call)
+
+__all__ += ["from_log_density"]
