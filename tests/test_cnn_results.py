@@ -71,6 +71,7 @@ def test_script_smoke_run_writes_what_the_page_reads(tmp_path):
     assert np.isfinite(rows[0]["ELBO (ours)"]) and rows[0]["status"] == "max_steps"
     curves = results.tan_curves(tan)
     assert curves[0]["optimizer"] == "adam" and curves[0]["elbo_epoch"].shape == (1,)
+    assert curves[0]["label"] == rows[0]["optimizer"] == "Adam, α = 0.001"  # the lab's own name of the method
     assert curves[0]["test_err"].shape == (2,)  # the start and one epoch
     assert results.tan_notice(tan) == ""  # one optimizer: no order to tell
     assert results.bong_notice(bong).startswith("Lowest test NLPD (plug-in) at the end of the stream: ")
@@ -92,5 +93,5 @@ def test_a_curve_far_off_the_others_scale_is_set_apart():
     rows = [dict(key=k, optimizer=f"{n} (alpha=0.001)", final_elbo=e, paper_elbo=p, test_error=0.02)
             for k, n, e, p in [("adam", "Adam", -2e5, -50535), ("adam-natural", "Adam (natural gradients)", -1e5, -50786)]]
     text = results.tan_notice({"results": rows})
-    assert text.startswith("Final ELBO, highest first: Adam (natural gradients) > Adam here; Adam > Adam (natural "
-                           "gradients) in Tan's Table 9.")
+    assert text.startswith("Final ELBO, highest first: natural-gradient Adam > Adam here; Adam > natural-gradient "
+                           "Adam in Tan's Table 9.")

@@ -114,9 +114,19 @@ def _num(x) -> float:
     return float("nan") if x is None else float(x)
 
 
+def _optimizer_name(row: dict, with_alpha: bool = True) -> str:
+    """The lab's name of a recorded optimizer ("natural-gradient Adam, α = 0.001"): the same words, and
+    so the same colour and dash, as on every other page."""
+    from vilab.plots import theme
+
+    name = theme.label(row.get("key") or row.get("optimizer", ""))
+    m = re.search(r"\(alpha=([^)]*)\)$", str(row.get("optimizer", "")))
+    return f"{name}, α = {m.group(1)}" if (with_alpha and m) else name
+
+
 def tan_rows(res: dict) -> list[dict]:
     """Table 9 rows: our final ELBO beside the paper's, test error, time and examples per second."""
-    return [{"optimizer": r.get("optimizer"), "ELBO (ours)": _num(r.get("final_elbo")),
+    return [{"optimizer": _optimizer_name(r), "ELBO (ours)": _num(r.get("final_elbo")),
              "+- s.e.": _num(r.get("final_elbo_se")), "ELBO (Tan Table 9)": _num(r.get("paper_elbo")),
              "test error": _num(r.get("test_error")), "test NLPD": _num(r.get("test_nlpd")),
              "seconds": _num(r.get("seconds")), "paper seconds": _num(r.get("paper_seconds")),
@@ -126,8 +136,9 @@ def tan_rows(res: dict) -> list[dict]:
 
 def tan_curves(res: dict) -> list[dict]:
     """[{'label', 'optimizer', 'elbo_epoch', 'test_nlpd'}] for vilab.plots.cnn.elbo_curves / metric_curves."""
-    key = {r.get("optimizer"): r.get("key", r.get("optimizer")) for r in res["results"]}
-    return [{"label": k, "optimizer": key.get(k, k),
+    rows = {r.get("optimizer"): r for r in res["results"]}
+    return [{"label": _optimizer_name(rows[k]) if k in rows else k,
+             "optimizer": rows[k].get("key", k) if k in rows else k,
              "elbo_epoch": np.asarray([_num(v) for v in c.get("elbo_epoch", [])]),
              "test_nlpd": np.asarray([_num(v) for v in c.get("test_nlpd", [])]),
              "test_err": np.asarray([_num(v) for v in c.get("test_err", [])])}
@@ -154,7 +165,7 @@ def tan_notice(res: dict) -> str:
         return ""
     ours = sorted(rows, key=lambda r: -float(r["final_elbo"]))
     paper = sorted(rows, key=lambda r: -float(r["paper_elbo"]))
-    name = {r["key"]: re.sub(r" \(alpha=[^)]*\)$", "", r["optimizer"]) for r in rows}
+    name = {r["key"]: _optimizer_name(r, with_alpha=False) for r in rows}
     order = " > ".join(name[r["key"]] for r in ours)
     porder = " > ".join(name[r["key"]] for r in paper)
     same = [r["key"] for r in ours] == [r["key"] for r in paper]
@@ -177,7 +188,8 @@ def bong_notice(res: dict) -> str:
             f"error {best['err_plugin']:.3f}); highest: {worst['method']} ({worst['nlpd_plugin']:.3f}). "
             "In Jones, Chang & Murphy's Figs 1-2 BONG is best or tied within each Hessian approximation, and the "
             "linearised Hessian (lin-hess) beats the sampled empirical Fisher (mc-ef)."
-            + (f" Stopped because their update failed (see the status column): {', '.join(failed)}." if failed else ""))
+            + (f" Ended early because their update failed (see the status column): {', '.join(failed)}."
+               if failed else ""))
 
 
 def _by_method(res: dict) -> dict[str, list[dict]]:
