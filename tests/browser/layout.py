@@ -195,7 +195,9 @@ _OVERFLOW_JS = """() => {
     for (const root of roots) for (const el of root.querySelectorAll('p, span, label, button, h1, h2, h3, li, div')) {
         if (el.children.length > 0 && el.tagName === 'DIV') continue;
         if (el.closest('.katex-mathml')) continue;  // KaTeX's copy for screen readers, hidden on purpose
-        if (el.closest('[data-testid="stFileUploader"]') && el.getAttribute('data-testid') === 'stIconMaterial') continue;  // the uploader's own "+" icon
+        // the uploader's own "+" button: its icon and the screen-reader label beside it ("add icon")
+        if (el.closest('[data-testid="stFileUploader"]') && (el.getAttribute('data-testid') === 'stIconMaterial'
+            || /^[a-z_]+ icon$/.test((el.textContent || '').trim()))) continue;
         const shut = el.closest('details:not([open])');
         if (shut && !el.closest('summary')) continue;  // inside a closed expander: not on screen
         const t = (el.textContent || '').trim();
