@@ -8,7 +8,12 @@ corrected constant of the digest (Sec. 6.8).
     theorem1_report(target, natural_flow) -> delta, lam_min, both constants and bounds, Lemma 1 along the flow
     natural_kl_asymptote(t, kl) -> the e^{-2t} curve through the natural flow's last point above round-off
     cut_flow(flow, t_end) -> the rows of a solved flow up to t_end
+    theorem2_eta(rho, delta, M, lam_min, xi_l, xi_u) -> eta of Thm 2 (Eq. 25)
+    theorem2_steps(M, lam_min, xi_l, xi_u) -> rho1, rho2 (App. C.5) and the step size below which eta > 0
+    theorem2_constants(A, C0) -> delta, M, lam_min, xi_l, xi_u of a Gaussian target (along the natural-gradient flow)
+    theorem2_report(A, trace) -> Thm 2 on an SR-VN run: constants along it, eta, 1 - 2 eta delta, observed ratios
 """
+
 
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ from .core import Trace
 from .targets import Target
 
 __all__ = ["theorem1_rates", "theorem1_bound", "lemma1_check", "theorem1_report", "natural_kl_asymptote",
-           "cut_flow"]
+           "cut_flow", "theorem2_eta", "theorem2_steps", "theorem2_constants", "theorem2_report"]
 
 
 def theorem1_rates(delta: float, lam_min: float) -> dict:
@@ -121,3 +126,122 @@ def cut_flow(flow: Trace, t_end: float) -> Trace:
     return replace(flow, mean=flow.mean[:n], cov=flow.cov[:n], var=None if flow.var is None else flow.var[:n],
                    objective=flow.objective[:n], iterations=flow.iterations[:n],
                    step_sizes=flow.step_sizes[:max(n - 1, 0)], extra={**flow.extra, "t": t[:n]})
+
+
+# ---------------------------------------------------------------------------------------------
+# Theorem 2: global linear convergence of SR-VN (Kumar et al. (2025) Sec. 5, App. C.4-C.5)
+
+
+def theorem2_eta(rho, delta: float, M: float, lam_min: float, xi_l: float, xi_u: float):
+    """Kumar et al. (2025) Thm 2, Eq. 25: the constant eta of L_{t+1} - L_* <= (1 - 2 eta delta)^{t+1} (L_0 - L_*)
+    for SR-VN (Algorithm 1) with step size rho,
+
+        eta = min{ lam_min rho - M rho^2 xi_u^4 / 2,  sqrt(5/2) rho xi_l^2 - 5 rho^2 xi_u^4 M / 4 },
+
+    with delta, M the strong convexity and smoothness of l-bar (Assumptions 2-3; a Gaussian target: the
+    extreme eigenvalues of its precision), lam_min <= lambda_min(V_t) and xi_l <= ||C_t||_F <= xi_u along
+    the run (Assumption 4). The theorem says something only where 0 < eta < 1 / (2 delta) (Eq. 53);
+    eta <= 0 (large steps) makes it vacuous. ``rho`` may be an array (eta elementwise).
+
+    Erratum (digest Sec. 6.8 item 3): the proof bounds term B with tr(AB) <= ||A|| ||B|| where a lower
+    bound is needed; the exact identity is tr(grad_C L^T C tril[C^T grad_C L]) = 1/2 ||C^T H C - I||_F^2.
+    Eq. 25 is computed as printed; on the digest's T2 its bound still holds wherever eta > 0.
+    """
+    delta = positive(delta, "Theorem 2's strong-convexity constant delta")
+    M = positive(M, "Theorem 2's smoothness constant M")
+    lam_min = positive(lam_min, "Theorem 2's lambda_min")
+    xi_l, xi_u = positive(xi_l, "Theorem 2's xi_l"), positive(xi_u, "Theorem 2's xi_u")
+    if xi_l > xi_u:
+        raise ValueError(f"Theorem 2 needs xi_l <= xi_u (bounds on ||C_t||_F from below and above); got {xi_l:g} > {xi_u:g}.")
+    r = real_array(rho, "The step size rho", allow_empty=True)
+    if np.any(r <= 0):
+        raise ValueError("Step sizes rho must be positive.")
+    eta = np.minimum(lam_min * r - M * r**2 * xi_u**4 / 2.0,
+                     np.sqrt(2.5) * r * xi_l**2 - 5.0 * r**2 * xi_u**4 * M / 4.0)
+    return float(eta) if eta.ndim == 0 else eta
+
+
+def theorem2_steps(M: float, lam_min: float, xi_l: float, xi_u: float) -> dict:
+    """Step sizes of Kumar et al. (2025) App. C.5 ("Eq. 55"): the maximisers of the two quadratics of
+    Eq. 25 (lambda_max := xi_u^2, Remark 1),
+
+        rho1 = lam_min / (lambda_max^2 M),   rho2 = sqrt(2/5) xi_l^2 / (M xi_u^4),
+
+    and ``eta_positive_below`` = 2 min(rho1, rho2): eta > 0 exactly for 0 < rho < 2 min(rho1, rho2).
+    The paper says "choose rho <= max{rho1, rho2}"; that is not safe (digest Sec. 5.5): use
+    rho <= min(rho1, rho2). Digest check 14 (T2, C0 = 0.2 I): rho1 = 1.16e-3, rho2 = 2.04e-3.
+    """
+    M = positive(M, "Theorem 2's smoothness constant M")
+    lam_min = positive(lam_min, "Theorem 2's lambda_min")
+    xi_l, xi_u = positive(xi_l, "Theorem 2's xi_l"), positive(xi_u, "Theorem 2's xi_u")
+    rho1 = lam_min / (xi_u**4 * M)
+    rho2 = np.sqrt(0.4) * xi_l**2 / (M * xi_u**4)
+    return {"rho1": float(rho1), "rho2": float(rho2), "eta_positive_below": float(2.0 * min(rho1, rho2))}
+
+
+def theorem2_constants(A, C0, n_points: int = 201) -> dict:
+    """The constants of Kumar et al. (2025) Thm 2 for SR-VN on a Gaussian target with precision A from
+    (m_0, C_0): delta = lambda_min(A), M = lambda_max(A) (Assumptions 2-3), and the bounds of Assumption 4
+    along the natural-gradient flow from V_0 = C_0 C_0^T, the path small-step SR-VN follows (the regime
+    where eta > 0): S(s) = (1 - s) V_0^-1 + s A, s in [0, 1] (the flow is S(t) = A + (S_0 - A) e^-t),
+    lam_min = min_s lambda_min(V(s)), xi_l / xi_u = min / max_s ||C(s)||_F = sqrt(tr V(s)).
+
+    Returns {"delta", "M", "lam_min", "xi_l", "xi_u"} and theorem2_steps' rho1, rho2, eta_positive_below.
+    On the digest's T2 with C_0 = 0.2 I this gives rho1 = 1.16e-3 and rho2 = 2.04e-3 (its check 14).
+    """
+    A = pd_matrix(A, "The target precision A")
+    C0 = real_array(C0, "The starting factor C0", ndim=2)
+    if C0.shape != A.shape:
+        raise ValueError(f"The starting factor C0 must be {A.shape[0]} x {A.shape[0]} like A; got shape {C0.shape}.")
+    n = integer(n_points, "The number of points along the flow", 2, 100000)
+    V0 = pd_matrix(C0 @ C0.T, "The starting covariance C0 C0^T")
+    S0 = np.linalg.inv(V0)
+    s = np.linspace(0.0, 1.0, n)[:, None, None]
+    S = (1.0 - s) * S0 + s * A
+    lam_S = np.linalg.eigvalsh(0.5 * (S + np.swapaxes(S, 1, 2)))
+    tr_V = np.sum(1.0 / lam_S, axis=1)
+    lam = np.linalg.eigvalsh(A)
+    out = {"delta": float(lam[0]), "M": float(lam[-1]), "lam_min": float(np.min(1.0 / lam_S[:, -1])),
+           "xi_l": float(np.sqrt(tr_V.min())), "xi_u": float(np.sqrt(tr_V.max()))}
+    out.update(theorem2_steps(out["M"], out["lam_min"], out["xi_l"], out["xi_u"]))
+    return out
+
+
+def theorem2_report(A, trace: Trace, floor: float = 1e-10) -> dict:
+    """Kumar et al. (2025) Thm 2 checked on an SR-VN run (a Trace of vilab.algorithms.run("srvn", ...) with
+    every row recorded, constant step size) on a Gaussian target with precision A (KL = L - L_*):
+    delta, M from A; lam_min, xi_l, xi_u along the run's iterates (Assumption 4); eta (Eq. 25) and the
+    per-step factor 1 - 2 eta delta; the observed per-step ratios (L_{t+1} - L_*) / (L_t - L_*) and their
+    worst (largest) value; whether it is below the factor (meaningful only where 0 < eta < 1/(2 delta)).
+    Ratios are taken while L_t - L_* > ``floor`` (below it, round-off). Digest check 14 (T2, C_0 = 0.2 I,
+    rho = 1e-3): worst ratio 0.999655 <= 1 - 2 eta delta = 0.999960.
+    """
+    floor = positive(floor, "The round-off floor")
+    A = pd_matrix(A, "The target precision A")
+    V = np.asarray(trace.cov, float)
+    kl = np.asarray(trace.objective, float)
+    steps = np.asarray(trace.step_sizes, float)
+    if V.ndim != 3 or len(V) < 2 or len(kl) != len(V):
+        raise ValueError("Theorem 2 is checked on a run with two or more recorded iterates (covariances and KL).")
+    its = np.asarray(trace.iterations)
+    if not np.array_equal(its, np.arange(len(its))):
+        raise ValueError("Record every iterate (record_every=1) to check Theorem 2's per-step ratio.")
+    if steps.size == 0 or not np.allclose(steps, steps[0]):
+        raise ValueError("Theorem 2 is about a constant step size; this run changed it.")
+    rho = float(steps[0])
+    lam = np.linalg.eigvalsh(A)
+    delta, M = float(lam[0]), float(lam[-1])
+    Vs = 0.5 * (V + np.swapaxes(V, 1, 2))
+    lam_min = float(np.min(np.linalg.eigvalsh(Vs)[:, 0]))
+    fro = np.sqrt(np.trace(Vs, axis1=1, axis2=2))  # ||C||_F^2 = tr(C C^T) for any factor C of V
+    xi_l, xi_u = float(fro.min()), float(fro.max())
+    eta = theorem2_eta(rho, delta, M, max(lam_min, 1e-300), xi_l, xi_u)
+    alive = kl > floor
+    both = alive[:-1] & alive[1:]
+    ratios = kl[1:][both] / kl[:-1][both]
+    worst = float(np.max(ratios)) if ratios.size else float("nan")
+    factor = 1.0 - 2.0 * eta * delta
+    return {"rho": rho, "delta": delta, "M": M, "lam_min": lam_min, "xi_l": xi_l, "xi_u": xi_u, "eta": float(eta),
+            "factor": float(factor), "applies": bool(0.0 < eta < 1.0 / (2.0 * delta)), "ratios": ratios,
+            "worst_ratio": worst, "holds": bool(worst <= factor),
+            **theorem2_steps(M, max(lam_min, 1e-300), xi_l, xi_u)}

@@ -5,17 +5,26 @@ digest Secs. 2.4, 2.5, 8.1, 9.12-13; Tan digest A2) and step-size sweeps.
     local_precision(target, init) -> A (the target's precision, or V*^-1 at the Gaussian fixed point)
     step_size_limits(target, init) -> {"limits": stability_thresholds(A, C0), "lam_min", "lam_max"}
     step_size_sweep(name, target, init, step_sizes, n_steps, **options) -> (iterations, statuses, traces)
+    atlas(name, kappas, step_sizes, n_steps, tol, m0, c0) -> Atlas: iterations to tolerance over step size x
+        condition number on rotated_gaussian_2d(kappa), every cell in one vmapped compiled loop
+    atlas_limits(kappas, c0) -> the analytic limits over kappa: linearised (stability_thresholds), Kumar et al.
+        Thm 2's eta > 0 region (guarantees.theorem2_constants), Tan's PD threshold of the precision update
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from . import checks
-from .algorithms import run, run_sweep
+from .algorithms import algorithm, get_method, run, run_sweep
 from .targets import Target
 
-__all__ = ["stability_thresholds", "local_precision", "step_size_limits", "step_size_sweep"]
+__all__ = ["stability_thresholds", "local_precision", "step_size_limits", "step_size_sweep", "ATLAS_METHODS",
+           "Atlas", "atlas", "atlas_limits", "outcome_of"]
 
 
 def stability_thresholds(A, C0=None) -> dict:
@@ -85,3 +94,140 @@ def step_size_limits(target: Target, init) -> dict:
     lam = np.linalg.eigvalsh(A)
     C0 = np.linalg.cholesky(np.asarray(covariance(init), float))
     return {"limits": stability_thresholds(A, C0), "lam_min": float(lam[0]), "lam_max": float(lam[-1])}
+
+
+# ---------------------------------------------------------------------------------------------
+# The stability atlas: iterations to tolerance over step size x condition number
+
+
+ATLAS_METHODS = ("vn", "srvn", "gd-mc", "gd-mv", "bwgd", "fbgvi", "tan-1E", "tan-1N", "tan-2E", "tan-2N",
+                 "tan-2N-cor1")
+ATLAS_MAX_CELLS = 4096  # kappas x step sizes in one vmapped loop
+
+
+class Atlas(NamedTuple):
+    """Iterations to tolerance of one method on rotated_gaussian_2d(kappa) from (m0, C0 = c0 I), for every
+    (kappa, step size): ``iterations[i, j]`` and ``status[i, j]`` are those of
+    ``vilab.algorithms.run(method, rotated_gaussian_2d(kappas[i]), CholCov(m0, c0 I), n_steps, step_sizes[j],
+    kl_tol=tol)``; ``outcome[i, j]`` is "converged", "max_steps" (step limit reached), "diverged" or "stalled";
+    ``final_kl[i, j]`` the KL(q || p) of the last valid iterate."""
+
+    method: str
+    kappas: np.ndarray
+    step_sizes: np.ndarray
+    iterations: np.ndarray
+    outcome: np.ndarray
+    status: np.ndarray
+    final_kl: np.ndarray
+    n_steps: int
+    tol: float
+    m0: tuple
+    c0: float
+
+
+def outcome_of(status: str) -> str:
+    """The atlas's outcome of a run's status: "converged", "diverged", "max_steps" or "stalled"."""
+    s = str(status)
+    if s.startswith("diverged"):
+        return "diverged"
+    return s if s in ("converged", "stalled") else "max_steps"
+
+
+def _grid(x, what: str, least: float) -> np.ndarray:
+    a = checks.real_array(x, what, ndim=1)
+    if np.any(a < least) or np.any(a <= 0):
+        raise ValueError(f"{what} must all be at least {least:g}" if least > 0 else f"{what} must all be positive.")
+    return a
+
+
+def atlas(name: str, kappas, step_sizes, n_steps: int = 1000, tol: float = 1e-8, m0=(-2.0, 2.5), c0: float = 0.2,
+          key=None) -> Atlas:
+    """The stability atlas of method ``name`` (exact gradients, constant step size): for each condition number
+    kappa of the target :func:`vilab.targets.rotated_gaussian_2d` (precision eigenvalues 1 and kappa, Kumar et al.
+    (2025) Fig. 1 style) and each step size rho, the iterations until KL(q || p) < ``tol`` from
+    (m0, C0 = c0 I) (Kumar et al. Assumption 1's start), or the step limit, or the divergence.
+
+    Every cell is the run :func:`vilab.algorithms.run` would make (the Trajectories page's "correlated Gaussian"),
+    all of them in one vmapped compiled loop (:func:`vilab.core.run_many`: the targets are members of one family,
+    whose parameters travel in the state, and the step size is ``hyper["rho"]``), so a new kappa range, start or
+    tolerance reuses the compiled program. The iterates, counts and final KL are run()'s exactly; rows are kept
+    every n_steps / 32 steps, so the runner's end-of-run blow-up check (an objective that ended far above its
+    best, :func:`vilab.core.trace.blowup_code`) sees those rows: in a chaotic cell, whose KL jumps over orders of
+    magnitude without converging, the atlas may say "max_steps" where run() says "diverged: objective exploded".
+    """
+    from . import core as vcore
+    from .gaussian import CholCov
+    from .targets import rotated_gaussian_2d
+
+    if not isinstance(name, str):
+        raise ValueError(f"The method must be named by a string, e.g. 'srvn'; got {name!r}.")
+    get_method(name)
+    ks = _grid(kappas, "The condition numbers kappa", 1.0)
+    rhos = _grid(step_sizes, "The step sizes", 0.0)
+    if ks.size * rhos.size > ATLAS_MAX_CELLS:
+        raise ValueError(f"An atlas holds at most {ATLAS_MAX_CELLS} cells; {ks.size} condition numbers x "
+                         f"{rhos.size} step sizes is {ks.size * rhos.size}. Use coarser grids.")
+    n_steps = checks.integer(n_steps, "The maximum number of steps", 1, 100_000)
+    tol = checks.positive(tol, "The tolerance")
+    m0 = tuple(float(v) for v in checks.real_array(m0, "The start mean m0", ndim=1))
+    if len(m0) != 2:
+        raise ValueError(f"The start mean m0 must have 2 numbers (the target is 2-D); got {len(m0)}.")
+    c0 = checks.positive(c0, "The start scale c0")
+    key = jax.random.PRNGKey(0) if key is None else key
+    start = CholCov(np.asarray(m0), c0 * np.eye(2))
+    algs = [algorithm(name, rotated_gaussian_2d(float(k))) for k in ks]
+    per_kappa = [a.init(key, start, rho=1.0) for a in algs]  # host-side checks of the start, once per kappa
+    K, R = ks.size, rhos.size
+    states = jax.tree_util.tree_map(lambda *xs: jnp.repeat(jnp.stack(xs), R, axis=0), *per_kappa)
+    states = vcore.set_hyper(states, rho=jnp.tile(jnp.asarray(rhos), K))
+    keys = jax.random.split(key, K * R)
+    # rows every n_steps / 32 steps: the runner's end-of-run check of a blow-up (an objective that climbed far
+    # above its best over the last quarter of the rows) then judges as run() does, at a fraction of the cost
+    traces = vcore.run_many(algs[0], keys, states, n_steps, record_every=max(1, n_steps // 32), below=tol,
+                            below_on="kl")
+    its = np.array([t.n_steps for t in traces], int).reshape(K, R)
+    status = np.array([t.status for t in traces], dtype=object).reshape(K, R)
+    final = np.array([float(t.objective[-1]) for t in traces]).reshape(K, R)
+    for i, s0 in enumerate(per_kappa):  # a start already within the tolerance: converged in 0 steps (as run())
+        if float(s0.kl) < tol:
+            its[i], status[i], final[i] = 0, "converged", float(s0.kl)
+    outcome = np.vectorize(outcome_of, otypes=[object])(status).astype(str)
+    return Atlas(name, ks, rhos, its, outcome, status, final, n_steps, tol, m0, c0)
+
+
+def atlas_limits(kappas, c0: float = 0.2) -> dict:
+    """The analytic step-size limits of the atlas over kappa (target :func:`vilab.targets.rotated_gaussian_2d`,
+    precision A with eigenvalues 1 and kappa; start C0 = c0 I), each an array over ``kappas``:
+
+    * ``"linearised"``: method -> :func:`stability_thresholds` (A, C0): 1/lam_max for GD in (m, C), BW-GD,
+      FB-GVI and Tan's 1E; min(2/lam_max, 4/lam_max^2) for GD in (m, V); SR-VN's min(2, 2/x0^2, 4/(x0^2 - 1)),
+      x0^2 = c0^2 lam_max (Kumar digest Sec. 2.4); 1 for VN; 2 for Tan's 2N; min(2/lam_max, lam_min) for 2E.
+      Linearisations (per eigen-direction, at the optimum or the start): reference lines, not guarantees.
+    * ``"theorem2"``: Kumar et al. (2025) Thm 2 gives eta > 0 (Eq. 25), hence a guaranteed linear rate for SR-VN,
+      exactly for rho below this (2 min(rho1, rho2), :func:`vilab.guarantees.theorem2_constants`: the
+      Assumption 4 constants along the natural-gradient flow from C0); ``"rho1"``, ``"rho2"`` too.
+    * ``"precision_pd"``: Tan (2025) Sec. 7 (:func:`vilab.definiteness.precision_pd_limit`): the precision update
+      S+ = (1 - rho) S + rho A of VN from S0 = I / c0^2 stays positive definite exactly for rho below this
+      (1 / (1 - c0^2 lam_min) when c0^2 lam_min < 1, else every rho): exact for the first step.
+    """
+    from .definiteness import precision_pd_limit
+    from .guarantees import theorem2_constants
+    from .targets import rotated_gaussian_2d
+
+    ks = _grid(kappas, "The condition numbers kappa", 1.0)
+    c0 = checks.positive(c0, "The start scale c0")
+    C0 = c0 * np.eye(2)
+    lin: dict = {}
+    t2, r1, r2, pd = [], [], [], []
+    for k in ks:
+        A = np.linalg.inv(np.asarray(rotated_gaussian_2d(float(k)).cov, float))
+        A = 0.5 * (A + A.T)
+        for m, v in stability_thresholds(A, C0).items():
+            lin.setdefault(m, []).append(v)
+        c = theorem2_constants(A, C0)
+        t2.append(c["eta_positive_below"])
+        r1.append(c["rho1"])
+        r2.append(c["rho2"])
+        pd.append(precision_pd_limit(np.eye(2) / c0**2, -A))
+    return {"kappas": ks, "linearised": {m: np.asarray(v) for m, v in lin.items()}, "theorem2": np.asarray(t2),
+            "rho1": np.asarray(r1), "rho2": np.asarray(r2), "precision_pd": np.asarray(pd)}

@@ -572,6 +572,8 @@ def run_many(algorithm: Algorithm, keys, states, n_steps: int, *, batches=None, 
     jax.block_until_ready(carry["k"])
     timings = {"total": time.perf_counter() - t0, "members": n_members}
     settings = {**dict(algorithm.settings), "n_steps": int(n_steps), "record_every": int(record_every)}
+    # to numpy once: indexing each member out of device arrays costs one JAX slice per array per member
+    start_obs, chunks, carry = jax.device_get((start_obs, chunks, carry))
     return [_trace(algorithm, start_obs, 0, *chunks, carry["code"], None, carry, settings, timings, index=i)
             for i in range(n_members)]
 
