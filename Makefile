@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PORT   ?= 8501
 
-.PHONY: app hall test test-fast bench install data docs docs-serve reference clean
+.PHONY: app hall test test-fast bench install data docs docs-serve reference clean chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,7 +18,16 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# the Chromium that slide export and the browser tests drive (Debian's package, no browser download)
+chromium:
+	bash scripts/ensure_chromium.sh
+
+# Slide export (PNG / SVG / GIF of a figure) draws with the system Chromium through kaleido (installed
+# with the project): ensure_chromium.sh installs Debian's chromium where it can (root + apt-get) and
+# otherwise says so; VILAB_CHROMIUM=/path/to/chromium picks another. Without one the app still runs and
+# its download menus offer HTML only.
 app: $(STAMP)
+	bash scripts/ensure_chromium.sh || true
 	$(BIN)/vilab app --port $(PORT) --headless
 
 HALL_PORT ?= 8080
@@ -26,6 +35,7 @@ REPLICAS  ?= 2
 
 # a lecture hall: REPLICAS app processes behind nginx on HALL_PORT, warmed up (deploy/README.md; needs nginx)
 hall: $(STAMP)
+	bash scripts/ensure_chromium.sh || true
 	$(BIN)/vilab hall --replicas $(REPLICAS) --port $(HALL_PORT)
 
 test: $(STAMP)

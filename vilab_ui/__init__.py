@@ -355,20 +355,37 @@ _CHART_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "se
                  "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
-def show(fig, key: str | None = None, main: bool = False, **kw):
+def show(fig, key: str | None = None, main: bool = False, download: bool | None = None, **kw):
     """Draw a Plotly figure full width in vilab's template, styled for lecture mode when it is on.
 
-    ``main=True`` marks the page's main figure (one per page), the one that must be on the first screen."""
+    ``main=True`` marks the page's main figure (one per page), the one that must be on the first screen.
+    The main figure and every animated figure (Plotly frames) get a "Download figure" menu under them
+    (PNG, SVG, HTML; GIF for animations; vilab_ui/export.py); ``download`` forces it on or off."""
     if lecture():
         plots.lecture_style(fig)
     else:
         plots.use_template(fig, False)
     kw.setdefault("config", _CHART_CONFIG)
     kw.setdefault("theme", None)  # vilab's template, not Streamlit's (which would override its fonts)
+    animated = bool(getattr(fig, "frames", None))
+    if download is None:
+        download = main or animated
     if main:
         with st.container(key=MAIN_FIGURE):
-            return st.plotly_chart(fig, key=key, **kw)
-    return st.plotly_chart(fig, key=key, **kw)
+            out = st.plotly_chart(fig, key=key, **kw)
+            if download:
+                _export_menu(fig, key, animated)
+        return out
+    out = st.plotly_chart(fig, key=key, **kw)
+    if download:
+        _export_menu(fig, key, animated)
+    return out
+
+
+def _export_menu(fig, key, animated) -> None:
+    from vilab_ui import export  # imported here: it imports vilab.plots.export (kaleido only when drawing)
+
+    export.menu(fig, key, animation=animated)
 
 
 def selected_point(event) -> tuple[float, float] | None:
