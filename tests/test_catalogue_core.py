@@ -15,6 +15,7 @@ import pytest
 from vilab import core
 from vilab.algorithms import METHODS, CatalogueState, algorithm, run, run_sweep
 from vilab.algorithms.core import State, sigma_of
+from vilab.expectations import gaussian_cubature5
 from vilab.flows import flow
 from vilab.gaussian import CholCov, MeanCov
 from vilab.natgrad import arrow_mask, block_mask
@@ -38,11 +39,34 @@ _B = _RNG.normal(size=(D, D))
 SIGMA = _B @ _B.T + 0.7 * np.eye(D)
 STRUCT = {"tan-1S": {"blocks": (2, 1)}, "tan-2S": {"local_sizes": (1, 1), "global_size": 1}}
 # the Fisher coordinates (tests/reference/fisher.py) in which each natural update moves along F^-1 grad
-NATURAL_KIND = {"kappa": "mean_cov", "xi": "mean_prec", "lambda": "natural", "vn": "natural",
-                "tan-1N": "chol_cov", "srvn": "chol_cov", "tan-2N": "chol_prec", "tan-2N-cor1": "cor1",
+NATURAL_KIND = {"kappa": "mean_cov", "xi": "mean_prec", "lambda": "natural", "vn": "natural", "lsk": "natural",
+                "tan-1N": "chol_cov", "tan-1N-log": "chol_cov_logdiag", "srvn": "chol_cov",
+                "tan-2N": "chol_prec", "tan-2N-cor1": "cor1",
                 "tan-1S": "blockdiag_chol_cov", "tan-2S": "arrow_chol_prec"}
 EUCLIDEAN = {"gd-mv", "gd-mc", "tan-1E", "tan-2E"}
 WASSERSTEIN = {"bwgd", "fbgvi"}
+STEIN = {"svgd"}
+
+
+def _svgd_direction(mu, V):
+    """(dm, dV) of Gaussian SVGD with the kernel K(x, y) = x^T y + 1 by brute force: the velocity
+    phi(x) = E_y[K(x, y) grad log p(y) + grad_y K(x, y)] (grad_y K by autodiff), then dm = E_x phi(x),
+    dV = E_x[phi(x)(x - m)^T + (x - m) phi(x)^T]; every expectation by the degree-5 Gaussian cubature, exact
+    here (the integrands are polynomials of degree <= 3 on this Gaussian target)."""
+    grid, w = gaussian_cubature5(D)
+    pts = mu + grid @ np.linalg.cholesky(V).T
+    K = lambda x, y: x @ y + 1.0  # noqa: E731
+    score = lambda y: -PREC @ (y - M_T)  # noqa: E731
+
+    def phi(x):
+        terms = jax.vmap(lambda y: K(x, y) * score(y) + jax.grad(K, argnums=1)(x, y))(jnp.asarray(pts))
+        return jnp.asarray(w) @ terms
+
+    P = np.asarray(jax.vmap(phi)(jnp.asarray(pts)))
+    r = pts - mu
+    dm = w @ P
+    dV = (P * w[:, None]).T @ r + (r * w[:, None]).T @ P
+    return np.concatenate([dm, dV.ravel()])
 
 
 def _elbo_sigma(mu, Sigma):
@@ -102,7 +126,8 @@ def test_every_method_fed_the_gradient_it_declares_moves_along_the_brute_force_d
     """Method.takes names the gradient an update consumes (grad_Sigma, grad_C or grad_T). Fed that
     gradient (autodiff of the ELBO), each natural update moves along F^-1 grad in its coordinates
     (F the dense Fisher by autodiff of log q), each Euclidean update along grad itself, BW-GD and
-    FB-GVI along the Wasserstein gradient (grad_mu, 2 (G V + V G))."""
+    FB-GVI along the Wasserstein gradient (grad_mu, 2 (G V + V G)), Gaussian SVGD along the moments of its
+    kernel's velocity field (:func:`_svgd_direction`)."""
     mu, M = _start(name)
     grads = _declared_gradient(name, mu, M)
     if name in NATURAL_KIND:
@@ -125,6 +150,8 @@ def test_every_method_fed_the_gradient_it_declares_moves_along_the_brute_force_d
         g_mu, G = (np.asarray(a) for a in grads)
         if name in EUCLIDEAN:
             expected = np.concatenate([g_mu, G.ravel()])
+        elif name in STEIN:
+            expected = _svgd_direction(np.asarray(mu), np.asarray(M))
         else:
             V = np.asarray(M)
             expected = np.concatenate([g_mu, (2.0 * (G @ V + V @ G)).ravel()])

@@ -101,6 +101,7 @@ def test_pd_loss_fraction_cauchy_and_gaussian(cauchy):
     assert prec["lost PD"] > 0.5  # the precision update breaks on a Cauchy target
     for lab in ("Cholesky of precision T (Thm 1(ii))", "T with Corollary 1", "Cholesky of covariance C (Thm 1(i))"):
         assert res[lab]["lost PD"] == 0.0  # factor updates never lose PD (Tan Sec. 7)
+    assert res["precision kept PD (Lin, Schmidt & Khan 2020)"]["lost PD"] == 0.0  # the retraction term
     gauss = gaussian_target(np.zeros(2), cov=np.eye(2))
     res = pd.pd_loss_fraction(gauss, [1, 1], 2 * np.eye(2), 0.5, n_runs=20, n_steps=5, key=jax.random.PRNGKey(1),
                              rules=["precision (natural parameter, Table 1 lambda)"])

@@ -139,9 +139,10 @@ PD_RULES = {
     "Cholesky of covariance C (Thm 1(i))": "chol_cov",
     "Cholesky of precision T (Thm 1(ii))": "chol_prec",
     "T with Corollary 1": "cor1",
+    "precision kept PD (Lin, Schmidt & Khan 2020)": "lsk",
 }
 MC_STEPS = 100  # draws are made for this many steps, so a shorter run sees the same first draws
-_LOST = {"kappa": 3, "lambda": 4, "chol_cov": 5, "chol_prec": 5, "cor1": 5}  # vilab.core.CODES
+_LOST = {"kappa": 3, "lambda": 4, "lsk": 4, "chol_cov": 5, "chol_prec": 5, "cor1": 5}  # vilab.core.CODES
 
 
 def _sym(X):
@@ -163,7 +164,7 @@ def _mc_update(rule, mu, M, z, g_fn, h_fn, rho):
         L = jnp.linalg.cholesky(_bsym(M))
         theta = mu + jnp.einsum("bij,bj->bi", L, z)
         P = jnp.linalg.inv(_bsym(M))
-    elif rule == "lambda":
+    elif rule in ("lambda", "lsk"):
         L = jnp.linalg.cholesky(_bsym(M))
         theta = mu + solve_t(jnp.swapaxes(L, 1, 2), z, False)
         P = M
@@ -180,6 +181,8 @@ def _mc_update(rule, mu, M, z, g_fn, h_fn, rho):
         f = lambda m_, M_, g_, h_: ng.update_kappa(m_, M_, g_, 0.5 * h_, rho)
     elif rule == "lambda":
         f = lambda m_, M_, g_, h_: ng.update_lambda(m_, M_, g_, 0.5 * h_, rho)
+    elif rule == "lsk":
+        f = lambda m_, M_, g_, h_: ng.update_lambda_pd(m_, M_, g_, 0.5 * h_, rho)
     elif rule == "chol_cov":
         f = lambda m_, M_, g_, h_: ng.update_chol_cov(m_, M_, g_, jnp.tril(ng.estimator_F1(h_, M_)), rho)
     elif rule == "chol_prec":
@@ -196,7 +199,7 @@ def _code(rule, mu, M):
     lambda) the eigenvalues decide."""
     finite = jnp.all(jnp.isfinite(M)) & jnp.all(jnp.isfinite(mu))
     Mf = jnp.where(finite, M, jnp.eye(M.shape[-1]))
-    if rule in ("kappa", "lambda"):
+    if rule in ("kappa", "lambda", "lsk"):
         pd = jnp.linalg.eigvalsh(_bsym(Mf))[0] > 0
     else:
         pd = jnp.all(jnp.diagonal(Mf) != 0)
@@ -235,7 +238,7 @@ def pd_rule_algorithm(rule: str, target: Target) -> Algorithm:
         M = state.M
         if rule == "kappa":
             S = M
-        elif rule == "lambda":
+        elif rule in ("lambda", "lsk"):
             S = jnp.linalg.inv(M)
         elif rule == "chol_cov":
             S = M @ M.T
@@ -281,8 +284,8 @@ def pd_loss_fraction(target: Target, mu, Sigma, rho: float, n_runs: int = 200, n
     mu = np.asarray(mu, float).reshape(d)
     S = _check_cov(Sigma, d)
     P = np.linalg.inv(S)
-    inits = {"kappa": S, "lambda": _sym(P), "chol_cov": np.linalg.cholesky(S), "chol_prec": np.linalg.cholesky(_sym(P)),
-             "cor1": np.linalg.cholesky(_sym(P))}
+    inits = {"kappa": S, "lambda": _sym(P), "lsk": _sym(P), "chol_cov": np.linalg.cholesky(S),
+             "chol_prec": np.linalg.cholesky(_sym(P)), "cor1": np.linalg.cholesky(_sym(P))}
     labels = list(PD_RULES) if rules is None else list(rules)
     for lab in labels:
         if lab not in PD_RULES:

@@ -67,9 +67,10 @@ from .linalg import (
 
 __all__ = [
     "natural_grad_mean_cov", "natural_grad_mean_prec", "natural_grad_natural",
-    "update_kappa", "update_xi", "update_lambda",
+    "update_kappa", "update_xi", "update_lambda", "update_lambda_pd",
     "natural_grad_chol_cov", "natural_grad_chol_prec", "natural_grad_cor1",
     "update_chol_cov", "update_chol_prec", "update_cor1",
+    "natural_grad_chol_cov_logdiag", "update_chol_cov_logdiag", "natural_step_chol_cov_sample",
     "update_chol_cov_euclid", "update_chol_prec_euclid",
     "block_mask", "arrow_mask", "natural_grad_chol_cov_blockdiag", "natural_grad_chol_prec_arrow",
     "elbo_grads_from_expectations", "gaussian_target_grads", "grad_chol_cov", "grad_chol_prec",
@@ -258,6 +259,24 @@ def update_lambda(mu, P, grad_mu, grad_Sigma, rho):
     return mu + rho * jnp.linalg.solve(P_new, grad_mu), P_new
 
 
+@_checked("prec", "grad_Sigma", rho=True)
+def update_lambda_pd(mu, P, grad_mu, grad_Sigma, rho):
+    """Lin, Schmidt & Khan (2020), the Gaussian case of their improved Bayesian learning rule: the
+    natural-parameter (VN) step of :func:`update_lambda` plus a second-order retraction term that keeps
+    the precision positive definite for every step size.
+
+    With G = H - P = -2 grad_Sigma (H = E_q[-hess log p], descent form),
+        P+ = P + rho G + (rho^2 / 2) G P^-1 G,        mu+ = mu + rho P+^-1 grad_mu.
+    P+ = 1/2 [P + (P + rho G) P^-1 (P + rho G)] is a sum of a positive definite and a positive
+    semi-definite matrix, hence positive definite even where the VN step P + rho G is not (a single-sample
+    Hessian, a large rho). It agrees with VN to first order in rho and has the same fixed point P = H.
+    The correction uses the current P (the retraction at the current point), which the positive-definiteness
+    argument needs; a variant that puts the VN-updated precision there has no such guarantee."""
+    G = sym(-2.0 * grad_Sigma)
+    P_new = sym(P + rho * G + 0.5 * rho**2 * G @ jnp.linalg.solve(P, G))
+    return mu + rho * jnp.linalg.solve(P_new, grad_mu), P_new
+
+
 # ---------------------------------------------------------------------------------------------
 # Cholesky factors: Tan (2025) Lemma 1(iii), Theorem 1, Corollary 1
 
@@ -318,6 +337,55 @@ def update_chol_cov(mu, C, grad_mu, grad_C, rho):
     mu+ = mu + rho C C^T g,  C+ = C + rho C tril_half(C^T Gbar) = C (I + rho Hbarbar)."""
     n_mu, n_C = natural_grad_chol_cov(mu, C, grad_mu, grad_C)
     return mu + rho * n_mu, C + rho * n_C
+
+
+def _positive_diagonal(C):
+    if not _traced(C) and not np.all(np.asarray(jnp.diag(jnp.asarray(C))) > 0):
+        raise ValueError("The log-diagonal chart needs a Cholesky factor C with a positive diagonal "
+                         "(log C_ii must exist); flip the sign of the columns with a negative diagonal entry.")
+
+
+@_checked("chol", "grad_C")
+def natural_grad_chol_cov_logdiag(mu, C, grad_mu, grad_C):
+    """Tan (explicit) Sec. 5, the log-diagonal chart that makes C unique: C' = C with log C_ii on the diagonal.
+
+    Returns ``(C C^T grad_mu, L_C * (C tril_half(C^T tril(grad_C))))``, L_C lower triangular with 1 / C_ii on the
+    diagonal and ones below it (the chain rule of C_ii = exp C'_ii). Erratum: the paper prints
+    L_C * (C' Hbarbar), with C' inside; the natural gradient in C' coordinates has C inside (reference digest
+    Sec. 4.7, checked against the brute-force Fisher information in C' coordinates in the tests)."""
+    _positive_diagonal(C)
+    n_mu, n_C = natural_grad_chol_cov(mu, C, grad_mu, grad_C)
+    L = jnp.tril(jnp.ones_like(n_C), -1) + jnp.diag(1.0 / jnp.diag(C))
+    return n_mu, L * n_C
+
+
+@_checked("chol", "grad_C", rho=True)
+def update_chol_cov_logdiag(mu, C, grad_mu, grad_C, rho):
+    """Tan (explicit) Sec. 5, step 5 of Alg. 1b in the log-diagonal chart (corrected form, see
+    :func:`natural_grad_chol_cov_logdiag`): C'+ = C' + rho L_C * (C Hbarbar), mu+ = mu + rho C C^T g (old C).
+
+    Below the diagonal this is :func:`update_chol_cov`'s step; on it, log C_ii moves by rho H_ii / 2, i.e.
+    C_ii <- C_ii exp(rho H_ii / 2): the diagonal stays positive for every step size, so C stays the unique
+    Cholesky factor of Sigma (the plain step can flip a diagonal sign or hit 0). Works on C itself."""
+    n_mu, n_Cp = natural_grad_chol_cov_logdiag(mu, C, grad_mu, grad_C)
+    C_new = jnp.tril(C + rho * n_Cp, -1) + jnp.diag(jnp.diag(C) * jnp.exp(rho * jnp.diag(n_Cp)))
+    return mu + rho * n_mu, C_new
+
+
+def natural_step_chol_cov_sample(C, z, grad_h):
+    """Tan (explicit) Sec. 4 (reference digest Sec. 4.5): the single-draw natural direction of Alg. 1b,
+    ``(C C^T grad_h, C Hbarbar_1)`` with Hbar_1 = tril(C^T tril(grad_h z^T)) = tril(w z^T), w = C^T grad_h,
+    in O(d^2) operations instead of O(d^3):
+
+        (C Hbarbar_1)_ab = z_b sum_{j=b..a} C_aj w_j - 1/2 C_ab w_b z_b,
+
+    the inner sum a reverse cumulative sum along the rows of C * w^T (C is lower triangular, so the sum
+    may run to d). Equal to :func:`natural_grad_chol_cov` fed grad_C = tril(grad_h z^T)."""
+    C, z, g = jnp.asarray(C), jnp.asarray(z), jnp.asarray(grad_h)
+    w = C.T @ g
+    S = jnp.flip(jnp.cumsum(jnp.flip(C * w[None, :], axis=1), axis=1), axis=1)  # S_ab = sum_{j >= b} C_aj w_j
+    step = jnp.tril(S * z[None, :] - 0.5 * C * (w * z)[None, :])
+    return C @ w, step
 
 
 @_checked("chol", "grad_T", rho=True)

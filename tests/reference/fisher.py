@@ -18,7 +18,7 @@ from vilab.natgrad import arrow_mask, block_mask
 __all__ = ["FISHER_KINDS", "free_indices", "flatten_params", "unflatten_params", "fisher_matrix"]
 
 FISHER_KINDS = ("chol_cov", "chol_prec", "mean_cov", "mean_prec", "natural", "cor1",
-                "blockdiag_chol_cov", "arrow_chol_prec")
+                "blockdiag_chol_cov", "arrow_chol_prec", "chol_cov_logdiag")
 
 
 def _pattern(kind, d, structure):
@@ -56,6 +56,8 @@ def flatten_params(kind: str, mu, factor, **structure):
         second = -0.5 * (duplication_matrix(d).T @ jnp.reshape(P.T, (-1,)))
         return jnp.concatenate([P @ mu, second])
     first = factor.T @ mu if kind == "cor1" else mu
+    if kind == "chol_cov_logdiag":  # C' = C with log C_ii on the diagonal (Tan explicit Sec. 5)
+        factor = jnp.tril(factor, -1) + jnp.diag(jnp.log(jnp.diag(factor)))
     return jnp.concatenate([first, factor[rows, cols]])
 
 
@@ -67,6 +69,14 @@ def _precision_from_natural(second, d: int):
     return -(2.0 * jnp.diag(jnp.diag(W)) + off + off.T)
 
 
+def _factor(kind, rest, rows, cols, d):
+    """The matrix of the free entries ``rest`` (for "chol_cov_logdiag" the diagonal is exponentiated)."""
+    F = jnp.zeros((d, d), dtype=rest.dtype).at[rows, cols].set(rest)
+    if kind == "chol_cov_logdiag":
+        F = jnp.tril(F, -1) + jnp.diag(jnp.exp(jnp.diag(F)))
+    return F
+
+
 def unflatten_params(kind: str, lam, d: int, **structure):
     """Inverse of :func:`flatten_params`: returns (mu, Sigma^-1, log det Sigma^-1)."""
     rows, cols = free_indices(kind, d, **structure)
@@ -75,8 +85,8 @@ def unflatten_params(kind: str, lam, d: int, **structure):
         P = _precision_from_natural(rest, d)
         mu = jnp.linalg.solve(P, first)
         return mu, P, jnp.linalg.slogdet(P)[1]
-    F = jnp.zeros((d, d), dtype=lam.dtype).at[rows, cols].set(rest)
-    if kind in ("chol_cov", "blockdiag_chol_cov"):
+    F = _factor(kind, rest, rows, cols, d)
+    if kind in ("chol_cov", "blockdiag_chol_cov", "chol_cov_logdiag"):
         Sigma = F @ F.T
         P = jnp.linalg.inv(Sigma)
         return first, P, -2.0 * jnp.sum(jnp.log(jnp.abs(jnp.diag(F))))
@@ -104,8 +114,8 @@ def _log_q(kind, lam, theta, d, structure):
         mu = solve_triangular(Lp.T, solve_triangular(Lp, first, lower=True), lower=False)
         r = Lp.T @ (theta - mu)
         return jnp.sum(jnp.log(jnp.diag(Lp))) - 0.5 * r @ r
-    F = jnp.zeros((d, d), dtype=lam.dtype).at[rows, cols].set(rest)
-    if kind in ("chol_cov", "blockdiag_chol_cov"):
+    F = _factor(kind, rest, rows, cols, d)
+    if kind in ("chol_cov", "blockdiag_chol_cov", "chol_cov_logdiag"):
         z = solve_triangular(F, theta - first, lower=True)
         return -jnp.sum(jnp.log(jnp.abs(jnp.diag(F)))) - 0.5 * z @ z
     if kind in ("chol_prec", "arrow_chol_prec", "cor1"):

@@ -5,9 +5,9 @@ A method works in one *chart* (its state is ``State(mu, M)``):
 ==============  ===========================  ==================================================
 chart           M                            methods
 ==============  ===========================  ==================================================
-``mean_cov``    Sigma                        kappa, gd-mv, bwgd, fbgvi
-``mean_prec``   P = Sigma^-1                 xi, lambda, vn
-``chol_cov``    C, Sigma = C C^T             tan-1E, tan-1N, tan-1S, gd-mc, srvn
+``mean_cov``    Sigma                        kappa, gd-mv, bwgd, fbgvi, svgd
+``mean_prec``   P = Sigma^-1                 xi, lambda, vn, lsk
+``chol_cov``    C, Sigma = C C^T             tan-1E, tan-1N, tan-1N-log, tan-1S, gd-mc, srvn
 ``chol_prec``   T, Sigma^-1 = T T^T          tan-2E, tan-2N, tan-2N-cor1, tan-2S
 ==============  ===========================  ==================================================
 
@@ -137,11 +137,13 @@ def _plain(update):
 _u_kappa = _plain(ng.update_kappa)
 _u_xi = _plain(ng.update_xi)
 _u_lambda = _plain(ng.update_lambda)
+_u_lambda_pd = _plain(ng.update_lambda_pd)
 _u_1E = _plain(ng.update_chol_cov_euclid)
 _u_1N = _plain(ng.update_chol_cov)
 _u_2E = _plain(ng.update_chol_prec_euclid)
 _u_2N = _plain(ng.update_chol_prec)
 _u_cor1 = _plain(ng.update_cor1)
+_u_1N_log = _plain(ng.update_chol_cov_logdiag)
 
 
 def _u_1S(mu, M, gr, rho, o):
@@ -183,6 +185,27 @@ def _u_fbgvi(mu, M, gr, rho, o):
     lam = jnp.maximum(lam, 0.0)  # V_half = M V M is PSD by construction (round-off aside)
     new = 0.5 * (lam + 2.0 * rho + jnp.sqrt(lam * (lam + 4.0 * rho)))
     return mu + rho * gr[0], ng.sym((Q * new) @ Q.T)
+
+
+def _u_svgd(mu, M, gr, rho, o):
+    """Gaussian SVGD, density form (Kumar et al. (2025) App. G run "a deterministic version of Liu et al.
+    2024, Alg. 1", sample averages replaced by expectations, and do not print the update; this is our
+    choice, stated): Stein variational gradient descent with the bilinear kernel K(x, y) = x^T y + 1, whose
+    velocity field for q = N(m, V) is affine, phi(x) = E_q[K(x, y) grad log p(y) + grad_y K(x, y)]
+    = (I + E_q[grad log p(y) y^T]) x + E_q[grad log p(y)], so an Euler step x <- x + eps phi(x) keeps q Gaussian:
+
+        B = I - H V + b m^T  (Stein: E_q[grad log p(y) (y - m)^T] = -H V),  b = E_q[grad log p] = grad_mu,
+        m+ = m + eps (B m + b),   V+ = (I + eps B) V (I + eps B)^T,   H = V^-1 - 2 grad_Sigma.
+
+    The fixed point on a Gaussian target is the exact posterior (b = 0, H V = I). The kernel is not centred,
+    so the mean's speed depends on |m|: not invariant to shifting the parameters (checked against the
+    particle SVGD update in the tests)."""
+    d = M.shape[-1]
+    eye = jnp.eye(d, dtype=M.dtype)
+    H = jnp.linalg.solve(M, eye) - 2.0 * gr[1]
+    B = eye - H @ M + jnp.outer(gr[0], mu)
+    Mx = eye + rho * B
+    return mu + rho * (B @ mu + gr[0]), ng.sym(Mx @ M @ Mx.T)
 
 
 #: what an update of each chart consumes besides grad_mu = dL/dmu (ascent, Euclidean gradients)
@@ -246,6 +269,8 @@ _M = [
            "Euclidean gradient in (mu, C)"),
     Method("tan-1N", "chol_cov", "thm2", _u_1N, "Tan (2025) Thm 1(i), Alg. 1N (Table 3)",
            "natural gradient in (mu, C): C += rho C tril_half(C^T G)"),
+    Method("tan-1N-log", "chol_cov", "thm2", _u_1N_log, "Tan (explicit) Sec. 5, log-diagonal C' (corrected)",
+           "natural gradient in (mu, C') with log C_ii: C_ii *= exp(rho H_ii / 2), so C stays the unique factor"),
     Method("tan-2E", "chol_prec", "thm2", _u_2E, "Tan (2025) Alg. 2E (Table 4)",
            "Euclidean gradient in (mu, T)"),
     Method("tan-2N", "chol_prec", "thm2", _u_2N, "Tan (2025) Thm 1(ii)",
@@ -263,10 +288,14 @@ _M = [
            "Euclidean gradient descent in (m, C)"),
     Method("vn", "mean_prec", "sigma", _u_lambda, "Kumar et al. (2025) Eq. 7",
            "variational Newton: S+ = (1 - rho) S + rho H, m+ = m - rho S+^-1 g"),
+    Method("lsk", "mean_prec", "sigma", _u_lambda_pd, "Lin, Schmidt & Khan (2020), improved Bayesian learning rule",
+           "VN with a retraction term that keeps the precision PD: S+ = S + rho G + rho^2/2 G S^-1 G, G = H - S"),
     Method("srvn", "chol_cov", "sigma", _u_1N, "Kumar et al. (2025) Eq. 17, Alg. 1",
            "square-root VN: C+ = C - rho C tril_half(C^T H C - I), m+ = m - rho C C^T g"),
     Method("bwgd", "mean_cov", "sigma", _u_bwgd, "Kumar et al. (2025) Sec. 6; Lambert et al. (2022)",
            "Bures-Wasserstein gradient descent: V+ = M V M, M = I - a (H - V^-1)"),
+    Method("svgd", "mean_cov", "sigma", _u_svgd, "Kumar et al. (2025) App. G (Liu et al. 2024, Alg. 1, density form)",
+           "Gaussian SVGD with the bilinear kernel x^T y + 1 (update not printed in the paper: our reconstruction)"),
     Method("fbgvi", "mean_cov", "sigma", _u_fbgvi, "Diao et al. (2023) Alg. 1 (Kumar digest Sec. 2.6)",
            "forward-backward Gaussian VI (JKO step of the entropy)"),
 ]

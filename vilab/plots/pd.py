@@ -31,6 +31,7 @@ RULE_CODES = {
     "Cholesky of covariance C (Thm 1(i))": "tan-1n",
     "Cholesky of precision T (Thm 1(ii))": "tan-2n",
     "T with Corollary 1": "tan-2n-cor1",
+    "precision kept PD (Lin, Schmidt & Khan 2020)": "lsk",
 }
 #: short readable names of the Monte Carlo rules (vilab.definiteness.PD_RULES labels)
 RULE_LABELS = {
@@ -39,6 +40,7 @@ RULE_LABELS = {
     "Cholesky of covariance C (Thm 1(i))": "Cholesky C of Σ",
     "Cholesky of precision T (Thm 1(ii))": "Cholesky T of Σ⁻¹",
     "T with Corollary 1": "T with Corollary 1",
+    "precision kept PD (Lin, Schmidt & Khan 2020)": "Σ⁻¹ kept PD (Lin et al.)",
 }
 
 

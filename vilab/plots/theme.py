@@ -54,10 +54,12 @@ LOOKS: dict[str, Look] = {
     # --- natural-gradient methods: blues, solid
     "vn": _L("VN", "#0072B2", "natural", "circle"),
     "srvn": _L("SR-VN", "#56B4E9", "natural", "diamond"),
+    "lsk": _L("VN kept PD (Lin et al.)", "#3A5FCD", "natural", "hourglass"),
     "kappa": _L("natural, κ = (μ, σ²)", "#0072B2", "natural", "circle"),
     "xi": _L("natural, ξ = (μ, 1/σ²)", "#56B4E9", "natural", "square"),
     "lambda": _L("natural, λ = natural parameters", "#006D77", "natural", "hexagon"),
     "tan-1n": _L("natural, Cholesky C", "#009E73", "natural", "square"),
+    "tan-1n-log": _L("natural, C with log diagonal", "#2CA25F", "natural", "square-open"),
     "tan-2n": _L("natural, Cholesky T", "#1B3F8B", "natural", "triangle-up"),
     "tan-2n-cor1": _L("natural, T with Corollary 1", "#00A6A6", "natural", "star"),
     "snngm": _L("SNNGM", "#0072B2", "natural", "circle"),
@@ -76,6 +78,7 @@ LOOKS: dict[str, Look] = {
     # --- Wasserstein methods: purple, dotted
     "bwgd": _L("BW-GD", "#CC79A7", "wasserstein", "triangle-up"),
     "fbgvi": _L("FB-GVI", "#7B3294", "wasserstein", "triangle-down"),
+    "svgd": _L("Gaussian SVGD", "#E7298A", "wasserstein", "star-triangle-up"),
     "wasserstein": _L("Wasserstein gradient", "#CC79A7", "wasserstein", "triangle-up"),
     # --- divergences (Chen, Nott & Tan): one hue per objective, the batch forms dashed
     "kl": _L("KL(q‖p)", "#0072B2", "divergence", "circle", "solid"),
