@@ -12,6 +12,8 @@ corrected constant of the digest (Sec. 6.8).
     theorem2_steps(M, lam_min, xi_l, xi_u) -> rho1, rho2 (App. C.5) and the step size below which eta > 0
     theorem2_constants(A, C0) -> delta, M, lam_min, xi_l, xi_u of a Gaussian target (along the natural-gradient flow)
     theorem2_report(A, trace) -> Thm 2 on an SR-VN run: constants along it, eta, 1 - 2 eta delta, observed ratios
+    theorem3_bound(t, excess0, rho, delta, M, lam_min, xi_l, xi_u, zeta_g2, zeta_H2) -> Thm 3 (biased oracles):
+        the printed bound and the corrected one with its bias floor
 """
 
 
@@ -27,7 +29,7 @@ from .core import Trace
 from .targets import Target
 
 __all__ = ["theorem1_rates", "theorem1_bound", "lemma1_check", "theorem1_report", "natural_kl_asymptote",
-           "cut_flow", "theorem2_eta", "theorem2_steps", "theorem2_constants", "theorem2_report"]
+           "cut_flow", "theorem2_eta", "theorem2_steps", "theorem2_constants", "theorem2_report", "theorem3_bound"]
 
 
 def theorem1_rates(delta: float, lam_min: float) -> dict:
@@ -245,3 +247,51 @@ def theorem2_report(A, trace: Trace, floor: float = 1e-10) -> dict:
             "factor": float(factor), "applies": bool(0.0 < eta < 1.0 / (2.0 * delta)), "ratios": ratios,
             "worst_ratio": worst, "holds": bool(worst <= factor),
             **theorem2_steps(M, max(lam_min, 1e-300), xi_l, xi_u)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Theorem 3: SR-VN with biased oracles (Kumar et al. (2025) App. D)
+
+
+def theorem3_bound(t, excess0: float, rho: float, delta: float, M: float, lam_min: float, xi_l: float, xi_u: float,
+                   zeta_g2: float = 0.0, zeta_H2: float = 0.0) -> dict:
+    """Kumar et al. (2025) Thm 3: SR-VN fed a biased gradient g + b_g and Hessian H + b_H with
+    ||b_g||^2 <= zeta_g^2 and ||b_H C||_F^2 <= zeta_H^2 (Assumption 5 with m_g = m_H = 0: additive biases).
+
+    With omega_m = M rho^2 xi_u^4 / 2 - lam_min rho and omega_C = 5 rho^2 xi_u^4 M / 4 - sqrt(5/2) rho xi_l^2
+    (Eqs. 49-50) and eta = min(-omega_m, -omega_C) (Eq. 25), the per-step recursion is
+    Delta_{t+1} <= (1 - 2 eta delta) Delta_t + |omega_m| zeta_g^2 + |omega_C| zeta_H^2, so
+
+        corrected:  Delta_t <= (1 - 2 eta delta)^t Delta_0 + (1 - (1 - 2 eta delta)^t) floor,
+                    floor = (|omega_m| zeta_g^2 + |omega_C| zeta_H^2) / (2 eta delta);
+        printed:    Delta_t <= (1 - 2 eta delta)^t Delta_0 + omega_m zeta_g^2 + omega_C zeta_H^2.
+
+    Erratum (digest Sec. 5.6): omega_m, omega_C < 0 wherever eta > 0, so the printed additive term is <= 0
+    (a biased oracle would do better than an exact one) and it is not accumulated over the steps; the
+    corrected floor is the fixed point of the recursion. On a Gaussian target with a constant mean bias b the
+    run settles at excess 1/2 b^T A^-1 b <= zeta_g^2 / (2 delta) <= floor (checked in the tests).
+    Returns {"eta", "factor", "omega_m", "omega_C", "floor", "corrected", "printed", "applies"} with
+    the two bounds at the iterations ``t`` (an array); "applies" is 0 < eta < 1 / (2 delta) (Eq. 53).
+    """
+    delta = positive(delta, "Theorem 3's strong-convexity constant delta")
+    M = positive(M, "Theorem 3's smoothness constant M")
+    lam_min = positive(lam_min, "Theorem 3's lambda_min")
+    rho = positive(rho, "The step size rho")
+    excess0 = real_scalar(excess0, "The starting excess L_0 - L_*")
+    zg, zH = real_scalar(zeta_g2, "zeta_g^2"), real_scalar(zeta_H2, "zeta_H^2")
+    if excess0 < 0 or zg < 0 or zH < 0:
+        raise ValueError("The starting excess and the squared bias bounds zeta^2 cannot be negative.")
+    eta = theorem2_eta(rho, delta, M, lam_min, xi_l, xi_u)
+    xi_l, xi_u = float(xi_l), float(xi_u)
+    om = M * rho**2 * xi_u**4 / 2.0 - lam_min * rho
+    oc = 5.0 * rho**2 * xi_u**4 * M / 4.0 - np.sqrt(2.5) * rho * xi_l**2
+    factor = 1.0 - 2.0 * eta * delta
+    applies = bool(0.0 < eta < 1.0 / (2.0 * delta))
+    t = real_array(t, "The iterations t", allow_empty=True)
+    if np.any(t < 0):
+        raise ValueError("Iterations t cannot be negative.")
+    decay = factor**t if applies else np.full(t.shape, np.nan)
+    floor = (abs(om) * zg + abs(oc) * zH) / (2.0 * eta * delta) if applies else float("nan")
+    return {"eta": float(eta), "factor": float(factor), "omega_m": float(om), "omega_C": float(oc),
+            "floor": float(floor), "corrected": decay * excess0 + (1.0 - decay) * floor,
+            "printed": decay * excess0 + om * zg + oc * zH, "applies": applies}
