@@ -7,7 +7,7 @@ import streamlit as st
 import vilab
 import vilab_ui as ui
 from vilab.compile_cache import enable_persistent_cache
-from vilab_ui import glossary
+from vilab_ui import decks, glossary
 
 st.set_page_config(page_title="vilab: natural-gradient VI lab", layout="wide")
 
@@ -38,14 +38,22 @@ def _title(path: Path) -> str:
 
 
 files = sorted(p for p in PAGES.glob("*.py") if not p.name.startswith("_"))
-nav = st.navigation([st.Page(str(p), title=_title(p), default=(i == 0)) for i, p in enumerate(files)])
+pages = {p.stem: st.Page(str(p), title=_title(p), default=(i == 0)) for i, p in enumerate(files)}
+# while a deck is presented its navigator leads the sidebar, at the top, in place of the page menu
+nav = st.navigation(list(pages.values()), position="hidden" if decks.presenting() else "sidebar")
+here = next((stem for stem, p in pages.items() if p is nav), files[0].stem)  # the page this run shows
+DECKS_PAGE = next((f"pages/{p.name}" for p in files if p.stem.endswith("_Lecture_decks")), None)
 
 ui.scope("")  # the sidebar's widgets belong to every page
+decks.sync_from_url(here)  # a deck link (?deck=...&dv=k) opens the deck at its view
 with st.sidebar:
+    decks.navigator(here)  # while a deck is presented: the question, the answer, Back / Next (keys B / F)
     ui.number("Random seed", "seed", 0, 2**31 - 1, 0, help="Seeds every Monte Carlo estimate and stochastic run.")
     ui.toggle("Lecture mode", "lecture", False,
               help="Text and figures sized for a projector: every text at least 18 px.")
     st.caption("Every control is stored in the URL: copy it to share this exact view.")
+    decks.builder(here, DECKS_PAGE)  # "Add this view to the deck"
+decks.publish()  # the open deck and its position stay in the URL
 
 glossary.sidebar_glossary()
 ui.apply_mode()
