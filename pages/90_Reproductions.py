@@ -13,8 +13,8 @@ from vilab import repro
 
 ui.page(
     "Reproductions",
-    "Pick a result of the papers and press **Run**: the numbers printed in the paper and the same numbers "
-    "recomputed here, side by side with the tolerance used.",
+    "Pick a result of the papers and press **Run**: each reference number, marked *paper* (printed in the paper) or "
+    "*derived* (computed by us where the paper gives no number), beside the same number recomputed here.",
 )
 
 
@@ -57,13 +57,19 @@ if not entries:
     st.info("No reproductions are registered yet.")
     st.stop()
 
-names = [e.name for e in entries]
+KIND_FILTER = {"all": None, "paper": "paper", "derived": "derived", "both": "mixed"}
 ctl, main = ui.columns(1, 2)
 with ctl:
+    shown_kind = ui.radio("Reference values", "kind", list(KIND_FILTER), "all", horizontal=True,
+                          help="paper: every reference number is printed in the paper; derived: computed by us for a "
+                               "setting the paper does not pin; both: each row says which.")
+    listed = [e for e in entries if KIND_FILTER[shown_kind] in (None, e.kind)] or entries
+    names = [e.name for e in listed]
     name = ui.select("Reproduction", "r", names, names[0],
                      help="The same entries run from a terminal: vilab repro NAME.")
     entry = repro.get(name)
     st.markdown(f"**{_clean(entry.paper)}**: {_clean(entry.what)}" + (" *(slow: minutes)*" if entry.slow else ""))
+    st.caption(f"Reference values: {repro.kind_label(entry.kind)}" + (f" ({_clean(entry.source)})" if entry.source else ""))
     run_this = st.button("Run this reproduction", type="primary", key="run")
     run_all = st.button("Run every reproduction", key="all")
     with ui.more("Settings of this reproduction, and more"):
@@ -77,7 +83,7 @@ def show(results: list[repro.Result]) -> None:
     for r in results:
         (st.success if r.passed else st.error)(f"{r.name}: {_verdict(r)}")
     rows = pd.DataFrame(repro.table_rows(results))
-    first = ["quantity", "paper", "computed", "tolerance", "pass"]  # the comparison first, the entry's name last
+    first = ["quantity", "reference", "paper", "computed", "tolerance", "pass"]  # the comparison first, the name last
     ui.table(rows[[c for c in first if c in rows] + [c for c in rows if c not in first]], hide_index=True,
              width="stretch")
 
@@ -90,7 +96,7 @@ with main, st.container(key=ui.MAIN_FIGURE):  # the page's main element: results
                 ui.notice("Each row is one number of the paper: the paper's value, ours, and the tolerance within which "
                           "they must agree (relative where marked). A FAIL is reported, never hidden.")
             elif run_all:
-                todo = [e.name for e in entries if with_slow or not e.slow]
+                todo = [e.name for e in listed if with_slow or not e.slow]
                 bar = st.progress(0.0, text="Running reproductions...")
                 results, t0 = [], time.monotonic()
                 for i, n in enumerate(todo):
@@ -107,6 +113,7 @@ with main, st.container(key=ui.MAIN_FIGURE):  # the page's main element: results
                 show([_store()[0][name]])
         stored = _store()[0]
         st.markdown("**Every reproduction** (result: computed on this server so far)")
-        ui.table(pd.DataFrame([{"name": e.name, "result": _verdict(stored.get(e.name)), "cost": "slow" if e.slow else "fast",
-                                "paper": _clean(e.paper), "reproduces": _clean(e.what)}
-                               for e in entries]), hide_index=True, width="stretch", height=320)
+        ui.table(pd.DataFrame([{"name": e.name, "result": _verdict(stored.get(e.name)), "reference": repro.kind_label(e.kind),
+                                "cost": "slow" if e.slow else "fast", "paper": _clean(e.paper),
+                                "reproduces": _clean(e.what)}
+                               for e in listed]), hide_index=True, width="stretch", height=320)

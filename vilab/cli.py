@@ -53,7 +53,7 @@ def _hall(args) -> int:
 
 
 def _print_table(rows: list[dict]) -> None:
-    cols = ["quantity", "paper", "computed", "tolerance", "pass"]
+    cols = ["quantity", "reference", "paper", "computed", "tolerance", "pass"]
     cells = [[str(r[c]) if c != "pass" else ("PASS" if r[c] else "FAIL") for c in cols] for r in rows]
     width = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
     print("  ".join(c.ljust(w) for c, w in zip(cols, width)))
@@ -70,11 +70,14 @@ def _repro(args) -> int:
         print(f"warning: vilab/repro/{mod}.py could not be imported ({err}); its reproductions are missing.",
               file=sys.stderr)
     if args.list or not args.names:
-        if not repro.entries():
-            print("(no reproductions are registered)")
-        for e in repro.entries():
+        shown = [e for e in repro.entries() if args.kind is None or e.kind == args.kind]
+        if not shown:
+            print("(no reproductions are registered)" if args.kind is None else f"(no reproductions of kind {args.kind})")
+        else:  # reference: what the values under "paper" are (printed in the paper, derived by us, or both)
+            print(f"{'name':32s} {'reference':15s} {'paper':28s} what")
+        for e in shown:
             flag = " (slow)" if e.slow else ""
-            print(f"{e.name:32s} {e.paper:28s} {e.what}{flag}")
+            print(f"{e.name:32s} {repro.kind_label(e.kind):15s} {e.paper:28s} {e.what}{flag}")
         return 1 if broken else 0
     names = [e.name for e in repro.entries()] if args.names == ["all"] else args.names
     try:
@@ -90,7 +93,14 @@ def _repro(args) -> int:
     else:
         for r in results:
             print(f"\n{r.name}: {r.what} [{r.paper}]  ->  {'PASS' if r.passed else 'FAIL'} ({r.seconds:.1f} s)")
+            print(f"reference values: {repro.kind_label(r.kind)}" + (f"; {r.source}" if r.source else ""))
             _print_table(repro.table_rows([r]))
+            how: dict[str, int] = {}  # how the derived values were obtained, each source once
+            for c in r.checks:
+                if c.kind == "derived" and c.source != r.source:
+                    how[c.source] = how.get(c.source, 0) + 1
+            for src, n in how.items():
+                print(f"  derived ({n} value{'s' if n > 1 else ''}): {src}")
     return 0 if all(r.passed for r in results) and not (broken and args.names == ["all"]) else 1
 
 
@@ -129,7 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     h.set_defaults(fn=_hall)
     r = sub.add_parser("repro", help="run reproductions of the papers' numbers")
     r.add_argument("names", nargs="*", help="reproduction names, or 'all'")
-    r.add_argument("--list", action="store_true", help="list the reproductions")
+    r.add_argument("--list", action="store_true", help="list the reproductions and what their reference values are")
+    r.add_argument("--kind", choices=("paper", "derived", "mixed"), default=None,
+                   help="with --list: only entries whose reference values are printed in the paper, derived by us, "
+                        "or both")
     r.add_argument("--json", action="store_true", help="machine-readable output")
     r.set_defaults(fn=_repro)
     b = sub.add_parser("bench", help="run the benchmarks in benchmarks/")

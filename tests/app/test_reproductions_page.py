@@ -146,3 +146,32 @@ def test_no_internal_notes_on_screen(fake_registry):
                      + _catalogue(at).astype(str).stack().tolist())
     assert "Paper D" in shown and "x = 1" in shown
     assert "digest" not in shown.lower()
+
+
+def test_reference_kind_column_and_filter():
+    """The registry table says for every entry whether its reference values are printed in the paper, derived by
+    us, or both; the filter keeps one kind; a result table says it per value."""
+    st.cache_resource.clear()
+    at = AppTest.from_file(PAGE, default_timeout=300).run()
+    assert not at.exception
+    cat = _catalogue(at)
+    assert set(cat["reference"]) <= {"paper", "derived", "paper + derived"} and len(set(cat["reference"])) == 3
+    at.radio(key="kind").set_value("derived").run()
+    assert not at.exception
+    cat = _catalogue(at)
+    assert (cat["reference"] == "derived").all() and "chen2025-2d" in cat["name"].tolist()
+    assert at.selectbox(key="r").options == cat["name"].tolist()
+    at.selectbox(key="r").set_value("chen2025-equicorrelated").run()
+    at.button(key="run").click().run()
+    assert not at.exception
+    table = _results(at)
+    assert list(table.columns[:3]) == ["quantity", "reference", "paper"] and (table["reference"] == "derived").all()
+    assert "source" in table.columns and table["source"].str.contains("computed by us").all()
+
+
+def test_hostile_kind_filter_falls_back(fake_registry):
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params.update({"kind": "<img src=x>"})
+    at.run()
+    assert not at.exception and at.radio(key="kind").value == "all"
+    assert _catalogue(at)["name"].tolist() == ["zz-fail", "zz-pass", "zz-slow"]

@@ -26,33 +26,38 @@ ONLINE_SETTINGS = dict(model="bong-cnn 8x8 (digits-CNN, P = 11,642)", T=300, see
 
 @reproduction("tan2025-lenet-params", paper="Tan (2025)",
               what="LeNet-5 variant of Sec. 8.3: d = 61,706 (MNIST 28x28x1) and 83,126 (CIFAR-10 32x32x3)",
-              settings="ReLU, max pooling, first 5x5 convolution padded by 2 (Tan (2025) Sec. 5.7)")
+              settings="ReLU, max pooling, first 5x5 convolution padded by 2 (Tan (2025) Sec. 5.7)",
+              kind="mixed", source="Sec. 8.3: d = 61,706 (MNIST) and 83,126 (CIFAR-10)")
 def _lenet_params():
     from vilab.cnn.models import lenet5
 
     m, c = lenet5((28, 28, 1)), lenet5((32, 32, 3))
     unpadded = lenet5((24, 24, 1))  # a 28x28 image without padding loses 4 pixels in conv0 = 24x24 padded
     return [
-        Check("d, MNIST geometry (28x28x1)", 61706, m.n_params),
-        Check("d, CIFAR-10 geometry (32x32x3)", 83126, c.n_params),
-        Check("d without the padding of the first convolution (derived by us: 44,426)", 44426, unpadded.n_params,
-              note="equivalently LeNet-5 on 24x24 input with padding"),
+        Check("d, MNIST geometry (28x28x1)", 61706, m.n_params, kind="paper"),
+        Check("d, CIFAR-10 geometry (32x32x3)", 83126, c.n_params, kind="paper"),
+        Check("d without the padding of the first convolution", 44426, unpadded.n_params, kind="derived",
+              source="counted by us by hand: LeNet-5 on a 24x24 input", note="shows the padding is needed for 61,706"),
         Check("layers (MNIST)", "156 + 2416 + 48120 + 10164 + 850",
-              " + ".join(str(v) for _, v in m.layers)),
+              " + ".join(str(v) for _, v in m.layers), kind="derived",
+              source="counted by us by hand (weights + biases per layer); the paper prints only the total"),
     ]
 
 
 @reproduction("bong-cnn-params", paper="Jones, Chang & Murphy",
               what="the MNIST CNN of Sec. 5 has 57,722 parameters (digits-CNN on 8x8: 11,642)",
-              settings="Conv16 5x5 SAME, ReLU, avgpool 2; Conv16 5x5 SAME, ReLU, avgpool 2; Dense 64, ReLU; Dense 10")
+              settings="Conv16 5x5 SAME, ReLU, avgpool 2; Conv16 5x5 SAME, ReLU, avgpool 2; Dense 64, ReLU; Dense 10",
+              kind="mixed", source="Sec. 5: 'for a total of 57,722 parameters'")
 def _bong_params():
     from vilab.cnn.models import bong_cnn
 
     m, s = bong_cnn((28, 28, 1)), bong_cnn((8, 8, 1))
     return [
-        Check("P on MNIST 28x28x1", 57722, m.n_params),
-        Check("layers", "416 + 6416 + 50240 + 650", " + ".join(str(v) for _, v in m.layers)),
-        Check("P of the digits-CNN (8x8x1), derived by us", 11642, s.n_params),
+        Check("P on MNIST 28x28x1", 57722, m.n_params, kind="paper"),
+        Check("layers", "416 + 6416 + 50240 + 650", " + ".join(str(v) for _, v in m.layers), kind="derived",
+              source="counted by us by hand (weights + biases per layer); the paper prints only the total"),
+        Check("P of the digits-CNN (8x8x1)", 11642, s.n_params, kind="derived",
+              source="counted by us by hand: the same layers on an 8x8 image (our scaled-down analogue)"),
     ]
 
 
@@ -102,7 +107,9 @@ def online_ordering(T: int = ONLINE_SETTINGS["T"], seeds=ONLINE_SETTINGS["seeds"
                         f"online: {ONLINE_SETTINGS['model']}, T = {ONLINE_SETTINGS['T']}, "
                         "sigma0^2 = 0.1 (dlr-10) / 0.003 (mc-ef-diag, M = 10) as tuned by us beforehand, "
                         "float64; "
-                        "seeds 0, 1, 2. A scaled-down analogue, not the papers' MNIST runs."))
+                        "seeds 0, 1, 2. A scaled-down analogue, not the papers' MNIST runs."),
+              kind="paper", source="the direction of Tan (2025) Table 9 (MNIST: SNNGM -42936 vs Adam -50535) and of "
+                                   "BONG Figs. 1-2 (lin-hess DLR below MC-EF diagonal); the values are ours")
 def _ordering():
     vi = vi_ordering()
     on = online_ordering()

@@ -1,0 +1,24 @@
+"""The new closed-form reproductions of Chen, Nott & Tan and of BONG pass."""
+
+import pytest
+
+from vilab import repro
+
+NAMES = ["chen2025-gradvar", "chen2025-batch-limits", "chen2025-batch-fixed-points", "chen2025-equicorrelated",
+         "chen2025-lemma1", "bong-fc-mom", "chen2025-univariate-optima", "chen2025-sd-fd-bound"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reproduction_passes(name):
+    res = repro.run(name)
+    assert res.error is None, res.error
+    failed = [c.as_dict() for c in res.checks if not c.ok()]
+    assert res.passed and not failed, failed
+
+
+def test_batch_limits_would_catch_a_wrong_limit():
+    """The Theorem 2 check is not vacuous: the batch variance at B = 400,000 is far from a wrong limit."""
+    res = repro.run("chen2025-batch-limits")
+    (c,) = [c for c in res.checks if c.quantity.startswith("B = 400,000: Sigma^S_ii")]
+    wrong = repro.Check(c.quantity, tuple(1.1 * v for v in c.paper), c.computed, tol=c.tol, rel=c.rel)
+    assert c.ok() and not wrong.ok()

@@ -1,0 +1,52 @@
+"""The Kumar et al. reproductions added with the paper / derived kinds: Thm 2's constants, the toys T1-T3, flows."""
+
+import numpy as np
+import pytest
+
+from vilab import repro
+
+FAST = ["kumar2025-thm2", "kumar2025-t1", "kumar2025-vn-one-step", "kumar2025-lemma1", "kumar2025-ngflow-rate",
+        "kumar2025-srvn-1d-quadratic", "kumar2025-gd-pd", "kumar2025-sign-flip"]
+SLOW = ["kumar2025-t3", "kumar2025-t2-steps"]
+
+
+def _passes(name):
+    res = repro.run(name)
+    assert res.error is None, res.error
+    failed = [c.as_dict() for c in res.checks if not c.ok()]
+    assert res.passed and not failed, failed
+    return res
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_reproduction_passes(name):
+    _passes(name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SLOW)
+def test_slow_reproduction_passes(name):
+    assert repro.get(name).slow
+    _passes(name)
+
+
+def test_theorem2_formulas_against_a_hand_computation():
+    """Eq. 25 and App. C.5 on round numbers, computed by hand."""
+    from vilab.repro.kumar2025 import theorem2_eta, theorem2_steps
+
+    # lam_min = 0.1, xi_l^2 = 0.5, xi_u^2 = 2 (lam_max = 2), M = 10
+    r1, r2 = theorem2_steps(0.1, 0.5, 2.0, 10.0)
+    assert r1 == pytest.approx(0.1 / (4 * 10)) and r2 == pytest.approx(np.sqrt(0.4) * 0.5 / (10 * 4))
+    rho = 1e-3
+    first = 0.1 * rho - 10 * rho**2 * 4 / 2
+    second = np.sqrt(2.5) * rho * 0.5 - 5 * rho**2 * 4 * 10 / 4
+    assert theorem2_eta(rho, 0.1, 0.5, 2.0, 10.0) == pytest.approx(min(first, second))
+    assert theorem2_eta(1.0, 0.1, 0.5, 2.0, 10.0) < 0  # a large step: no guarantee
+
+
+def test_thm2_entry_reports_the_constants_and_a_failing_bound_would_show():
+    res = _passes("kumar2025-thm2")
+    ratio = [c for c in res.checks if c.quantity.startswith("worst observed ratio")][0]
+    bound = [c for c in res.checks if c.quantity.startswith("1 - 2 eta delta")][0]
+    assert ratio.computed < bound.computed < 1.0
+    assert {c.kind for c in res.checks} == {"paper", "derived"}
