@@ -159,6 +159,7 @@ def test_reproduction_agrees_with_an_independent_solution():
     assert out["error"] is None and out["passed"]
     rows = {r["quantity"]: r for r in out["rows"]}
     assert all(r["ok"] for r in rows.values())
+    assert rows["mu*"]["reference"] == "derived" and rows["mu*, as printed"]["reference"] == "paper"
     # Tan (2025) Sec. 4.1: L(mu, s2) = 505 mu - 173 exp(mu + s2/2) - (mu^2 + s2)/200 + log(s2)/2 + const;
     # at the optimum 505 - 173 w - mu/100 = 0 and 1/s2 - 1/100 - 173 w = 0, w = exp(mu + s2/2).
     # Eliminate w: 173 w = 1/s2 - 1/100, so mu = 100 (505 - 1/s2 + 1/100); solve for s2.
