@@ -172,7 +172,8 @@ def port_is_free(port: int, host: str = "0.0.0.0") -> bool:
 def replica_command(port: int) -> list[str]:
     return [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
             "--server.address", "127.0.0.1", "--server.headless", "true",
-            "--browser.gatherUsageStats", "false"]
+            "--browser.gatherUsageStats", "false",
+            "--server.fileWatcherType", "none"]  # a served lab does not reload its files: the watcher costs CPU
 
 
 def wait_healthy(url: str, timeout_s: float, proc: subprocess.Popen | None = None) -> bool:

@@ -86,12 +86,14 @@ st.markdown(
 
 st.subheader("Map of the lab")
 DESCRIPTIONS = {
+    "Lecture_decks": "Decks of saved views, each with a question and its answer: present the papers' key results in class, step by step with the keyboard (F / B / A).",
     "Vector_fields": "Euclidean vs natural gradient fields of the ELBO on a 1-D posterior, in several coordinates, with the paths of Tan's Table 1 rules.",
     "Trajectories": "2-D targets: mean paths and covariance ellipses of every update rule, objective against iteration, step-size sweeps.",
+    "Stability_atlas": "Iterations to convergence over step size and condition number, with the stability limits and Kumar et al.'s Thm 2; a click opens the run.",
     "Positive_definiteness": "Why a precision update can stop being a covariance, and why Cholesky-factor updates cannot.",
     "Flows_and_guarantees": "Continuous-time flows and the convergence guarantees of Kumar et al.; VN vs SR-VN.",
     "Adam_vs_SNNGM": "Adam, natural-gradient Adam and SNNGM paths on toy and real data.",
-    "Divergences": "Mean-field variances under KL, Fisher, score-based and weighted Fisher divergences.",
+    "Divergences": "Mean-field variances under KL, Fisher, score-based and weighted Fisher divergences; batch methods step by step.",
     "Online_learning": "BONG and its relatives updating a posterior one example at a time.",
     "CNN_lab": "Variational and online natural-gradient training of convolutional networks in JAX.",
     "Hierarchical_models": "Sparse natural gradients for mixed models and state-space models, against MCMC.",

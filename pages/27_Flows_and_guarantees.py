@@ -221,21 +221,21 @@ with d1:
 with d2:
     rho_l = ui.slider("large step ρ", "rl", 0.1, 1.0, 1.0, 0.1)
 
-with ui.guard("VN vs SR-VN"):
+@ui.cache_data(max_entries=32)
+def _vn_srvn(tkey, m0, c0, rho_s, rho_l):
+    """The VN and SR-VN paths at both step sizes: their figures (as dicts: a redraw then costs milliseconds),
+    the table rows and the steps each took to KL < 1e-8."""
     target = _target(*tkey)
     pairs = {}
-    for r in (float(rho_s), float(rho_l)):
+    for r in (rho_s, rho_l):
         n = max(int(np.ceil(HORIZON / r)), 30)
-        pairs[r] = {name: _discrete(tkey, name, m0, float(c0), r, n) for name in ("vn", "srvn")}
+        pairs[r] = {name: _discrete(tkey, name, m0, c0, r, n) for name in ("vn", "srvn")}
     bounds = tplots.plot_window(target.bounds, np.concatenate([t.mean for p in pairs.values() for t in p.values()]))
     vals, xs, ys = _contour(tkey, bounds)
-    rows, steps = [], {}
-    for col, (r, runs) in zip(st.columns(2), pairs.items()):
-        with col:
-            st.markdown(f"**ρ = {r:g}**")
-            ui.show(tplots.paths_figure(runs, density_contour(vals, xs, ys), every=max(1, len(runs["vn"].mean) // 6),
-                                        truth=(target.mean, target.cov), bounds=bounds, height=440),
-                    key=f"paths_{'small' if r == float(rho_s) else 'large'}")
+    figs, rows, steps = {}, [], {}
+    for r, runs in pairs.items():
+        figs[r] = tplots.paths_figure(runs, density_contour(vals, xs, ys), every=max(1, len(runs["vn"].mean) // 6),
+                                      truth=(target.mean, target.cov), bounds=bounds, height=440).to_dict()
         for name, tr in runs.items():
             hit = np.flatnonzero(tr.objective < 1e-8)
             steps[(name, r)] = int(tr.iterations[hit[0]]) if hit.size else None
@@ -244,6 +244,22 @@ with ui.guard("VN vs SR-VN"):
                          "steps to KL < 1e-8": (f"{int(tr.iterations[hit[0]])}" + ("" if tr.extra["every"] == 1 else
                                                 " (to within the recording interval)")) if hit.size else "not reached",
                          "final KL": f"{max(float(tr.objective[-1]), 0.0):.3g}", "status": ui.status_text(tr.status)})
+    return figs, rows, steps
+
+
+@ui.cache_data(max_entries=32)
+def _gap_figure(tkey, m0, c0):
+    g = _gap(tkey, m0, c0)
+    return flplots.order_gap_figure(g["rho"], {"‖V_VN − V_SR-VN‖_F": g["gap_V"],
+                                               "‖m_VN − m_SR-VN‖": g["gap_m"]}).to_dict()
+
+
+with ui.guard("VN vs SR-VN"):
+    figs, rows, steps = _vn_srvn(tkey, m0, float(c0), float(rho_s), float(rho_l))
+    for col, (r, fig) in zip(st.columns(2), figs.items()):
+        with col:
+            st.markdown(f"**ρ = {r:g}**")
+            ui.show(flplots.figure(fig), key=f"paths_{'small' if r == float(rho_s) else 'large'}")
     big = float(rho_l)
     sv, ss = steps[("vn", big)], steps[("srvn", big)]
     ui.notice(
@@ -255,8 +271,7 @@ with ui.guard("VN vs SR-VN"):
     ui.table(pd.DataFrame(rows), hide_index=True)
     g = _gap(tkey, m0, float(c0))
     st.markdown("**One step from the same start: the gap is O(ρ²)**")
-    ui.show(flplots.order_gap_figure(g["rho"], {"‖V_VN − V_SR-VN‖_F": g["gap_V"], "‖m_VN − m_SR-VN‖": g["gap_m"]}),
-            key="gap")
+    ui.show(flplots.figure(_gap_figure(tkey, m0, float(c0))), key="gap")
     ok = np.isfinite(g["ratio_V"]) & (g["rho"] <= 1e-2)
     if ok.any():
         ratio = g["ratio_V"][ok]

@@ -592,6 +592,27 @@ st.markdown(
     "The script `scripts/cnn_full_scale.py` runs both with this code and records its settings, the device and "
     "the date; on a CPU it runs them at a reduced scale, which each record states."
 )
+@ui.cache_data(max_entries=16)
+def recorded_figures(file: str, version: float):
+    """The figures of one recorded experiment, as dicts: built once per version of its file (then redrawn
+    in milliseconds). Tan: (ELBO, test error or None); BONG: one per group of methods."""
+    res = next(r for r in results.recorded() if r["file"] == file)
+    if res["kind"] == "tan":
+        curves = results.tan_curves(res)
+        kept, _ = results.on_one_scale(curves)
+        return (pcnn.elbo_curves(kept, title="Average ELBO per epoch (Tan Fig. 8 style)").to_dict(),
+                pcnn.metric_curves(curves, "test_err", "Test error per epoch (MC predictive)", ylabel="test error"
+                                   ).to_dict() if all(len(c["test_err"]) for c in curves) else None)
+    return tuple(pcnn.online_curves(group, title=title).to_dict() for title, group in results.bong_figures(res))
+
+
+def _version(res: dict) -> float:
+    try:
+        return (results.assets_dir() / res["file"]).stat().st_mtime
+    except OSError:
+        return 0.0
+
+
 recs = []
 with ui.guard("reading the recorded results"):
     recs = results.recorded()
@@ -610,23 +631,23 @@ for i, res in enumerate(recs):
         if res["kind"] == "tan":
             ui.table(_rounded(pd.DataFrame(results.tan_rows(res))), hide_index=True, width="stretch")
             curves = results.tan_curves(res)
+            elbo_fig, err_fig = recorded_figures(res["file"], _version(res))
             c1, c2 = st.columns(2)
             with c1:
-                kept, far = results.on_one_scale(curves)
-                ui.show(pcnn.elbo_curves(kept, title="Average ELBO per epoch (Tan Fig. 8 style)"), key=f"tan-elbo-{i}")
+                _, far = results.on_one_scale(curves)
+                ui.show(pcnn.figure(elbo_fig), key=f"tan-elbo-{i}")
                 for c in far:
                     st.caption(f"{c['label']} is left out of this chart: its ELBO (down to "
                                f"{np.nanmin(c['elbo_epoch']):.3g}) would flatten the others into one line. "
                                "The table has its values.")
             with c2:
-                if all(len(c["test_err"]) for c in curves):
-                    ui.show(pcnn.metric_curves(curves, "test_err", "Test error per epoch (MC predictive)",
-                                               ylabel="test error"), key=f"tan-err-{i}")
+                if err_fig is not None:
+                    ui.show(pcnn.figure(err_fig), key=f"tan-err-{i}")
             text = results.tan_notice(res)
         else:
             ui.table(_rounded(pd.DataFrame(results.bong_rows(res))), hide_index=True, width="stretch")
-            for j, (title, group) in enumerate(results.bong_figures(res)):
-                ui.show(pcnn.online_curves(group, title=title), key=f"bong-fig-{i}-{j}")
+            for j, fig in enumerate(recorded_figures(res["file"], _version(res))):
+                ui.show(pcnn.figure(fig), key=f"bong-fig-{i}-{j}")
             text = results.bong_notice(res)
         if text:
             ui.notice(text)

@@ -8,7 +8,7 @@ import streamlit as st
 import vilab_ui as ui
 from vilab.core import as_key
 from vilab.hierarchical import families as fam
-from vilab.hierarchical.fit import CHEN_T0, METHODS, available_methods, fit, sample_q
+from vilab.hierarchical.fit import CHEN_T0, METHODS, available_methods, refit, sample_q
 from vilab.hierarchical.metrics import BANDWIDTH_NOTE, m_star, mode_error, sd_ratio
 from vilab.hierarchical.models import MODELS, get_model, sparsity_patterns
 from vilab.hierarchical.reference import load_reference
@@ -58,6 +58,13 @@ def _reference(k):
     return load_reference(k)
 
 
+@ui.cache_resource(ttl=None)  # the store bounds itself
+def _longest() -> ui.SharedStore:
+    """The longest run of each method and settings so far, shared by every session: a new maximum of
+    iterations continues it or cuts it (vilab.hierarchical.fit.refit gives the numbers of a new run)."""
+    return ui.SharedStore(maxsize=64, ttl_s=6 * 3600)
+
+
 @ui.cache_data(show_spinner="Running the method (compiling on first use) ...", max_entries=64)
 def _run(k, method, n, a0, B, rule, budget_s, seed):
     m = get_model(k)
@@ -67,18 +74,43 @@ def _run(k, method, n, a0, B, rule, budget_s, seed):
     if method == "bam":
         n = min(n, 2000)
     k_fit, k_eval = jax.random.split(as_key(seed))
-    f = fit(m, method, key=k_fit, n_iter=n, tol=0.01 if rule else None, max_seconds=float(budget_s), **kw)
+    same = (k, method, a0, B, rule, budget_s, seed)  # every setting but the number of iterations
+    prev = _longest().get(same)
+    f = refit(m, method, prev, key=k_fit, n_iter=n, tol=0.01 if rule else None, max_seconds=float(budget_s), **kw)
+    if f.state is not None and (prev is None or f.n_steps > prev.n_steps):
+        _longest()[same] = f
+    return _summary(same, f.n_steps, f.status, f)
+
+
+@ui.cache_data(max_entries=128)
+def _summary(same, n_steps, status, _f):
+    """What the page shows of a run: a run that stopped before the new maximum of iterations is the same
+    run, and its accuracy against MCMC is not computed again."""
+    k, method, seed = same[0], same[1], same[-1]
     ref = _reference(k)
-    ms = m_star(lambda mm, kk: sample_q(f, mm, kk), ref.draws, ref.sd, n_rep=3, key=k_eval)
-    mu, sd = f.mean[-1], f.sd[-1]
-    return dict(label=METHODS[method]["label"], status=f.status, mu=mu, sd=sd, t=f.extra["seconds"][1:],
-                elbo=f.extra["elbo"][1:], n=f.n_steps, mstar=ms, mode=mode_error(mu, ref.mode, ref.sd)[:2],
-                ratio=sd_ratio(sd, ref.sd)[:2], start=f.settings.get("T0", ""))
+    ms = m_star(lambda mm, kk: sample_q(_f, mm, kk), ref.draws, ref.sd, n_rep=3, key=jax.random.split(as_key(seed))[1])
+    mu, sd = _f.mean[-1], _f.sd[-1]
+    return dict(label=METHODS[method]["label"], status=_f.status, mu=mu, sd=sd, t=_f.extra["seconds"][1:],
+                elbo=_f.extra["elbo"][1:], n=_f.n_steps, mstar=ms, mode=mode_error(mu, ref.mode, ref.sd)[:2],
+                ratio=sd_ratio(sd, ref.sd)[:2], start=_f.settings.get("T0", ""))
 
 
 @ui.cache_data()
 def _patterns(k, n_show):
     return sparsity_patterns(get_model(k), _reference(k).mean, n_show)
+
+
+@ui.cache_data(max_entries=16)
+def _sparsity_figure(k, n_show):
+    return hplots.sparsity_heatmaps(_patterns(k, n_show)).to_dict()
+
+
+@ui.cache_data(max_entries=64)
+def _marginal_figure(k, idx, fitted):
+    """fitted: ((method, means at idx, sds at idx), ...)."""
+    names, draws = get_model(k).names(), _reference(k).draws
+    return hplots.marginal_densities([(names[i], draws[:, i], {lab: (mu[j], sd[j]) for lab, mu, sd in fitted})
+                                      for j, i in enumerate(idx)]).to_dict()
 
 
 results = {}
@@ -129,10 +161,10 @@ if ref is not None:
     with ui.guard("marginal densities"):
         idx = [names.index(v) for v in shown][:6]
         fitted = {lab: r for lab, r in results.items() if not r["status"].startswith("diverged")}
-        panels = [(names[i], ref.draws[:, i], {lab: (r["mu"][i], r["sd"][i]) for lab, r in fitted.items()})
-                  for i in idx]
-        if panels:
-            ui.show(hplots.marginal_densities(panels), key="marg")
+        if idx:
+            ui.show(hplots.figure(_marginal_figure(key, tuple(idx), tuple(
+                (lab, tuple(float(r["mu"][i]) for i in idx), tuple(float(r["sd"][i]) for i in idx))
+                for lab, r in fitted.items()))), key="marg")
             if fitted:
                 ratios = ", ".join(f"{lab} {r['ratio'][0]:.2f}" for lab, r in fitted.items())
                 ui.notice("Grey fill: the MCMC (NUTS) reference marginal; curves: each method's Gaussian marginal. A "
@@ -180,7 +212,7 @@ st.subheader("Sparsity patterns")
 with ui.guard("sparsity patterns"):
     st_ = fam.structure_of(model)
     n_show = 8 if model.ell == 0 else 12
-    ui.show(hplots.sparsity_heatmaps(_patterns(key, n_show)), key="sparsity")
+    ui.show(hplots.figure(_sparsity_figure(key, n_show)), key="sparsity")
     ui.notice(f"Dark cells can be non-zero. T, the precision T Tᵀ and the Hessian of log p share one pattern: "
               + ("an arrow (each subject's effects talk only to the globals)" if model.ell == 0 else
                  "a band (each state talks to its neighbours) with dense last rows for the globals")

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ON_REQUEST = {"bench_hall", "bench_soak"}  # benchmarks `vilab bench` runs only when asked by name
+ON_REQUEST = {"bench_hall", "bench_soak", "bench_browser"}  # benchmarks `vilab bench` runs only when asked by name
 
 
 def _app(args) -> int:

@@ -82,6 +82,7 @@ def test_a_failing_method_warns_and_the_others_are_drawn(monkeypatch):
 
     monkeypatch.setattr(hfit, "fit", fit)  # the page imports fit from this module on every run
     st.cache_data.clear()  # no cached KLD result from another test
+    st.cache_resource.clear()  # nor a longer KLD run the page would continue or cut (its shared store)
     at = AppTest.from_file(PAGE, default_timeout=600)
     at.query_params.update({"iters": "2000", "m_epi1": ["SNNGM", "KLD"]})
     at.run()
@@ -111,3 +112,36 @@ def test_the_elbo_figure_is_the_main_figure_beside_the_controls():
     lines = {t["name"]: (t["line"]["color"], t["line"].get("dash")) for t in spec["data"]}
     assert lines["SNNGM"] != lines["KLD"]  # same blue in the theme: told apart by dash
     assert sum("What to notice" in i.value for i in at.info) == 4
+
+
+@pytest.mark.parametrize("method, kw", [("kld", {}), ("gva-snngm", {"alpha": 0.03})])
+def test_refit_gives_the_numbers_of_a_new_run(method, kw):
+    """The page moves the maximum of iterations by continuing or cutting the longest run so far
+    (vilab.hierarchical.fit.refit): every derived Trace equals a fresh fit with that maximum, the stopping
+    rule's decision included (the rule is checked between windows, never at a run's last iteration)."""
+    import jax
+    import numpy as np
+
+    from vilab.hierarchical.fit import fit, prefix, refit
+    from vilab.hierarchical.models import get_model
+
+    model, key = get_model("epi1"), jax.random.PRNGKey(3)
+    opts = dict(key=key, tol=5.0, window=100, max_seconds=600.0, **kw)  # a loose rule: SNNGM stops early
+
+    def same(a, b):
+        assert (a.status, a.n_steps) == (b.status, b.n_steps)
+        np.testing.assert_array_equal(a.iterations, b.iterations)
+        for k in ("elbo", "factor"):
+            np.testing.assert_array_equal(np.asarray(a.extra[k]), np.asarray(b.extra[k]))
+        np.testing.assert_array_equal(a.mean, b.mean)
+        np.testing.assert_array_equal(a.step_sizes, b.step_sizes)
+        assert len(b.extra["seconds"]) == b.n_rows and a.settings["n_steps"] == b.settings["n_steps"]
+
+    short, long_ = fit(model, method, n_iter=600, **opts), fit(model, method, n_iter=1500, **opts)
+    same(long_, refit(model, method, short, n_iter=1500, **opts))  # continued
+    same(short, refit(model, method, long_, n_iter=600, **opts))  # cut
+    mid = refit(model, method, long_, n_iter=900, **opts)
+    same(fit(model, method, n_iter=900, **opts), mid)
+    assert prefix(long_, 950) is None  # no row there: refit runs anew
+    same(fit(model, method, n_iter=950, **opts), refit(model, method, long_, n_iter=950, **opts))
+    assert refit(model, method, long_, n_iter=2000, **{**opts, "tol": None}).status == "max_steps"  # other rule: new run

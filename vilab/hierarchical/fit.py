@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -61,7 +62,7 @@ from .families import BlockFactor, BlockPrecFamily, Structure
 __all__ = ["METHODS", "fit", "algorithm", "start_state", "HierState", "thm2_grads", "log_q", "validity_code",
            "chen_kld_grads", "chen_sdb_grads", "chen_fdb_grad_mu", "chen_fdb_grad_T", "sample_q", "final_elbo",
            "final_q", "method_label", "plateau_rule", "TAN_METHODS", "CHEN_METHODS", "CHEN_T0",
-           "available_methods"]
+           "available_methods", "refit", "prefix"]
 
 SINGULAR = 5  # vilab.core.CODES[5]: the Cholesky factor has a zero on its diagonal
 
@@ -553,6 +554,110 @@ def fit(model, method: str, *, key, n_iter: int = 20_000, alpha: float | None = 
     tr.settings.update(window=window, tol=tol, max_seconds=max_seconds, T0=f"{t_scale:.4g} I",
                        **({"alpha": float(state.hyper["alpha"])} if "alpha" in state.hyper else {}))
     return tr
+
+
+def prefix(trace: Trace, n_iter: int) -> Trace | None:
+    """The first ``n_iter`` iterations of a :func:`fit` Trace as a Trace of their own: what
+    ``fit(..., n_iter=n_iter)`` with the same settings returns, when this run went past ``n_iter``
+    and recorded a row there (``n_iter`` a multiple of its window). Status "max_steps" (a run that
+    stopped at ``n_iter`` by the rule, or diverged after it, had not stopped before: the rule is
+    checked only between windows, never at a run's last iteration); None when there is no row at
+    ``n_iter``. A prefix shorter than the run has no final state (``state`` None): it cannot be resumed."""
+    n_iter = integer(n_iter, "The number of iterations n_iter", minimum=0)
+    its = np.asarray(trace.iterations)
+    if n_iter > trace.n_steps:
+        return None
+    if n_iter == trace.n_steps:  # one run of n_iter iterations: no rule, no budget at its last iteration
+        keep = trace.status in ("converged", "max_steps", "max_time")
+        settings = {**trace.settings, "n_steps": n_iter} if "n_steps" in trace.settings else trace.settings
+        return replace(trace, status="max_steps", note="", state=trace.state if keep else None,
+                       key=trace.key if keep else None, settings=settings)
+    R = int(np.searchsorted(its, n_iter, side="right"))
+    if R == 0 or int(its[R - 1]) != n_iter:
+        return None
+
+    def cut(a):
+        return None if a is None else np.asarray(a)[:R]
+
+    extra = {k: (np.asarray(v)[:R] if isinstance(v, np.ndarray) and v.ndim and v.shape[0] == trace.n_rows else v)
+             for k, v in trace.extra.items()}
+    info = {k: np.asarray(v)[:n_iter] for k, v in trace.info.items()}
+    settings = {k: v for k, v in trace.settings.items() if k != "resumed_at"}
+    if "n_steps" in settings:
+        settings["n_steps"] = n_iter
+    return replace(trace, mean=cut(trace.mean), cov=cut(trace.cov), var=cut(trace.var),
+                   objective=cut(trace.objective), iterations=its[:R], step_sizes=np.asarray(trace.step_sizes)[:n_iter],
+                   info=info, extra=extra, status="max_steps", note="", settings=settings, state=None, key=None)
+
+
+def refit(model, method: str, previous: Trace | None, *, key, n_iter: int, alpha: float | None = None,
+          batch: int | None = None, tol: float | None = None, window: int = 1000,
+          max_seconds: float | None = None, init_scale: float | None = None) -> Trace:
+    """``fit(model, method, key=key, n_iter=n_iter, ...)``, computed from ``previous``, a fit of the same
+    model, method, key and settings with another ``n_iter``, wherever that gives the same Trace: a
+    slider that moves the maximum of iterations then costs at most the new iterations, not a new run.
+
+    * ``previous`` stopped (converged by the rule, or diverged) at or before ``n_iter``: it is the result;
+    * ``n_iter`` below its end, at one of its rows: its :func:`prefix`;
+    * it ran all its ``N < n_iter`` iterations: the rule is checked at N (as one run of ``n_iter``
+      would between windows), then the run continues from its final state with
+      :func:`vilab.core.resume` (the runner carries the key, so the numbers are those of one run),
+      the rule seeing every window average since the start, and the time budget what is left of it;
+    * otherwise (no previous run, a dense method of Chen et al., another window, a run cut by the time
+      budget that must go further): a new :func:`fit`.
+
+    Wall times (``extra["seconds"]``) are those of the runs actually made. Only the iterations and the
+    stopping rule are reused: pass the same key and settings as for ``previous``.
+    """
+    n_iter = integer(n_iter, "The number of iterations n_iter", minimum=1)
+    window_used = min(integer(window, "The window (iterations per ELBO average)", minimum=1), n_iter)
+    ok = (previous is not None and isinstance(previous, Trace) and method in METHODS
+          and METHODS[method]["group"] != "chen-dense" and previous.settings.get("method") == method
+          and previous.settings.get("window") == window_used and previous.settings.get("tol") == tol
+          and previous.settings.get("max_seconds") == (None if max_seconds is None else float(max_seconds))
+          and "factor" in previous.extra and "seconds" in previous.extra)
+    if not ok:
+        return fit(model, method, key=key, n_iter=n_iter, alpha=alpha, batch=batch, tol=tol, window=window,
+                   max_seconds=max_seconds, init_scale=init_scale)
+    N = previous.n_steps
+    if n_iter <= N:
+        cut = prefix(previous, n_iter)
+        if cut is not None:
+            return cut
+    elif previous.status == "converged" or previous.diverged:
+        return replace(previous, settings={**previous.settings, "n_steps": n_iter})
+    elif previous.status == "max_steps" and previous.state is not None and previous.key is not None:
+        el, its = np.asarray(previous.extra["elbo"], float), np.asarray(previous.iterations)
+        if tol is not None and plateau_rule(tol)({"elbo": el, "iterations": its}):
+            return replace(previous, status="converged")  # one run of n_iter stops here, between windows
+        spent = float(np.asarray(previous.extra["seconds"])[-1])
+        if max_seconds is not None and spent > max_seconds:
+            return replace(previous, status="max_time")
+        rule = None
+        if tol is not None:
+            base = plateau_rule(tol)
+
+            def rule(rows):
+                return base({"elbo": np.r_[el, np.asarray(rows["elbo"], float)[1:]],
+                             "iterations": np.r_[its, np.asarray(rows["iterations"])[1:]]})
+
+        alg = algorithm(model, method, batch)
+        stamps = []
+        t0 = time.perf_counter()
+        out = core.resume(alg, previous, n_iter - N, record_every=window_used, chunk_size=window_used,
+                          max_time=None if max_seconds is None else max_seconds - spent, host_stop=rule,
+                          on_chunk=lambda _: stamps.append(time.perf_counter() - t0))
+        n_new = out.n_rows - previous.n_rows + 1  # the continuation's rows, its first repeating the last one
+        more = _row_seconds(replace(out, iterations=out.iterations[-n_new:], mean=out.mean[-n_new:]), stamps,
+                            time.perf_counter() - t0)
+        out.extra["seconds"] = np.r_[np.asarray(previous.extra["seconds"]), spent + more[1:]]
+        out.settings.pop("resumed_at", None)
+        out.settings["n_steps"] = n_iter
+        out.settings.update({k: previous.settings[k] for k in ("window", "tol", "max_seconds", "T0", "alpha")
+                             if k in previous.settings})
+        return out
+    return fit(model, method, key=key, n_iter=n_iter, alpha=alpha, batch=batch, tol=tol, window=window,
+               max_seconds=max_seconds, init_scale=init_scale)
 
 
 def _row_seconds(tr: Trace, stamps, total) -> np.ndarray:

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..checks import integer, positive, real_scalar
+from ..checks import integer, positive, real_array, real_scalar
 from ..gaussian import check_mean_cov
 
 from ..core.cache import memoize
@@ -22,7 +22,7 @@ from .families import FC
 from .grid import make_method
 from .likelihoods import gaussian
 from .reference import batch_posterior, kalman_filter
-from .runner import belief_path
+from .runner import _inputs, belief_path
 
 __all__ = ["linear_demo", "linear_f", "make_stream", "bong_linear_path", "example_5a", "scalar_fc_mom_vs_kf"]
 
@@ -41,9 +41,20 @@ def make_stream(key, T: int, dim: int = 2, noise_var: float = 0.5, prior_var: fl
     prior_var = positive(prior_var, "The prior variance")
     k_theta, k_x, k_noise = jax.random.split(as_key(key), 3)
     theta = np.asarray(jax.random.normal(k_theta, (dim,), jnp.float64)) * np.sqrt(prior_var)
-    X = np.asarray(jax.random.normal(k_x, (T, dim), jnp.float64))
-    y = X @ theta + np.asarray(jax.random.normal(k_noise, (T,), jnp.float64)) * np.sqrt(noise_var)
+    X = _normal_rows(k_x, T, dim)
+    y = X @ theta + _normal_rows(k_noise, T, None) * np.sqrt(noise_var)
     return X, y, theta
+
+
+def _normal_rows(key, T: int, dim: int | None) -> np.ndarray:
+    """``jax.random.normal(key, (T, dim))`` (or ``(T,)``) as numpy. JAX compiles its sampler once per shape:
+    with partitionable Threefry (JAX's default) the first T rows of a longer draw are the same numbers, so the
+    draw is made at the next power of two and cut, and a slider moving T reuses one compiled sampler."""
+    shape = (T,) if dim is None else (T, dim)
+    if not jax.config.jax_threefry_partitionable:
+        return np.asarray(jax.random.normal(key, shape, jnp.float64))
+    n = max(8, 1 << (T - 1).bit_length())
+    return np.asarray(jax.random.normal(key, (n,) + shape[1:], jnp.float64))[:T]
 
 
 @memoize("vilab.online.linear_gaussian likelihoods", maxsize=32)
@@ -60,8 +71,14 @@ def bong_linear_path(X, y, noise_var: float, mu0, Sigma0, family: str = "fc"):
     mu0, Sigma0 = check_mean_cov(mu0, Sigma0, name="Sigma0")
     noise_var = positive(noise_var, "The noise variance")
     prior = FC(jnp.asarray(mu0, jnp.float64), jnp.asarray(Sigma0, jnp.float64))
+    # Whitened: y / sqrt(R) = (x / sqrt(R))^T theta + N(0, 1) is the same model, and its updates (exact Bayes
+    # for fc; fc_mom's Sigma H^T R^-1 H Sigma) are the same numbers up to round-off. One likelihood, N(0, 1),
+    # hence one compiled loop, serves every noise variance (a slider on R does not recompile).
+    w = 1.0 / np.sqrt(float(noise_var))
+    X = np.asarray(_inputs(X)) * w
+    y = real_array(y, "The observations y", allow_empty=True) * w
     # lin-hess has no random draws: the key only names the stream
-    path = belief_path(make_method(f"bong-lin-hess-{family}"), linear_f, _gaussian(float(noise_var)), X, y, prior,
+    path = belief_path(make_method(f"bong-lin-hess-{family}"), linear_f, _gaussian(1.0), X, y, prior,
                        key=jax.random.PRNGKey(0))
     return np.asarray(path.mu), np.asarray(path.Sigma)
 

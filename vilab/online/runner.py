@@ -363,6 +363,11 @@ def belief_path(method: Method, f: Callable, lik, X, Y, prior, *, key, check: bo
     Yenc = encode_all(lik, Y, prior.mu.dtype)
     alg = algorithm(method, f, lik, None, check)
     seen = [jax.tree_util.tree_map(np.asarray, prior)]
+    if T > 0 and not isinstance(X, jax.core.Tracer):
+        # the stream padded (with its last example, never used) to a power of two: streams of 9 to 16
+        # examples share one compiled batch window instead of compiling one per length (a slider on T)
+        pad = max(8, 1 << (T - 1).bit_length()) - T
+        X, Yenc = (np.concatenate([a, np.repeat(a[-1:], pad, axis=0)]) for a in (np.asarray(X), np.asarray(Yenc)))
     core.run(alg, key, alg.init(key, prior), T, batches=(X, Yenc), chunk_size=1,
              on_chunk=lambda tr: seen.append(tr.state.belief))
     nan = jax.tree_util.tree_map(lambda a: np.full_like(np.asarray(a, float), np.nan).astype(np.asarray(a).dtype), seen[0])

@@ -1,0 +1,52 @@
+"""benchmarks/bench_browser.py: it imports, names a control for every page, and its helpers read what they
+should. The browser measurement itself is a benchmark (run by hand or by `vilab bench browser`), not a test."""
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_browser", ROOT / "benchmarks" / "bench_browser.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_every_page_has_a_control_to_move(bench):
+    from tests.browser import layout
+
+    pages = [p for p, _ in layout.page_paths()]
+    assert bench.HOME == pages[0]
+    missing = [p for p in pages if p not in bench.CONTROLS]
+    assert not missing, f"pages without a control in bench_browser.CONTROLS (add the slider a lecturer moves): {missing}"
+    for path, (kind, key, query) in bench.CONTROLS.items():
+        assert kind in ("slider", "toggle") and key and isinstance(query, str), path
+    assert set(bench.RETRAINS) <= set(bench.CONTROLS)
+
+
+def test_percentile_and_table(bench):
+    assert bench.pct([], 95) is None
+    assert bench.pct([1.0], 95) == 1.0
+    assert bench.pct([1.0, 2.0, 3.0, 4.0, 5.0], 50) == 3.0
+    assert abs(bench.pct(list(range(1, 21)), 95) - 19.05) < 1e-9
+    rows = [{"page": "Hierarchical_models", "control": "slider:iters", "times": [0.5, 0.7, 0.9], "server_cpu_s": [0.1],
+             "cold_empty_s": 30.0, "cold_filled_s": 10.0, "warm_load_s": 2.5},
+            {"page": "Home", "control": "toggle:lecture", "times": [], "error": "no slider on the page"}]
+    md = bench.table(rows).splitlines()
+    assert md[0].startswith("| page |") and len(md) == 4
+    assert "| Hierarchical models | slider:iters | 0.70 | 0.88 | 1 | 0.100 | 30.0 | 10.0 | 2.50 |" == md[2]
+    assert "no slider on the page" in md[3] and "| 0.5 |" in md[3]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="Linux /proc")
+def test_cpu_seconds_of_this_process(bench):
+    t = bench.cpu_seconds(os.getpid())
+    assert t is not None and t > 0
+    assert bench.cpu_seconds(None) is None
+    assert bench.server_pid("http://127.0.0.1:1") is None  # nothing serves port 1
