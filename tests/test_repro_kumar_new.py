@@ -31,17 +31,18 @@ def test_slow_reproduction_passes(name):
 
 
 def test_theorem2_formulas_against_a_hand_computation():
-    """Eq. 25 and App. C.5 on round numbers, computed by hand."""
-    from vilab.repro.kumar2025 import theorem2_eta, theorem2_steps
+    """Eq. 25 and App. C.5 (vilab.guarantees, which the kumar2025-thm2 entry uses) on round numbers, by hand."""
+    from vilab.guarantees import theorem2_eta, theorem2_steps
 
-    # lam_min = 0.1, xi_l^2 = 0.5, xi_u^2 = 2 (lam_max = 2), M = 10
-    r1, r2 = theorem2_steps(0.1, 0.5, 2.0, 10.0)
-    assert r1 == pytest.approx(0.1 / (4 * 10)) and r2 == pytest.approx(np.sqrt(0.4) * 0.5 / (10 * 4))
+    # lam_min = 0.1, xi_l^2 = 0.5, xi_u^2 = 2 (lam_max = 2), M = 10, delta = 1
+    xi_l, xi_u = np.sqrt(0.5), np.sqrt(2.0)
+    st = theorem2_steps(10.0, 0.1, xi_l, xi_u)
+    assert st["rho1"] == pytest.approx(0.1 / (4 * 10)) and st["rho2"] == pytest.approx(np.sqrt(0.4) * 0.5 / (10 * 4))
     rho = 1e-3
     first = 0.1 * rho - 10 * rho**2 * 4 / 2
     second = np.sqrt(2.5) * rho * 0.5 - 5 * rho**2 * 4 * 10 / 4
-    assert theorem2_eta(rho, 0.1, 0.5, 2.0, 10.0) == pytest.approx(min(first, second))
-    assert theorem2_eta(1.0, 0.1, 0.5, 2.0, 10.0) < 0  # a large step: no guarantee
+    assert theorem2_eta(rho, 1.0, 10.0, 0.1, xi_l, xi_u) == pytest.approx(min(first, second))
+    assert theorem2_eta(1.0, 1.0, 10.0, 0.1, xi_l, xi_u) < 0  # a large step: no guarantee
 
 
 def test_thm2_entry_reports_the_constants_and_a_failing_bound_would_show():

@@ -75,30 +75,6 @@ def _order2():
 # Theorem 2 (Eq. 25, App. C.5), the 1-D toy T1, one-step VN, Lemma 1
 
 
-def theorem2_eta(rho: float, lam_min: float, xi_l2: float, xi_u2: float, M: float) -> float:
-    """Kumar et al. (2025) Thm 2, Eq. 25: eta = min{lam_min rho - M rho^2 xi_u^4 / 2,
-    sqrt(5/2) rho xi_l^2 - 5 rho^2 xi_u^4 M / 4}; the contraction factor per step is 1 - 2 eta delta."""
-    return min(lam_min * rho - M * rho**2 * xi_u2**2 / 2.0,
-               np.sqrt(2.5) * rho * xi_l2 - 5.0 * rho**2 * xi_u2**2 * M / 4.0)
-
-
-def theorem2_steps(lam_min: float, xi_l2: float, xi_u2: float, M: float) -> tuple[float, float]:
-    """Kumar et al. (2025) App. C.5 ("Eq. 55"): rho1 = lam_min / (lam_max^2 M), rho2 = sqrt(2/5) xi_l^2 / (M xi_u^4),
-    lam_max = xi_u^2: the maximisers of the two quadratics of Eq. 25."""
-    return lam_min / (xi_u2**2 * M), np.sqrt(0.4) * xi_l2 / (M * xi_u2**2)
-
-
-def theorem2_constants(trace, A):
-    """The constants of Kumar et al. Thm 2 along an SR-VN run on a Gaussian target with precision A:
-    lam_min = min_t lam_min(V_t), xi_l^2 / xi_u^2 = min / max_t ||C_t||_F^2 (= tr V_t), delta / M = extreme
-    eigenvalues of A (strong convexity and smoothness of the loss, Assumptions 2-3)."""
-    V = np.asarray(trace.cov)
-    fro2 = np.trace(V, axis1=1, axis2=2)
-    ev = np.linalg.eigvalsh(A)
-    return {"lam_min": float(np.linalg.eigvalsh(V)[:, 0].min()), "xi_l2": float(fro2.min()),
-            "xi_u2": float(fro2.max()), "delta": float(ev[0]), "M": float(ev[-1])}
-
-
 THM2_SOURCE = ("computed by us on our 2-D regression data (the paper evaluates Thm 2 on no example): the constants "
                "along an SR-VN run from m0 = (-2, 2.5), C0 = 0.2 I, inserted in Eq. 25 and App. C.5")
 
@@ -112,25 +88,21 @@ THM2_SOURCE = ("computed by us on our 2-D regression data (the paper evaluates T
 def _thm2():
     from ..algorithms import run
     from ..gaussian import CholCov
+    from ..guarantees import theorem2_eta, theorem2_report
     from ..targets.papers import kumar_t2
 
     t = kumar_t2()
     A = np.linalg.inv(np.asarray(t.cov))
     rho = 1e-3
     tr = run("srvn", t, CholCov(np.array([-2.0, 2.5]), 0.2 * np.eye(2)), 30000, rho, kl_tol=1e-9)
-    k = theorem2_constants(tr, A)
-    r1, r2 = theorem2_steps(k["lam_min"], k["xi_l2"], k["xi_u2"], k["M"])
-    eta = theorem2_eta(rho, k["lam_min"], k["xi_l2"], k["xi_u2"], k["M"])
-    bound = 1.0 - 2.0 * eta * k["delta"]
-    kl = np.asarray(tr.objective)
-    alive = kl[:-1] > 1e-9  # ratios above round-off
-    worst = float(np.max(kl[1:][alive] / kl[:-1][alive]))
-    eta_big = theorem2_eta(1e-2, k["lam_min"], k["xi_l2"], k["xi_u2"], k["M"])
+    k = theorem2_report(A, tr, floor=1e-9)  # Eq. 25 and App. C.5 (vilab.guarantees), constants along the run
+    r1, r2, bound, worst = k["rho1"], k["rho2"], k["factor"], k["worst_ratio"]
+    eta_big = theorem2_eta(1e-2, k["delta"], k["M"], k["lam_min"], k["xi_l"], k["xi_u"])
     fast = run("srvn", t, CholCov(np.array([-2.0, 2.5]), 0.2 * np.eye(2)), 30000, 1e-2, kl_tol=1e-8)
     d = dict(kind="derived", source=THM2_SOURCE)
     return [
         Check("rho1 = lam_min / (lam_max^2 M)", 1.16e-3, r1, tol=5e-6, **d,
-              note=f"lam_min {k['lam_min']:.5f}, xi_l^2 {k['xi_l2']:.4f}, xi_u^2 = lam_max {k['xi_u2']:.4f}, "
+              note=f"lam_min {k['lam_min']:.5f}, xi_l^2 {k['xi_l']**2:.4f}, xi_u^2 = lam_max {k['xi_u']**2:.4f}, "
                    f"M {k['M']:.4f}, delta {k['delta']:.4f}"),
         Check("rho2 = sqrt(2/5) xi_l^2 / (M xi_u^4)", 2.04e-3, r2, tol=5e-6, **d),
         Check("1 - 2 eta delta at rho = 1e-3", 0.999960, bound, tol=5e-7, **d),
