@@ -7,9 +7,11 @@ import pandas as pd
 import streamlit as st
 
 import vilab_ui as ui
+from vilab_ui import live as ui_live
 from vilab_ui import starts as starts_ui
 from vilab import fields as vf
 from vilab import plots
+from vilab.fields_live import run_1d_schedule
 from vilab.plots import fields as fplots
 from vilab.targets import gaussian_target
 from vilab.targets.papers import horseshoe_crab_toy
@@ -113,10 +115,23 @@ with ctl:
         st.info(start_msg)
     n_arrows = ui.slider("arrows per axis", "na", 8, 30, 17)
     normalise = ui.toggle("arrows: direction only", "norm", True)
-    with ui.more("Step sizes and new starts"):
-        schedule = ui.radio("step-size rule", "rule", ["backtracking (Tan Sec. 4.1)", "fixed"],
-                            "backtracking (Tan Sec. 4.1)")
-        step = ui.log_slider("fixed step size ρ", "rho", 1e-6, 1.0, 0.01) if schedule == "fixed" else 1.0
+    live_on = ui.toggle("step by step (Play, Step, change ρ mid-run)", "live", False)
+    live_kw = {"on_change": ui_live.redraw("vf")} if live_on else {}
+
+    def _step_controls():
+        """The step-size rule and ρ (in the step-by-step view beside the figure: the lecturer moves ρ)."""
+        rule = ui.radio("step-size rule", "rule", ["backtracking (Tan Sec. 4.1)", "fixed"], "backtracking (Tan Sec. 4.1)")
+        if rule == "fixed":
+            return rule, ui.log_slider("fixed step size ρ", "rho", 1e-6, 1.0, 0.01, **live_kw), "rho"
+        if live_on:  # the first rung of the ladder, which the step-by-step view lets you change mid-run
+            return rule, ui.log_slider("first step size tried ρ₀", "rho0", 1e-6, 1.0, 1.0, **live_kw), "rho0"
+        return rule, 1.0, None
+
+    if live_on:
+        schedule, step, step_key = _step_controls()
+    with ui.more("New starts" if live_on else "Step sizes and new starts"):
+        if not live_on:
+            schedule, step, step_key = _step_controls()
         ui.number("new start: mean μ", "nmu", -50.0, 50.0, 1.0, 0.1)
         ui.number("new start: variance σ²", "ns2", 1e-6, 1e3, 0.05, 0.01, format="%.4g")
         st.button("add this start", key="add_start", on_click=_add_start, args=(starts_key,))
@@ -159,72 +174,107 @@ with fig_slot, ui.guard("vector fields"):
     ox, oy = (float(v) for v in vf.to_chart(opt[0], opt[1], chart))
     L_opt = float(vf.elbo_grads_1d(target, opt[0], opt[1])[0])
 
-    eu_paths, na_paths, rows, counts = {}, {}, [], {}
-    for k, (mu0, s20) in enumerate(starts):
-        row = {"start": f"({mu0:g}, {s20:g})", "on the plot": f"{k + 1} {fplots.start_symbol(k)[1]}"}
-        for r in rules:
-            pm, ps, status, its, rmin = _path(tkey, r, mu0, s20, sched, float(step))
-            with np.errstate(invalid="ignore", divide="ignore"):
-                px, py = vf.to_chart(pm, np.where(ps > 0, ps, np.nan), chart)
-            code = RULES[r]
-            (eu_paths if code == "gd-mv" else na_paths)[f"start {k + 1} {row['start']}"
-                                                       + ("" if code == "gd-mv" else f" ({_rule_label(r)})")] = \
-                (px, py, status, code)
-            row[_rule_label(r)] = (f"{its} ({rmin:.0e})" if status in ("converged", "stalled")
-                                   else f"{its}: {ui.status_text(status)}")
-            counts.setdefault(code, []).append((its, status, rmin))
-        rows.append(row)
-
     xlabel, ylabel = (AXIS_TEXT.get(t, t) for t in vf.chart_labels(chart))
     click = (np.linspace(*box[0], 40), np.linspace(*box[1], 40))
     start_xy = np.array([vf.to_chart(m, s, chart) for m, s in starts], float)
-    fig = fplots.field_pair_figure(
-        arrows["xs"], arrows["ys"], [(arrows["Ex"], arrows["Ey"]), (arrows["Nx"], arrows["Ny"])],
-        titles=("Euclidean gradient field", "natural gradient field"), paths=(eu_paths, na_paths),
-        objective=fine["L"], objective_xy=(fine["xs"], fine["ys"]), objective_max=L_opt, optimum=(ox, oy),
-        starts=start_xy, start_labels=[f"start {k + 1}: ({m:g}, {s:g})" for k, (m, s) in enumerate(starts)],
-        normalise=normalise, xlabel=xlabel, ylabel=ylabel, click_grid=click, height=400)
-    if chart == vf.CHARTS[4]:
-        tv, tt = _log_ticks(*box[1])
-        fig.update_yaxes(tickvals=tv, ticktext=tt)
-    ui.show(fig, key="fields", main=True, on_select=lambda: _add_click("fields", starts_key, chart),
-            selection_mode="points")
 
-    # what to notice, with this view's numbers
-    def _summary(code):
-        got = counts.get(code, [])
-        ok = [c for c in got if c[1] in ("converged", "stalled")]  # stalled: stationary to machine precision
-        if not ok:
-            return None
-        its = [c[0] for c in ok]
-        return min(its), max(its), min(c[2] for c in ok)
+    def _fields(path_fn, bends=()):
+        """Draw both fields with every (start, rule) path from ``path_fn(rule, mu0, s20)`` -> (means,
+        variances, status, iterations, smallest step size); (table rows, counts per rule)."""
+        eu_paths, na_paths, rows, counts = {}, {}, [], {}
+        for k, (mu0, s20) in enumerate(starts):
+            row = {"start": f"({mu0:g}, {s20:g})", "on the plot": f"{k + 1} {fplots.start_symbol(k)[1]}"}
+            for r in rules:
+                pm, ps, status, its, rmin = path_fn(r, mu0, s20)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    px, py = vf.to_chart(pm, np.where(ps > 0, ps, np.nan), chart)
+                code = RULES[r]
+                (eu_paths if code == "gd-mv" else na_paths)[f"start {k + 1} {row['start']}"
+                                                           + ("" if code == "gd-mv" else f" ({_rule_label(r)})")] = \
+                    (px, py, status, code)
+                row[_rule_label(r)] = (f"{its} ({rmin:.0e})" if status in ("converged", "stalled")
+                                       else f"{its}: {ui.status_text(status)}")
+                counts.setdefault(code, []).append((its, status, rmin))
+            rows.append(row)
+        fig = fplots.field_pair_figure(
+            arrows["xs"], arrows["ys"], [(arrows["Ex"], arrows["Ey"]), (arrows["Nx"], arrows["Ny"])],
+            titles=("Euclidean gradient field", "natural gradient field"), paths=(eu_paths, na_paths),
+            objective=fine["L"], objective_xy=(fine["xs"], fine["ys"]), objective_max=L_opt, optimum=(ox, oy),
+            starts=start_xy, start_labels=[f"start {k + 1}: ({m:g}, {s:g})" for k, (m, s) in enumerate(starts)],
+            normalise=normalise, xlabel=xlabel, ylabel=ylabel, click_grid=click,
+            height=(330 if ui.lecture() else 360) if live_on else 400)  # live: the buttons' row sits above
+        if bends:
+            fplots.add_pair_bends(fig, (eu_paths, na_paths), bends, symbol="ρ₀" if step_key == "rho0" else "ρ")
+        if chart == vf.CHARTS[4]:
+            tv, tt = _log_ticks(*box[1])
+            fig.update_yaxes(tickvals=tv, ticktext=tt)
+        ui.show(fig, key="fields", main=True, on_select=lambda: _add_click("fields", starts_key, chart),
+                selection_mode="points")
+        return rows, counts
 
-    eu = _summary("gd-mv")
-    nat = {c: _summary(c) for c in counts if c != "gd-mv" and _summary(c) is not None}
-    n_div = sum(str(c[1]).startswith("diverged") for v in counts.values() for c in v)
-    parts = []
-    if eu is not None and nat:
-        best = min(nat, key=lambda c: nat[c][1])
-        rng = lambda t: f"{t[0]}" if t[0] == t[1] else f"{t[0]} to {t[1]}"  # noqa: E731
-        parts.append(f"Euclidean ascent needs {rng(eu)} steps, with step sizes down to {eu[2]:.0e}; "
-                     f"the fastest natural rule here, {_rule_label(next(o for o in rules if RULES[o] == best))}, needs "
-                     f"{rng(nat[best])}.")
-    parts.append("Near σ² = 0 the Euclidean gradient's σ² component holds the entropy term 1/(2σ²), which explodes, "
-                 "so only tiny steps keep σ² positive and the ELBO rising: the left paths zigzag. The natural gradient "
-                 "multiplies it by 2σ⁴ "
-                 "(the inverse Fisher information), which cancels the blow-up, so the right arrows point at the "
-                 "optimum ○ and large steps are safe.")
-    if chart == vf.CHARTS[3]:
-        parts.append("In natural parameters the natural field of a Gaussian target points straight at the optimum.")
-    if n_div:
-        parts.append(f"{n_div} run(s) diverged (a fixed step too large for the curvature): the label marks where "
-                     "they left the Gaussians; hover it for the reason.")
-    ui.notice(" ".join(parts))
+    if live_on:
+        lv = ui_live.Live("vf", {step_key: step_key}, n_max=1000, bounds=(1e-6, 1.0))
 
-    with table_slot:
-        st.markdown("**Iterations to convergence (smallest step size used)**, stopping when "
-                    "|L_new − L_old| < 10⁻⁷ |L_new|" + (" (Tan 2025, Table 2, with the default settings)." if crab else "."))
-        ui.table(pd.DataFrame(rows).set_index("start"))
+        def _draw(lv):
+            runs = {}
+
+            def live_path(r, mu0, s20):
+                code = RULES[r]
+                tr = lv.follow(("vector fields", tkey, code, mu0, s20, sched), {"rho": step_key},
+                               lambda n, sett, pre, pre_sett: run_1d_schedule(
+                                   code, target, mu0, s20, sett["rho"], n, sched, prefix=pre,
+                                   prefix_changes=pre_sett["rho"] if pre_sett else None))
+                runs[f"{_rule_label(r)} from ({mu0:g}, {s20:g})"] = tr
+                rmin = float(np.min(tr.step_sizes)) if tr.n_steps else np.nan
+                return tr.mean[:, 0], tr.cov[:, 0, 0], tr.status, tr.n_steps, rmin
+
+            _fields(live_path, lv.bends(step_key))
+            return runs
+
+        lv.player(_draw, per_tick=lambda it: max(1, it // 10))
+        ui.notice("Step (key N), Step ×10 (Shift+N) or Play (P) the runs from every start; move "
+                  + ("ρ" if step_key == "rho" else "ρ₀, the first step size the backtracking rule tries,")
+                  + " while paused or playing and every path goes on from where it is with the new value (a star "
+                  "marks the iterate). Natural-gradient paths reach the optimum ○ in a few steps and stop there "
+                  "(no step size increases the ELBO any more); Euclidean ones creep. Reset (0) starts again.")
+    else:
+        rows, counts = _fields(lambda r, mu0, s20: _path(tkey, r, mu0, s20, sched, float(step)))
+
+        # what to notice, with this view's numbers
+        def _summary(code):
+            got = counts.get(code, [])
+            ok = [c for c in got if c[1] in ("converged", "stalled")]  # stalled: stationary to machine precision
+            if not ok:
+                return None
+            its = [c[0] for c in ok]
+            return min(its), max(its), min(c[2] for c in ok)
+
+        eu = _summary("gd-mv")
+        nat = {c: _summary(c) for c in counts if c != "gd-mv" and _summary(c) is not None}
+        n_div = sum(str(c[1]).startswith("diverged") for v in counts.values() for c in v)
+        parts = []
+        if eu is not None and nat:
+            best = min(nat, key=lambda c: nat[c][1])
+            rng = lambda t: f"{t[0]}" if t[0] == t[1] else f"{t[0]} to {t[1]}"  # noqa: E731
+            parts.append(f"Euclidean ascent needs {rng(eu)} steps, with step sizes down to {eu[2]:.0e}; "
+                         f"the fastest natural rule here, {_rule_label(next(o for o in rules if RULES[o] == best))}, needs "
+                         f"{rng(nat[best])}.")
+        parts.append("Near σ² = 0 the Euclidean gradient's σ² component holds the entropy term 1/(2σ²), which explodes, "
+                     "so only tiny steps keep σ² positive and the ELBO rising: the left paths zigzag. The natural gradient "
+                     "multiplies it by 2σ⁴ "
+                     "(the inverse Fisher information), which cancels the blow-up, so the right arrows point at the "
+                     "optimum ○ and large steps are safe.")
+        if chart == vf.CHARTS[3]:
+            parts.append("In natural parameters the natural field of a Gaussian target points straight at the optimum.")
+        if n_div:
+            parts.append(f"{n_div} run(s) diverged (a fixed step too large for the curvature): the label marks where "
+                         "they left the Gaussians; hover it for the reason.")
+        ui.notice(" ".join(parts))
+
+        with table_slot:
+            st.markdown("**Iterations to convergence (smallest step size used)**, stopping when "
+                        "|L_new − L_old| < 10⁻⁷ |L_new|" + (" (Tan 2025, Table 2, with the default settings)." if crab else "."))
+            ui.table(pd.DataFrame(rows).set_index("start"))
 
 with area, ui.explain():
     st.markdown(

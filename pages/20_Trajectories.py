@@ -6,13 +6,14 @@ import streamlit as st
 
 import vilab_ui as ui
 from vilab import plots, stability, tabular
-from vilab.algorithms import run
+from vilab.algorithms import algorithm, run
 from vilab.core import as_key
 from vilab.gaussian import CholCov
 from vilab.plots import density_contour
 from vilab.plots import trajectories as tplots
 from vilab.targets import banana, rotated_gaussian_2d, student_t_2d
 from vilab.targets.papers import kumar_t2, kumar_t3
+from vilab_ui import live as ui_live
 from vilab_ui.csv_data import CSV_CHOICE, coefficient_pair, csv_panel
 
 ui.page(
@@ -21,15 +22,18 @@ ui.page(
     "covariance every k steps.",
 )
 
-METHODS = ["vn", "srvn", "gd-mc", "gd-mv", "bwgd", "fbgvi", "tan-1E", "tan-1N", "tan-2E", "tan-2N", "tan-2N-cor1"]
+METHODS = ["vn", "srvn", "gd-mc", "gd-mv", "bwgd", "fbgvi", "tan-1E", "tan-1N", "tan-2E", "tan-2N", "tan-2N-cor1",
+           "lsk", "tan-1N-log", "svgd"]
 DEFAULT_STEP = {"vn": 1.0, "srvn": 1.0, "gd-mc": 0.0237, "gd-mv": 0.00237, "bwgd": 0.0237, "fbgvi": 0.0237,
-                "tan-1E": 0.0237, "tan-1N": 1.0, "tan-2E": 0.0133, "tan-2N": 1.0, "tan-2N-cor1": 1.0}
+                "tan-1E": 0.0237, "tan-1N": 1.0, "tan-2E": 0.0133, "tan-2N": 1.0, "tan-2N-cor1": 1.0,
+                "lsk": 1.0, "tan-1N-log": 1.0, "svgd": 0.00237}
 STEP_HI = 10 ** 0.25  # 1.78: the 1/8-decade grid from 1e-4 then contains 1 exactly
 TARGETS = ["Bayesian linear regression (T2)", "logistic regression (T3)", "correlated Gaussian", "banana", "Student-t",
            CSV_CHOICE]
 # shown shorter than their URL values, so that a choice fits the control column
 TARGET_TEXT = {TARGETS[0]: "linear regression (T2)"}
-VIEWS = ["paths", "animation", "step-size sweep"]
+VIEWS = ["paths", "animation", "step-size sweep", "live"]
+VIEW_TEXT = {"live": "step by step"}
 
 
 @ui.cache_resource()
@@ -77,6 +81,15 @@ def _run(tkey, method, rho, grads, n_samples, seed, m0, c0, n_steps, tol, _model
     return run(method, tgt, _start(m0, c0), int(n_steps), float(rho), key=as_key(int(seed)), **opts)
 
 
+def _live_build(tkey, method, grads, n_samples, seed, m0, c0, rho, model=None):
+    """(algorithm, key, start state) of a step-by-step run: no stopping rule, the steps are the user's."""
+    tgt = _target(*tkey, _model=model)
+    opts = {"grads": grads} if grads == "exact" else {"grads": grads, "n_samples": int(n_samples)}
+    alg = algorithm(method, tgt, **opts)
+    key = as_key(int(seed))
+    return alg, key, alg.init(key, _start(m0, c0), rho=float(rho), target=tgt)
+
+
 @ui.cache_data(max_entries=64)
 def _contour(tkey, bounds):
     return tplots.log_density_grid(_target(*tkey), bounds)
@@ -122,10 +135,12 @@ with ctl:
     kappa = ui.log_slider("condition number", "kappa", 1.0, 1000.0, 30.0) if tname == "correlated Gaussian" else 30.0
     rho_t = ui.slider("Student-t correlation", "trho", -0.95, 0.95, 0.5, 0.05) if tname == "Student-t" else 0.5
     df = ui.log_slider("Student-t degrees of freedom", "df", 1.0, 100.0, 5.0) if tname == "Student-t" else 5.0
-    view = ui.radio("view", "view", VIEWS, "paths", horizontal=True)
+    view = ui.radio("view", "view", VIEWS, "paths", horizontal=True, format_func=lambda v: VIEW_TEXT.get(v, v))
     st.markdown("**Step sizes ρ**")
+    # in the step-by-step view a moved step size redraws only the live figure (the run goes on with it)
+    live_kw = {"on_change": ui_live.redraw("tr")} if view == "live" else {}
     rhos = {m: ui.log_slider(f"{plots.label(m)}: step size", f"s_{m}", 1e-4, STEP_HI, DEFAULT_STEP[m],
-                             points_per_decade=8) for m in methods}
+                             points_per_decade=8, **live_kw) for m in methods}
     c0 = ui.slider("start scale c_0 (C_0 = c_0 I)", "c0", 0.05, 5.0, 0.2, 0.05)
     csv, pair = None, (0, 1)
     if tname == CSV_CHOICE:
@@ -184,8 +199,10 @@ with fig_slot, ui.guard("runs"):
     if not methods:
         st.info("Choose at least one method.")
         st.stop()
+    # the finished runs (the step-by-step view needs them only to frame a target without a window)
+    need_full = view != "live" or model is not None or target.bounds is None
     traces = {m: _run(tkey, m, settings[m][0], settings[m][1], int(n_samples), seed, m0_full, float(c0),
-                      int(n_steps), float(tol), _model=model) for m in methods}
+                      int(n_steps), float(tol), _model=model) for m in methods} if need_full else {}
     full_traces = traces
     if model is not None:  # the two coefficients shown: paths and marginal covariances
         traces = {m: tabular.project_trace(t, pair) for m, t in full_traces.items()}
@@ -209,7 +226,9 @@ with fig_slot, ui.guard("runs"):
     contour = density_contour(vals, xs, ys)
     truth = (target.mean, target.cov) if gauss else None
     lim = None
-    if exact_ok and model is None:
+    if view == "live":
+        pass
+    elif exact_ok and model is None:
         lim = _limits(tkey, m0, float(c0))
     elif exact_ok:  # your data: the stability limits are drawn where they can be found
         try:
@@ -262,6 +281,31 @@ with fig_slot, ui.guard("runs"):
                   "posterior's shape within a few steps, Euclidean and Wasserstein ones slowly." + why_same)
         for m, tr in traces.items():
             ui.report_status(tr, plots.label(m))
+    elif view == "live":
+        lv = ui_live.Live("tr", {m: f"s_{m}" for m in methods}, n_max=int(n_steps), bounds=(1e-4, STEP_HI))
+        ns = int(n_samples)
+
+        def _draw(lv):
+            runs = {m: lv.run(("trajectories", tkey, m, settings[m][1], ns, seed, m0_full, float(c0)),
+                              lambda m=m: _live_build(tkey, m, settings[m][1], ns, seed, m0_full, float(c0),
+                                                      rhos[m], model),
+                              {"rho": m}) for m in methods}
+            shown = runs if model is None else {m: tabular.project_trace(t, pair) for m, t in runs.items()}
+            # the buttons take a row above: a lower figure keeps it on the first screen in lecture mode
+            fig = tplots.paths_figure(shown, contour, every=int(every), truth=truth, bounds=bounds,
+                                      height=330 if ui.lecture() else 400)
+            tplots.add_bends(fig, shown, {m: lv.bends(m) for m in methods})
+            if model is not None:
+                fig.update_xaxes(title=f"θ: {csv.names[pair[0]]}")
+                fig.update_yaxes(title=f"θ: {csv.names[pair[1]]}")
+            ui.show(fig, key="live", main=True)
+            return {plots.label(m): t for m, t in runs.items()}
+
+        lv.player(_draw, per_tick=lambda it: max(1, it // 10))
+        ui.notice("Drive the runs: Step (key N) takes one iteration, Step ×10 (Shift+N) ten, Play (P) runs on "
+                  "until Pause. Move a step size while paused or playing: the run goes on from where it is with "
+                  "the new ρ, and the star marks the iterate where it changed. Reset (0) starts again from the "
+                  "current step sizes. The link in the address bar opens this very step, bends included.")
     else:
         its, sts = {}, {}
         steps = None
@@ -322,3 +366,11 @@ with rest, ui.explain():
         "(beyond it FB-GVI stalls at a wrong covariance rather than blowing up), 1 for VN, and a limit that depends "
         "on the start for SR-VN. On targets that are not Gaussian, A is the curvature at the Gaussian fixed point, "
         "V*⁻¹ = E_q*[∇²ℓ] (Kumar et al. Eq. 22). λ_max and λ_min are the largest and smallest eigenvalues of A.")
+    st.markdown(
+        "Three more rules to compare: **VN kept PD** (Lin, Schmidt & Khan 2020) adds ρ²/2 G S⁻¹G, G = H − S, to VN's "
+        "precision step, which keeps S positive definite for every step size and every (even indefinite, single-"
+        "draw) Hessian; **natural, C with log diagonal** is Tan's natural step in C with log Cᵢᵢ as the coordinate "
+        "(the paper's printed step has a typo: C, not C′, inside), so the diagonal stays positive; **Gaussian SVGD** "
+        "is Stein variational gradient descent with the kernel xᵀy + 1 and expectations in place of particles "
+        "(Kumar et al. App. G; the paper prints no update, this is our reconstruction): it needs small steps and "
+        "converges the slowest.")

@@ -8,9 +8,11 @@ import vilab_ui as ui
 from vilab import fields, optim, tabular
 from vilab.core import as_key
 from vilab.plots import optim as oplots
+from vilab.plots import trajectories as tplots
 from vilab.repro import tan2025_optim as rep
 from vilab.targets import regression as R
 from vilab.targets.papers import horseshoe_crab_toy
+from vilab_ui import live as ui_live
 from vilab_ui.csv_data import CSV_CHOICE, coefficient_pair, csv_panel
 
 
@@ -19,8 +21,10 @@ ui.page(
     "Adam moves each coordinate by about α; SNNGM follows the natural gradient's direction.",
 )
 
-VIEWS = ["1-D crab toy (Fig. 3)", "2-D logistic regression", "Real data", "Notes on the optimizers"]
-view = ui.radio("View", "view", VIEWS, VIEWS[0], horizontal=True, label_visibility="collapsed")
+VIEWS = ["1-D crab toy (Fig. 3)", "2-D logistic regression", "Step by step", "Real data", "Notes on the optimizers"]
+# "Notes" on screen: five views in one row at 1280 px in lecture mode (the URL keeps the full name)
+view = ui.radio("View", "view", VIEWS, VIEWS[0], horizontal=True, label_visibility="collapsed",
+                format_func=lambda v: "Notes" if v == VIEWS[-1] else v)
 NAMES = list(optim.OPTIMIZERS)
 LABEL = {k: oplots.label(k) for k in NAMES}
 # Fig. 3: each optimizer, the gradient it is fed, its URL key and its step-size slider's label
@@ -70,9 +74,11 @@ def _model2d():
 
 
 @ui.cache_data()
-def _grid2d():
+def _grid2d(n=121):
+    """log p(y, θ) of the simulated model on an n × n grid (the step-by-step view redraws every step: 61 × 61,
+    a quarter of the figure's data, the same contours to the eye)."""
     m = _model2d()
-    t1, t2 = np.linspace(-0.6, 1.6, 121), np.linspace(-2.0, 0.3, 121)
+    t1, t2 = np.linspace(-0.6, 1.6, n), np.linspace(-2.0, 0.3, n)
     return t1, t2, m.log_joint_grid(t1, t2)
 
 
@@ -85,6 +91,25 @@ def _run2d(name, alpha, param, estimator, n_iter, seed, mkey=None, _model=None):
                    n_elbo_draws=2000, record="iteration")
     return dict(mean=tr.mean, cov=tr.cov, elbo=tr.info["elbo"], status=tr.status,
                 final=tr.extra["final_elbo"], it=tr.extra["iterations"])
+
+
+LIVE_N = 1000  # the last iteration of a step-by-step run
+LIVE_SHOWN = ["adam", "snngm"]
+LIVE_ALPHA = {"adam": 0.01, "adam-natural": 0.01, "snngm": 0.01, "nagm": 0.1, "pga": 0.01, "vogn": 0.1}
+
+
+def _live_key(name):
+    """The URL key of an optimizer's step size in the step-by-step view."""
+    return f"l{name.replace('-', '')}"
+
+
+def _live_build(name, seed, alpha):
+    """(algorithm, key, start state) of a step-by-step run on the simulated 2-D model: the 2-D view's settings
+    (C the Cholesky factor of Σ, second-order estimates, μ₀ = 0, C₀ = I/2; VOGN: T₀ = 2 I)."""
+    alg = optim.algorithm(_model2d(), name, param="chol_cov", estimator="second")
+    key = as_key(seed)
+    start = (np.zeros(2), np.eye(2) * (2.0 if name == "vogn" else 0.5))
+    return alg, key, alg.init(key, start, alpha=float(alpha))
 
 
 @ui.cache_data(max_entries=32)
@@ -126,7 +151,10 @@ def _note(status, count):
 
 
 # ----------------------------------------------------------------------------- view 1
-if view == VIEWS[0]:
+@st.fragment
+def _fig3_view():
+    """The three Fig. 3 panels, their step sizes, the notice and the table: a slider moved here reruns only this
+    fragment (not the page), and the panels are drawn from thinned paths (at most 400 points each)."""
     cols = st.columns(3)
     alphas1 = {}
     for col, (name, _, key, lab) in zip(cols, FIG3):
@@ -175,9 +203,13 @@ if view == VIEWS[0]:
             "Poisson loglinear model with an intercept only (horseshoe crabs, n = 173), q = N(μ, σ²), "
             "λ = (μ, σ²), exact gradients; every run stops when |L_t − L_{t−1}| < 10⁻⁷ |L_t|. The arrows are "
             "normalised: they show directions only. σ² is on a log axis, so the runs near the optimum "
-            f"(σ² ≈ {optimum[1]:.2g}) stay visible. SNNGM's step length is α = α₀ √2 = "
+            f"(σ² ≈ {_crab().info['optimum'][1]:.2g}) stay visible. SNNGM's step length is α = α₀ √2 = "
             f"{alphas1['snngm'] * np.sqrt(2):.3g} here: every step is at most this long.")
         _snngm_equations()
+
+
+if view == VIEWS[0]:
+    _fig3_view()
 
 # ----------------------------------------------------------------------------- view 2
 elif view == VIEWS[1]:
@@ -309,8 +341,51 @@ elif view == VIEWS[1]:
                     "shows two of them, over a slice of log p through the best run's final mean.")
         _snngm_equations()
 
-# ----------------------------------------------------------------------------- view 3
+# ----------------------------------------------------------------------------- view 3: step by step
 elif view == VIEWS[2]:
+    ctl, area = ui.columns()
+    with area:
+        live_box = st.container()  # buttons and the live figure, above the choice of optimizers
+        with ui.more("Optimizers shown"):
+            chosen_l = ui.multiselect("Optimizers", "optl", NAMES, LIVE_SHOWN, format_func=LABEL.get)
+    with ctl:
+        # a moved step size redraws only the live figure: the runs go on from where they are with the new α
+        alphas_l = {n: ui.log_slider(_alpha_label(n), _live_key(n), 1e-4, 10.0, LIVE_ALPHA[n],
+                                     on_change=ui_live.redraw("ls")) for n in chosen_l}
+        st.caption("Move a step size while paused or playing: the run goes on from the current iterate with "
+                   "the new α (a star marks where it changed).")
+    with live_box:
+        if not chosen_l:
+            st.info("Choose at least one optimizer (Optimizers shown, under the figure).")
+        else:
+            lv = ui_live.Live("ls", {n: _live_key(n) for n in chosen_l}, n_max=LIVE_N, bounds=(1e-4, 10.0))
+            seed_l = ui.seed()
+
+            def _draw_live(lv):
+                runs = {n: lv.run(("adam-vs-snngm 2-D", n, seed_l), lambda n=n: _live_build(n, seed_l, alphas_l[n]),
+                                  {"alpha": n}) for n in chosen_l}
+                fig = oplots.mean_paths_2d(_grid2d(61), {LABEL[n]: (n, t.mean, t.cov, t.status) for n, t in runs.items()},
+                                           height=310 if ui.lecture() else 420, zoom=False)
+                tplots.add_bends(fig, {oplots.code(n): t for n, t in runs.items()},
+                                 {oplots.code(n): lv.bends(n) for n in chosen_l}, symbol="α")
+                ui.show(fig, key="live2d", main=True)
+                return {LABEL[n]: t for n, t in runs.items()}
+
+            lv.player(_draw_live, per_tick=lambda it: max(1, it // 10))
+            ui.notice("Drive the optimizers on the 2-D logistic regression: Step (key N) takes one iteration, "
+                      "Step ×10 (Shift+N) ten, Play (P) runs on until Pause, Reset (0) starts again. Adam's path "
+                      "moves about α per coordinate and step whatever the posterior's shape; SNNGM's steps follow "
+                      "the natural gradient. Raise or lower an α mid-run and watch the path bend at the star; the "
+                      "link in the address bar opens this very step, bends included.")
+    with ui.explain():
+        st.markdown("The same model, starts and gradient estimates as the 2-D view (second-order estimates, C the "
+                    "Cholesky factor of Σ, μ₀ = 0, C₀ = I/2); each optimizer keeps its step size α in its state, so "
+                    "a new α applies from the next step on and the rest of the state (momentum, moment averages) "
+                    "carries on.")
+        _snngm_equations()
+
+# ----------------------------------------------------------------------------- view 4
+elif view == VIEWS[3]:
     ctl, area = ui.columns()
     defaults3 = {"adam": 1e-3, "adam-natural": 1e-3, "snngm": 0.01, "nagm": 0.1, "pga": 1e-3, "vogn": 0.1}
     with area:
@@ -418,7 +493,7 @@ elif view == VIEWS[2]:
             "of Tan's Table 8: rows are optimizers with 1 = first-order and 2 = second-order gradient "
             "estimates (Tan Thm 2), cells the final ELBO and the run time in seconds.")
 
-# ----------------------------------------------------------------------------- view 4
+# ----------------------------------------------------------------------------- view 5
 else:
     ctl, area = ui.columns()
     with ctl:

@@ -9,17 +9,19 @@ import streamlit as st
 import vilab_ui as ui
 from vilab import divergences as dv
 from vilab import plots
-from vilab.core import as_key
+from vilab.core import as_key, run
+from vilab.divergences import stochastic as dvs
 from vilab.plots import divergences as dplots
 from vilab.targets import gaussian_target
 from vilab.targets.univariate import univariate_target
+from vilab_ui import live as ui_live
 
 ui.page(
     "Divergences",
     "Which Gaussian is *closest* to a posterior depends on how closeness is measured.",
 )
 
-TABS = ["2-D Gaussian", "3-D collapse", "Univariate targets", "Batch methods"]
+TABS = ["2-D Gaussian", "3-D collapse", "Univariate targets", "Batch methods", "Batch step by step"]
 CODES = ("kl", "fisher", "score")  # the exact optima compared on every tab
 L = plots.label
 
@@ -94,6 +96,37 @@ def _mf_runs(cov_key, n_iter, batch, seed):
     return out
 
 
+LIVE = ("sdb", "fdb", "bam", "gsm")  # the batch methods driven step by step (GSM has no step size)
+LIVE_N, LIVE_B, LIVE_MU0 = 2000, 5, -2.0  # last iteration, batch size, starting mean (q_0 = N(-2, 1))
+#: each method's step-size setting: (its name in the algorithm's state, slider label, low, high, default)
+LIVE_STEP = {"sdb": ("learning_rate", "SDb: learning rate", 0.01, 100.0, 1.0),
+             "fdb": ("learning_rate", "FDb: learning rate", 0.01, 100.0, 1.0),
+             "bam": ("lr_scale", "BaM: step scale s", 0.1, 100.0, 5.0)}
+LIVE_HELP = {"sdb": "multiplies every Adadelta step of SDb (1: the paper's Adadelta)",
+             "fdb": "multiplies every Adadelta step of FDb (1: the paper's Adadelta)",
+             "bam": "batch and match weighs step t's draws by ρₜ = s / t (the paper: s = B d = 5)"}
+
+
+def _live_build(method, seed, value):
+    """(algorithm, key, start state) of a batch method run step by step on N(2, 1.5) from q_0 = N(-2, 1)."""
+    tg, key, mu0 = _fig5_target(), as_key(seed), np.array([LIVE_MU0])
+    if method == "bam":
+        alg = dvs.bam(tg, batch_size=LIVE_B)
+        return alg, key, alg.init(key, (mu0, np.eye(1)), lr_scale=float(value))
+    if method == "gsm":
+        alg = dvs.gsm(tg, batch_size=LIVE_B)
+        return alg, key, alg.init(key, (mu0, np.eye(1)))
+    alg = dvs.algorithm(tg, method, batch_size=LIVE_B)
+    return alg, key, alg.init(key, (mu0, np.eye(1)), learning_rate=float(value))
+
+
+@ui.cache_data(max_entries=64)
+def _gsm_live(seed, n):
+    """GSM, which has no step size to change mid-run, run for n steps (the live figure's current iteration)."""
+    alg, key, state = _live_build("gsm", seed, None)
+    return run(alg, key, state, int(n))
+
+
 def _url_number(key: str, default: float, lo: float, hi: float) -> float:
     """A setting of the 2-D tab, read from the URL (its widgets are not drawn while another tab is open)."""
     try:
@@ -109,7 +142,7 @@ def _variance_table(values: dict, index: list[str]) -> pd.DataFrame:
         lambda x: float(f"{x:.4g}"))
 
 
-tab2d, tab3d, tab1d, tabb = ui.tabs(TABS, "tab")
+tab2d, tab3d, tab1d, tabb, tabl = ui.tabs(TABS, "tab")
 
 # ----------------------------------------------------------------------------------------- 2-D
 if tab2d.open:
@@ -284,3 +317,56 @@ if tabb.open:
             st.markdown("SDb draws B points from the current q_t, holds them fixed and takes a gradient step on this "
                         "batch objective in (μ, T), with Adadelta step sizes; FDb does the same with the Fisher "
                         "norm. h is the unnormalised target density.")
+
+# ----------------------------------------------------------------------------------------- batch, step by step
+if tabl.open:
+    with tabl:
+        ctl, fig = ui.columns()
+        with fig:
+            live_box = st.container()  # buttons and the live figure, above the choice of methods
+            with ui.more("Methods shown"):
+                shown = ui.multiselect("Methods", "ml", list(LIVE), list(LIVE), format_func=L)
+        with ctl:
+            # a moved step size redraws only the live figure: the runs go on from where they are
+            steps = {m: ui.log_slider(LIVE_STEP[m][1], f"l{m}", *LIVE_STEP[m][2:], help=LIVE_HELP[m],
+                                      on_change=ui_live.redraw("lb")) for m in shown if m in LIVE_STEP}
+            st.caption("Move a step size while paused or playing: the run goes on from the current qₜ with the "
+                       "new value (a star marks where it changed).")
+        with live_box:
+            if not shown:
+                st.info("Choose at least one method (Methods shown, under the figure).")
+            else:
+                # the iteration is ?step= here (?it= is the Batch methods tab's number of iterations)
+                tuned = [m for m in shown if m in LIVE_STEP]
+                lv = ui_live.Live("lb", {m: f"l{m}" for m in tuned}, n_max=LIVE_N,
+                                  bounds={m: LIVE_STEP[m][2:4] for m in tuned}, it_param="step", lr_param="lr")
+                seed_l = ui.seed()
+
+                def _draw_live(lv):
+                    runs = {m: lv.run(("divergences batch", m, LIVE_B, LIVE_MU0, seed_l),
+                                      lambda m=m: _live_build(m, seed_l, steps[m]), {LIVE_STEP[m][0]: m})
+                            if m in LIVE_STEP else _gsm_live(seed_l, lv.it) for m in shown}
+                    ui.show(dplots.live_batch({m: (t.mean[:, 0], t.cov[:, 0, 0]) for m, t in runs.items()}, 2.0, 1.5,
+                                              bends={m: lv.bends(m) for m in tuned}, symbol="lr",
+                                              height=310 if ui.lecture() else 410),
+                            key="live_batch", main=True)
+                    return {L(m): t for m, t in runs.items()}
+
+                lv.player(_draw_live, per_tick=lambda it: max(1, it // 10))
+                ui.notice("Drive the batch methods on the target N(2, 1.5) from q₀ = N(−2, 1), B = 5 draws per "
+                          "step: Step (key N), Step ×10 (Shift+N), Play (P), Reset (0). SDb and FDb (batch "
+                          "score-based and Fisher) take Adadelta steps, which start tiny and grow as steps "
+                          "accumulate: raise their learning rate mid-run and the path speeds up from that iterate "
+                          "on. Batch and match (BaM) weighs step t's draws by ρₜ = s / t: its large early steps jump "
+                          "close to the target at once; Gaussian score matching (GSM, BaM's predecessor, no step size) "
+                          "moves to the closest Gaussian whose score matches at each draw: on this Gaussian target the "
+                          "draws' scores are the target's own, and it lands exactly on the target within a few dozen "
+                          "steps. The link in the address bar opens this very step, bends "
+                          "included.")
+        with ui.explain():
+            st.markdown("Each step draws B points from the current qₜ. SDb and FDb take an Adadelta step on the "
+                        "batch score-based or Fisher objective (times the learning rate); BaM (batch and match, "
+                        "Cai et al. 2024) moves (μ, Σ) in closed form to match the draws' scores, with weight "
+                        "ρₜ = s / t on the new information. GSM (Gaussian score matching, Modi et al. 2023) takes, "
+                        "for each draw θ with score g, the Gaussian closest to qₜ in KL whose score at θ is g "
+                        "(Σ′g = μ′ − θ), and averages these over the batch; it has no step size, and BaM adds one.")

@@ -1,5 +1,6 @@
 """AppTest of pages/30_Adam_vs_SNNGM.py: default view, extreme step sizes, every view, the URL round trip."""
 
+import base64
 import json
 from pathlib import Path
 
@@ -9,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from vilab import plots
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "30_Adam_vs_SNNGM.py")
-VIEWS = ["1-D crab toy (Fig. 3)", "2-D logistic regression", "Real data", "Notes on the optimizers"]
+VIEWS = ["1-D crab toy (Fig. 3)", "2-D logistic regression", "Step by step", "Real data", "Notes on the optimizers"]
 
 
 def _app(**params):
@@ -27,6 +28,15 @@ def _text(at):
 
 def _fig(at, i):
     return json.loads(at.get("plotly_chart")[i].proto.spec)
+
+
+def _values(v):
+    """A Plotly data array as floats (plain list, or Plotly's typed array {"dtype", "bdata"})."""
+    import numpy as np
+
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+    return np.asarray(v, float)
 
 
 def test_default_view_shows_fig3_with_divergence():
@@ -57,8 +67,8 @@ def test_default_view_shows_fig3_with_divergence():
 
 
 def test_every_view_round_trips_through_the_url_and_hostile_values_fall_back():
-    at = _app(view=VIEWS[3], N="100", beta="0.99")
-    assert at.radio(key="view").value == VIEWS[3] and at.query_params["view"] in (VIEWS[3], [VIEWS[3]])
+    at = _app(view=VIEWS[4], N="100", beta="0.99")
+    assert at.radio(key="view").value == VIEWS[4] and at.query_params["view"] in (VIEWS[4], [VIEWS[4]])
     assert at.slider(key="N").value == 100 and at.slider(key="beta").value == 0.99
     at = _app(view="<script>", aa="1e400", an="-1", **{"as": "nan"})
     assert at.radio(key="view").value == VIEWS[0]
@@ -114,7 +124,7 @@ def test_2d_view_extreme_alphas_and_sweep():
 @pytest.mark.slow
 def test_real_data_table8_and_notes():
     at = _app()
-    at.radio(key="view").set_value(VIEWS[2]).run()
+    at.radio(key="view").set_value(VIEWS[3]).run()
     at.selectbox(key="ds").set_value("Pima").run()
     at.multiselect(key="opt3").set_value(["snngm", "vogn"]).run()
     at.multiselect(key="cov").set_value(["diagonal"]).run()
@@ -135,7 +145,7 @@ def test_real_data_table8_and_notes():
     assert not at.exception, at.exception
     assert any("at least one" in str(w.value) for w in at.warning)
 
-    at.radio(key="view").set_value(VIEWS[3]).run()
+    at.radio(key="view").set_value(VIEWS[4]).run()
     assert len(at.latex) >= 8  # the header's SNNGM rule and each optimizer's update
     assert "not Nesterov" in _text(at)
     at.slider(key="N").set_value(100).run()
@@ -145,3 +155,25 @@ def test_real_data_table8_and_notes():
     at.slider(key="beta").set_value(0.5).run()
     assert not at.exception, at.exception
     assert "43 for N = 10000" in _text(at)
+
+
+def test_fig3_paths_are_thinned_but_keep_their_ends_and_spikes():
+    """The panels draw at most ~400 points per path (a figure a few times smaller, redrawn faster), keeping the
+    first and last iterates and the extremes of every stretch (Adam's staircase keeps its full depth)."""
+    import numpy as np
+
+    from vilab.plots.optim import thin_index
+
+    y = np.zeros(5000)
+    y[3333] = -4.0  # a one-iteration spike
+    keep = thin_index(5000, 400, np.linspace(0, 1, 5000), y)
+    assert keep[0] == 0 and keep[-1] == 4999 and 3333 in keep and len(keep) <= 401
+    assert np.all(np.diff(keep) > 0)
+    np.testing.assert_array_equal(thin_index(300, 400, y[:300]), np.arange(300))  # short paths: every point
+    at = _app()
+    panel = _fig(at, 0)  # Adam: 2197, 1261 and 2591 iterations, drawn with at most ~400 points each
+    paths = [d for d in panel["data"] if d.get("mode") == "lines" and d.get("line", {}).get("width") == 2.5]
+    sizes = [len(_values(d["y"])) for d in paths]
+    assert all(50 < n <= 401 for n in sizes), sizes
+    lo = min(min(_values(d["y"])) for d in paths)
+    assert lo < 2e-4  # the deepest dip of Adam's path from (2, 0.01) is drawn (the axis starts near 1e-4)

@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 from vilab import plots
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "40_Divergences.py")
-TABS = ["2-D Gaussian", "3-D collapse", "Univariate targets", "Batch methods"]
+TABS = ["2-D Gaussian", "3-D collapse", "Univariate targets", "Batch methods", "Batch step by step"]
 
 
 def _run(**params):

@@ -277,6 +277,49 @@ def test_trajectories_sweep_on_t2_has_the_stability_lines():
     assert len(notice) == 1 and "GD in (m, C) and BW-GD have the same outcome at 6 of the 8 step sizes" in notice[0]
 
 
+# ------------------------------------------------------------------- vector fields, step by step
+
+def test_vector_fields_step_by_step_and_a_first_step_size_changed_mid_run():
+    """Live view (issue 15): Step / Step ×10 draw the paths up to the iteration; a new ρ₀ mid-run is recorded in
+    the URL and the Euclidean paths go on from their iterate with it (a star marks where)."""
+    import json
+
+    from vilab.fields import run_1d
+    from vilab.targets.papers import horseshoe_crab_toy
+
+    at = _app("10_Vector_fields.py", live=1, starts="0,0.1", rules="Euclidean (kappa)")
+    assert not at.exception and not _errors(at)
+    assert at.query_params["it"] in ("0", ["0"]) and not at.dataframe  # no table of finished runs here
+    at.button(key="vf_step10").click().run()
+    at.select_slider(key="rho0").set_value(0.1).run()
+    assert not at.exception and at.query_params["lr"] in ("rho0@0:1,10:0.1", ["rho0@0:1,10:0.1"])
+    at.button(key="vf_step10").click().run()
+    assert not at.exception and not _errors(at)
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    stars = [d for d in spec["data"] if "changed" in str(d.get("name"))]
+    assert len(stars) == 1  # one path, one change
+    tgt = horseshoe_crab_toy()
+    first = run_1d("gd-mv", tgt, 0.0, 0.1, 1.0, rel_tol=None, n_steps=10)
+    more = run_1d("gd-mv", tgt, float(first.mean[-1, 0]), float(first.cov[-1, 0, 0]), 0.1, rel_tol=None, n_steps=10)
+    (path,) = [d for d in spec["data"] if d.get("mode") == "lines+markers" and d.get("name") == "GD in (m, V)"]
+    import base64
+
+    import numpy as np
+
+    x = path["x"]
+    x = np.frombuffer(base64.b64decode(x["bdata"]), x["dtype"]) if isinstance(x, dict) else np.asarray(x)
+    assert len(x) == 21
+    np.testing.assert_allclose(x, np.concatenate([first.mean[:, 0], more.mean[1:, 0]]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("it,lr", [("-1", "rho0@0:5"), ("zz", "rho@0:0.1"), ("2000", "rho0@0:1,3:0.1,2:0.5"),
+                                   ("3", "<img src=http://x.example/p.png>"), ("3", "rho0@0:1," * 300)])
+def test_vector_fields_step_by_step_hostile_urls(it, lr):
+    at = _app("10_Vector_fields.py", live=1, it=it, lr=lr)
+    assert not at.exception and not _errors(at)
+    assert "lr" not in at.query_params and len(at.get("plotly_chart")) == 1
+
+
 # -------------------------------------------------------------------------------- positive definite
 
 def test_pd_default_view_reports_indefinite_precision():

@@ -22,8 +22,12 @@ PAGES = sorted(p for p in (ROOT / "pages").glob("*.py") if not p.name.startswith
 # views with many methods on one figure, besides each page's default
 VIEWS = [(p, {}) for p in PAGES] + [
     (ROOT / "pages" / "20_Trajectories.py",
-     {"m": ["vn", "srvn", "gd-mc", "gd-mv", "bwgd", "fbgvi", "tan-1E", "tan-1N", "tan-2E", "tan-2N", "tan-2N-cor1"]}),
+     {"m": ["vn", "srvn", "gd-mc", "gd-mv", "bwgd", "fbgvi", "tan-1E", "tan-1N", "tan-2E", "tan-2N", "tan-2N-cor1",
+            "lsk", "tan-1N-log", "svgd"]}),
     (ROOT / "pages" / "20_Trajectories.py", {"view": "step-size sweep"}),
+    (ROOT / "pages" / "30_Adam_vs_SNNGM.py",
+     {"view": "Step by step", "optl": ["adam", "adam-natural", "snngm", "nagm", "pga", "vogn"], "it": "3"}),
+    (ROOT / "pages" / "40_Divergences.py", {"tab": "Batch step by step", "step": "3"}),
 ]
 
 
@@ -73,9 +77,10 @@ def test_the_looks_tell_the_geometries_apart():
     for code, lk in theme.LOOKS.items():
         if lk.geometry in ("natural", "euclidean", "wasserstein"):
             assert lk.dash == theme.GEOMETRY_DASH[lk.geometry], code
-    for group in (["vn", "srvn", "gd-mc", "gd-mv", "bwgd", "fbgvi", "tan-1e", "tan-1n", "tan-2e", "tan-2n", "tan-2n-cor1"],
+    for group in (["vn", "srvn", "gd-mc", "gd-mv", "bwgd", "fbgvi", "tan-1e", "tan-1n", "tan-2e", "tan-2n", "tan-2n-cor1",
+                   "lsk", "tan-1n-log", "svgd"],
                   ["adam", "nadam", "snngm", "nagm", "vogn", "pga"],
-                  ["kl", "forward_kl", "fisher", "fdb", "score", "sdb", "weighted_fisher", "bam"],
+                  ["kl", "forward_kl", "fisher", "fdb", "score", "sdb", "weighted_fisher", "bam", "gsm"],
                   ["gd-mv", "kappa", "xi", "lambda", "tan-1n", "tan-2n", "tan-2n-cor1"]):
         styles = [(theme.LOOKS[c].color, theme.LOOKS[c].dash, theme.LOOKS[c].symbol) for c in group]
         assert len(set(styles)) == len(styles), group

@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 from . import ellipse, label, line, look, marker, style
 
 __all__ = ["LABELS", "meanfield_ellipses", "rescaled_pair", "variance_curves", "fig1_heatmap", "univariate_densities",
-           "sdb_progression", "fixed_point_bars", "COUNT_COLORS", "COLLAPSE_SYMBOL"]
+           "sdb_progression", "fixed_point_bars", "live_batch", "COUNT_COLORS", "COLLAPSE_SYMBOL"]
 
 #: the readable name of each divergence code of this page (the theme's labels)
 LABELS = {k: label(k) for k in ("kl", "fisher", "score", "forward_kl", "weighted_fisher", "true", "fdb", "sdb",
@@ -218,3 +218,57 @@ def fixed_point_bars(values: dict, runs: dict | None = None, title: str | None =
     fig.update_layout(barmode="group")
     fig.update_yaxes(title="variance", rangemode="tozero")
     return style(fig, title=title, height=height)
+
+
+def live_batch(runs: dict, target_mean: float, target_var: float, bends: dict | None = None, symbol: str = "lr",
+               title: str | None = None, height: int = 410) -> go.Figure:
+    """Batch methods driven step by step on a 1-D Gaussian target (Chen, Nott & Tan Sec. 6.1, Fig. 5 setting).
+
+    Left: the target density and each method's q_t = N(mu_t, sigma_t^2) at the current iteration; right: the
+    path (mu_t, sigma_t^2) of each run from its start (the axis titles name the panels), the target's (mean,
+    variance) as an open circle.
+    runs : {code ("sdb", "fdb", "bam"): (mu (k,), var (k,))}, row t the iterate after t steps.
+    bends : {code: [(t, value), ...]}: where the step size changed (a star at iterate t, "symbol=value").
+    """
+    # no subplot titles: the axis titles say what each panel shows, and the legend strip above has the room
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14, column_widths=[0.5, 0.5])
+    sd = float(np.sqrt(target_var))
+    now = {c: (float(np.asarray(m, float)[-1]), float(np.asarray(v, float)[-1])) for c, (m, v) in runs.items()}
+    ok = [(m, v) for m, v in now.values() if np.isfinite(m) and np.isfinite(v) and v > 0]
+    lo = min([target_mean - 4 * sd] + [m - 4 * np.sqrt(v) for m, v in ok])
+    hi = max([target_mean + 4 * sd] + [m + 4 * np.sqrt(v) for m, v in ok])
+    x = np.linspace(lo, hi, 300)
+    fig.add_trace(go.Scatter(x=x, y=np.exp(-0.5 * (x - target_mean) ** 2 / target_var) / np.sqrt(2 * np.pi * target_var),
+                             mode="lines", name=label("true"), line=_trace_line("true", 3), fill="tozeroy",
+                             fillcolor="rgba(0,0,0,0.06)", legendgroup="true"), 1, 1)
+    for c, (m, v) in now.items():
+        if np.isfinite(m) and np.isfinite(v) and v > 0:
+            fig.add_trace(go.Scatter(x=x, y=np.exp(-0.5 * (x - m) ** 2 / v) / np.sqrt(2 * np.pi * v), mode="lines",
+                                     name=label(c), legendgroup=c, line=_trace_line(c)), 1, 1)
+    for c, (m, v) in runs.items():
+        m, v = np.asarray(m, float), np.asarray(v, float)
+        fig.add_trace(go.Scatter(x=m, y=v, mode="lines", name=label(c), legendgroup=c, showlegend=False,
+                                 line=_trace_line(c), hovertemplate=f"{label(c)}<br>μ %{{x:.3f}}<br>σ² %{{y:.3g}}"
+                                 "<extra></extra>"), 1, 2)
+        fig.add_trace(go.Scatter(x=m[-1:], y=v[-1:], mode="markers", legendgroup=c, showlegend=False,
+                                 marker=marker(c, size=11, line=dict(color="white", width=1)), hoverinfo="skip"), 1, 2)
+        pts = [(int(t), float(val)) for t, val in (bends or {}).get(c, []) if 0 <= int(t) < m.size]
+        if pts:
+            ts = [t for t, _ in pts]
+            fig.add_trace(go.Scatter(
+                x=m[ts], y=v[ts], mode="markers+text", name=f"{label(c)}: {symbol} changed", legendgroup=c,
+                showlegend=False, text=[f"{symbol}={val:.3g}" for _, val in pts], textposition="top right",
+                textfont=dict(color=look(c).color), customdata=np.array(pts, float),
+                marker=dict(symbol="star", size=15, color=look(c).color, line=dict(width=1, color="white")),
+                hovertemplate=f"{label(c)}: {symbol} = %{{customdata[1]:.3g}} after step %{{customdata[0]:.0f}}"
+                              "<extra></extra>"), 1, 2)
+    fig.add_trace(go.Scatter(x=[target_mean], y=[target_var], mode="markers", name="target (mean, variance)",
+                             showlegend=False, hovertemplate="target<br>μ %{x:.3g}<br>σ² %{y:.3g}<extra></extra>",
+                             marker=dict(symbol="circle-open", size=16, color="black", line_width=2.5)), 1, 2)
+    fig.update_xaxes(title_text="θ", row=1, col=1)
+    fig.update_yaxes(title_text="density of q<sub>t</sub> now", rangemode="tozero", row=1, col=1)
+    fig.update_xaxes(title_text="mean μ<sub>t</sub>", row=1, col=2)
+    fig.update_yaxes(title_text="variance σ²<sub>t</sub>", rangemode="tozero", row=1, col=2)
+    fig = style(fig, title=title, height=height)
+    fig.update_layout(margin_t=95 if title else 60, legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    return fig

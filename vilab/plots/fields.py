@@ -19,7 +19,7 @@ from plotly.subplots import make_subplots
 
 from . import label, line, marker, style
 
-__all__ = ["arrow_segments", "field_figure", "field_pair_figure", "click_grid_trace", "CLICK_TRACE_NAME",
+__all__ = ["arrow_segments", "field_figure", "field_pair_figure", "add_pair_bends", "click_grid_trace", "CLICK_TRACE_NAME",
            "START_SYMBOLS", "start_symbol"]
 
 CLICK_TRACE_NAME = "click to add a start"
@@ -290,4 +290,27 @@ def field_pair_figure(xs, ys, fields, titles=("Euclidean gradient", "natural gra
     # the legend under the plots: the toolbar (top right) never covers it, and the panel titles stay on top
     fig.update_layout(legend=dict(orientation="h", x=0.0, xanchor="left", yref="container", y=0.0, yanchor="bottom"),
                       margin=dict(t=34, b=40))
+    return fig
+
+
+def add_pair_bends(fig: go.Figure, paths=(None, None), bends=(), symbol: str = "ρ") -> go.Figure:
+    """Mark on :func:`field_pair_figure`'s panels where a live run's step size changed: for every path (the
+    same ``paths`` pair, name -> (x, y, status, group)) a star in its method's colour at its iterate ``t`` of
+    each change ``(t, value)`` in ``bends`` (the steps after ``t`` use ``value``; vilab.core.live); paths that
+    stopped before ``t`` have none. The hover says the new value."""
+    for col, group_paths in enumerate(paths, start=1):
+        for name, p in (group_paths or {}).items():
+            px, py = np.asarray(p[0], float), np.asarray(p[1], float)
+            group = p[3] if len(p) > 3 else name
+            pts = [(int(t), float(v)) for t, v in bends if 0 <= int(t) < px.size]
+            if not pts:
+                continue
+            ts = [t for t, _ in pts]
+            lab = label(group)
+            fig.add_trace(go.Scatter(
+                x=px[ts], y=py[ts], mode="markers", name=f"{lab}: {symbol} changed", legendgroup=lab, showlegend=False,
+                marker=dict(symbol="star", size=14, color=line(group)["color"], line=dict(width=1, color="black")),
+                customdata=np.array(pts),
+                hovertemplate=f"{name}<br>{symbol} = %{{customdata[1]:.3g}} after step %{{customdata[0]}}<extra>{lab}</extra>"),
+                row=1, col=col)
     return fig

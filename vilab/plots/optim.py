@@ -14,7 +14,7 @@ from vilab import optim, plots
 from vilab.plots import color, ellipse, line, marker, style
 from vilab.plots.fields import arrow_segments
 
-__all__ = ["code", "label", "fig3_view", "field_panel", "field_paths", "posterior_contours", "mean_paths_2d", "elbo_curves", "alpha_sweep", "tau_weights_figure",
+__all__ = ["code", "label", "fig3_view", "thin_index", "field_panel", "field_paths", "posterior_contours", "mean_paths_2d", "elbo_curves", "alpha_sweep", "tau_weights_figure",
            "ORDER_SUFFIX", "comparison_specs", "comparison_summary", "run_label", "table8"]
 
 _KEYMAP = {"adam": "adam", "adam-natural": "nadam", "snngm": "snngm", "nagm": "nagm", "pga": "pga", "vogn": "vogn"}
@@ -64,7 +64,28 @@ def fig3_view(paths, optimum=None, starts=(), pad: float = 0.06):
     return (lo - pad * w, hi + pad * w), (float(s2.min()) / 1.4, float(s2.max()) * 1.4)
 
 
-def field_panel(name, U, V, mus, s2s, paths, mu_range, s2_range, optimum=None, title=None, height=400):
+def thin_index(n: int, max_points: int | None, *series) -> np.ndarray:
+    """Indices of about ``max_points`` points of a path of ``n`` points, always the first and the last: a path
+    of thousands of iterations drawn with a few hundred looks the same and its figure is several times smaller
+    (faster to send and to redraw). With ``series`` (arrays of length n, e.g. the path's coordinates) the path
+    is cut into ``max_points // 5`` pieces and each keeps its first point and the lowest and highest point of
+    every series, so short excursions (Adam's spikes) are drawn to their full depth. ``None`` keeps every point."""
+    if max_points is None or n <= max_points:
+        return np.arange(n)
+    if not series:
+        return np.unique(np.linspace(0, n - 1, max(int(max_points), 2)).round().astype(int))
+    edges = np.unique(np.linspace(0, n, max(int(max_points) // (1 + 2 * len(series)), 2) + 1).round().astype(int))
+    keep = [edges[:-1], [n - 1]]
+    for y in series:
+        y = np.asarray(y, float)
+        for a, b in zip(edges[:-1], edges[1:]):
+            seg = y[a:b]
+            keep.append([a + int(np.argmin(seg)), a + int(np.argmax(seg))])
+    return np.unique(np.concatenate([np.asarray(k, int).ravel() for k in keep]))
+
+
+def field_panel(name, U, V, mus, s2s, paths, mu_range, s2_range, optimum=None, title=None, height=400,
+                max_points: int | None = 400, marks=()):
     """One panel of Tan (2025) Fig. 3: the normalised gradient field an optimizer is fed and its paths.
 
     sigma^2 is on a log axis, so the paths near the optimum (sigma^2 ~ 2e-3) are not pressed onto the
@@ -72,6 +93,10 @@ def field_panel(name, U, V, mus, s2s, paths, mu_range, s2_range, optimum=None, t
     the arrows are drawn in (mu, log sigma^2) coordinates, as the eye reads a log axis.
     paths : [(start, mu_path, s2_path, note)], ``note`` the text at the start (e.g. "2197 it.");
     a path whose note starts with "diverged" ends in a cross. The optimizer ``name`` gives the look.
+    Each path is drawn with about ``max_points`` of its iterates (:func:`thin_index`: the first, the last and
+    each stretch's extremes).
+    marks : [(mu, s2, text)] points where the step size was changed during a live run (small open
+    diamonds, ``text`` in the hover).
     """
     M, S = np.meshgrid(np.asarray(mus, float), np.asarray(s2s, float))
     U, V = np.asarray(U, float), np.asarray(V, float)
@@ -84,15 +109,19 @@ def field_panel(name, U, V, mus, s2s, paths, mu_range, s2_range, optimum=None, t
     xs, ys, _ = arrow_segments(M[inside], logS[inside], U[inside], Vlog[inside], normalise=True, aspect=aspect,
                                length=0.8 * (mu_range[1] - mu_range[0]) / nx)
     fig = go.Figure()
-    # thin grey arrows (WebGL lines: lecture mode thickens the SVG scatter lines, the paths, not these)
-    fig.add_trace(go.Scattergl(x=xs, y=np.power(10.0, ys), mode="lines", line=dict(color="#b0b0b0", width=1),
-                               hoverinfo="skip", showlegend=False, name="gradient field"))
+    # thin grey arrows, single precision (half the JSON). SVG lines, not WebGL: a browser without a GPU redraws
+    # three WebGL panels about a third slower; lecture mode thickens them to 2 px, still under the 3.5 px paths
+    fig.add_trace(go.Scatter(x=xs.astype(np.float32), y=np.power(10.0, ys).astype(np.float32), mode="lines",
+                               line=dict(color="#b0b0b0", width=1), hoverinfo="skip", showlegend=False,
+                               name="gradient field"))
     c = code(name)
     lk = plots.look(c)
     for i, (start, mu_path, s2_path, note) in enumerate(paths):
         mu_path, s2_path = np.asarray(mu_path, float), np.asarray(s2_path, float)
         ok = np.isfinite(mu_path) & np.isfinite(s2_path) & (s2_path > 0)
         mu_path, s2_path = mu_path[ok], s2_path[ok]
+        keep = thin_index(mu_path.size, max_points, mu_path, np.log10(s2_path))
+        mu_path, s2_path = mu_path[keep], s2_path[keep]
         fig.add_trace(go.Scatter(x=mu_path, y=s2_path, mode="lines", name=f"from {start}: {note}",
                                  line=line(c, width=2.5), showlegend=False,
                                  hovertemplate=f"{lk.label} from {start}<br>μ %{{x:.3f}}<br>σ² %{{y:.3g}}<extra></extra>"))
@@ -109,6 +138,11 @@ def field_panel(name, U, V, mus, s2s, paths, mu_range, s2_range, optimum=None, t
         fig.add_trace(go.Scatter(x=[optimum[0]], y=[optimum[1]], mode="markers", showlegend=False, name="optimum",
                                  hovertemplate="optimum<br>μ %{x:.3f}<br>σ² %{y:.3g}<extra></extra>",
                                  marker=dict(symbol="circle-open", size=16, color="black", line_width=2.5)))
+    if len(marks):
+        fig.add_trace(go.Scatter(x=[m[0] for m in marks], y=[m[1] for m in marks], mode="markers",
+                                 showlegend=False, name="step size changed", text=[m[2] for m in marks],
+                                 hovertemplate="%{text}<extra></extra>",
+                                 marker=dict(symbol="diamond-open", size=13, color=lk.color, line_width=2.5)))
     fig.update_xaxes(title_text="μ", range=list(mu_range))
     fig.update_yaxes(title_text="σ² (log scale)", type="log", range=[lx, ly], exponentformat="power", dtick=1)
     fig = style(fig, title, height=height)

@@ -92,6 +92,7 @@ LOOKS: dict[str, Look] = {
     "sdb": _L("score-based, batch (SDb)", "#005F46", "divergence", "star", "dash"),
     "weighted_fisher": _L("weighted Fisher", "#CC79A7", "divergence", "pentagon", "dot"),
     "bam": _L("batch and match", "#B2182B", "divergence", "x", "longdash"),
+    "gsm": _L("Gaussian score matching", "#E08214", "divergence", "triangle-down", "dashdot"),
     # --- references: black and grey
     "true": _L("target", "#000000", "reference", "x"),
     "target": _L("target", "#000000", "reference", "x"),
@@ -105,7 +106,7 @@ _ALIASES = {
     "sr-vn": "srvn", "gd (m, c)": "gd-mc", "gd (m, v)": "gd-mv", "bw-gd": "bwgd", "fb-gvi": "fbgvi",
     "adam-natural": "nadam", "natural adam": "nadam", "natural-gradient adam": "nadam", "proxgenadam": "pga",
     "kl(q||p)": "kl", "kl(q‖p)": "kl", "kl(p||q)": "forward_kl", "kl(p‖q)": "forward_kl", "forward kl": "forward_kl",
-    "score-based": "score", "weighted fisher": "weighted_fisher", "batch and match": "bam",
+    "score-based": "score", "weighted fisher": "weighted_fisher", "batch and match": "bam", "gaussian score matching": "gsm",
     "kalman filter": "kalman", "batch posterior": "batch", "nuts": "mcmc", "mcmc": "mcmc", "exact": "exact",
     "euclidean (m, v)": "gd-mv", "euclidean (m, c)": "gd-mc",
     "euclidean (kappa)": "gd-mv", "natural (kappa)": "kappa", "natural (xi)": "xi", "natural (lambda)": "lambda",

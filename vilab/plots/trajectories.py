@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from . import color, ellipse, ellipse_outlines, label, line, marker, style
 
-__all__ = ["paths_figure", "objective_figure", "animation_figure", "sweep_figure", "frame_indices", "plot_window",
+__all__ = ["paths_figure", "add_bends", "objective_figure", "animation_figure", "sweep_figure", "frame_indices", "plot_window",
            "log_density_grid", "coinciding"]
 
 
@@ -140,6 +140,29 @@ def paths_figure(traces: Mapping[str, object], contour: go.Contour | None = None
                                  hovertemplate="start (%{x:.4g}, %{y:.4g})<extra></extra>"))
     style(fig, title=title, height=height)
     fig.update_layout(legend_itemsizing="constant")  # legend symbols at one size (the markers grow with overlaps)
+    return fig
+
+
+def add_bends(fig: go.Figure, traces: Mapping[str, object], bends: Mapping[str, list], symbol: str = "ρ") -> go.Figure:
+    """Mark where a live run's step size changed: for each run, at its iterate ``t`` of every change
+    ``(t, value)`` in ``bends[name]``, a star in the method's colour labelled with the new value (the steps
+    after ``t`` use it; vilab.core.live). Changes the run has not reached (it stopped before) are skipped."""
+    for i, (name, tr) in enumerate(traces.items()):
+        pts = [(int(t), float(v)) for t, v in bends.get(name, []) if 0 <= int(t) < len(np.asarray(tr.mean))]
+        if not pts:
+            continue
+        m = _check_2d(tr, name)
+        c = color(name, i)
+        ts = [t for t, _ in pts]
+        fig.add_trace(go.Scatter(
+            x=m[ts, 0], y=m[ts, 1], mode="markers", name=f"{label(name)}: {symbol} changed", legendgroup=name,
+            showlegend=False, marker=dict(symbol="star", size=16, color=c, line=dict(width=1, color="black")),
+            text=[f"{symbol} = {v:.3g}" for _, v in pts], customdata=np.array(pts),
+            hovertemplate=f"{label(name)}: {symbol} = %{{customdata[1]:.3g}} after step %{{customdata[0]}}<extra></extra>"))
+        for j, (t, v) in enumerate(pts):  # the new value in a box beside the star, readable over the paths
+            fig.add_annotation(x=m[t, 0], y=m[t, 1], text=f"{symbol} = {v:.3g}", showarrow=True, arrowhead=0,
+                               ax=40, ay=-28 - 22 * ((i + j) % 3), font=dict(color=c), bgcolor="rgba(255,255,255,0.9)",
+                               bordercolor=c, borderpad=2)
     return fig
 
 

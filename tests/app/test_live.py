@@ -1,0 +1,177 @@
+"""Live stepping on Trajectories (issue 15, item 1): Step, Step ×10, Play / Pause, Reset, a step size changed
+mid-run (the path equals a direct run resumed with the new ρ at that iteration, read from the figure's data),
+divergence, and hostile ``it`` / ``lr`` URL values."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from vilab.algorithms import algorithm, run
+from vilab.core import as_key, resume
+from vilab.gaussian import CholCov
+from vilab.targets.papers import kumar_t2
+
+PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "20_Trajectories.py")
+START = CholCov(np.array([-2.0, 2.5]), 0.2 * np.eye(2))  # the page's default start
+
+
+def _app(**params):
+    at = AppTest.from_file(PAGE, default_timeout=600)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def _ok(at):
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def _arr(v):
+    """A Plotly data array as numbers (plain list, or Plotly's typed array {"dtype", "bdata"})."""
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+    return np.asarray(v, float)
+
+
+def _figure(at):
+    (chart,) = at.get("plotly_chart")  # the live view draws one figure
+    return json.loads(chart.proto.spec)
+
+
+def _path(at, code):
+    """The mean path of method ``code`` as the figure draws it: (n + 1, 2)."""
+    spec = _figure(at)
+    (tr,) = [d for d in spec["data"] if d.get("legendgroup") == code and d.get("mode") == "lines+markers"]
+    return np.column_stack([_arr(tr["x"]), _arr(tr["y"])])
+
+
+def _bends(at, code):
+    spec = _figure(at)
+    return [d for d in spec["data"] if d.get("legendgroup") == code and "changed" in str(d.get("name"))]
+
+
+def _it(at):
+    v = at.query_params["it"]
+    return int(v[0] if isinstance(v, list) else v)
+
+
+def _param(at, key):
+    v = at.query_params.get(key)
+    return v[0] if isinstance(v, list) else v
+
+
+def test_default_view_is_unchanged_and_has_no_live_controls():
+    at = _app()
+    _ok(at)
+    assert at.radio(key="view").value == "paths"
+    assert "it" not in at.query_params and "lr" not in at.query_params
+    assert not [b for b in at.button if str(b.key).startswith("tr_")]
+    assert "step by step" in at.radio(key="view").options
+
+
+def test_step_step10_reset_and_a_step_size_change_mid_run():
+    at = _app(view="live", m=["srvn", "gd-mc"])
+    _ok(at)
+    assert _it(at) == 0 and len(_path(at, "srvn")) == 1
+    at.button(key="tr_step").click().run()
+    _ok(at)
+    assert _it(at) == 1 and len(_path(at, "srvn")) == 2
+    at.button(key="tr_step10").click().run()
+    assert _it(at) == 11 and len(_path(at, "gd-mc")) == 12
+    at.button(key="tr_reset").click().run()
+    _ok(at)
+    assert _it(at) == 0 and "lr" not in at.query_params
+    # 5 steps at rho = 1, then SR-VN's step size to 0.316 and ten more
+    for _ in range(5):
+        at.button(key="tr_step").click().run()
+    at.select_slider(key="s_srvn").set_value(0.316).run()
+    _ok(at)
+    assert _param(at, "lr") == "srvn@0:1,5:0.316" and _it(at) == 5
+    at.button(key="tr_step10").click().run()
+    _ok(at)
+    assert _it(at) == 15
+    got = _path(at, "srvn")
+    tgt = kumar_t2()
+    alg = algorithm("srvn", tgt, grads="exact")
+    direct = resume(alg, run("srvn", tgt, START, 5, 1.0, key=as_key(0), grads="exact"), 10, hyper={"rho": 0.316})
+    assert got.shape == (16, 2)
+    np.testing.assert_array_equal(got, np.asarray(direct.mean))
+    # without the change the path is another one: the bend is real
+    straight = run("srvn", tgt, START, 15, 1.0, key=as_key(0), grads="exact")
+    assert not np.allclose(got[6:], np.asarray(straight.mean)[6:])
+    # the star marks iterate 5 with the new value; GD in (m, C) did not change, so it has no star
+    (star,) = _bends(at, "srvn")
+    assert _arr(star["x"])[0] == got[5, 0] and star["text"] == ["ρ = 0.316"]
+    assert not _bends(at, "gd-mc")
+    # the shared link opens at that step, with the same bend
+    url = {k: (list(v) if isinstance(v, list) else v) for k, v in at.query_params.items()}
+    fresh = _app(**url)
+    _ok(fresh)
+    assert _it(fresh) == 15
+    np.testing.assert_array_equal(_path(fresh, "srvn"), got)
+    np.testing.assert_array_equal(_path(fresh, "gd-mc"), _path(at, "gd-mc"))
+
+
+def test_play_advances_and_pause_stops():
+    at = _app(view="live", m=["vn"])
+    _ok(at)
+    at.button(key="tr_play").click().run()  # Play: the whole page reruns to start the timer, one tick drawn
+    _ok(at)
+    first = _it(at)
+    assert first >= 1 and at.button(key="tr_play").label == "Pause"
+    at.run()  # a tick
+    assert _it(at) > first
+    at.button(key="tr_play").click().run()
+    _ok(at)
+    paused = _it(at)
+    assert at.button(key="tr_play").label == "Play"
+    at.run()
+    assert _it(at) == paused
+
+
+def test_a_diverging_run_stops_and_stepping_past_it_does_nothing():
+    at = _app(view="live", m=["gd-mc"], **{"s_gd-mc": "1.78"})
+    _ok(at)
+    for _ in range(3):
+        at.button(key="tr_step10").click().run()
+        _ok(at)
+    assert any("diverged" in w.value for w in at.warning)
+    before = _it(at)
+    n_path = len(_path(at, "gd-mc"))
+    assert n_path - 1 < before  # the path ends at the last good iterate
+    at.button(key="tr_step").click().run()
+    _ok(at)
+    assert _it(at) == before and len(_path(at, "gd-mc")) == n_path
+    assert any("stepping on does nothing" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize("it,lr", [
+    ("-3", ""), ("1e9", ""), ("abc", ""), ("5.5", ""), ("99999", ""), ("<script>alert(1)</script>", ""),
+    ("7", "vn@0:1e9"), ("7", "zz@0:1"), ("7", "vn@5:1"), ("7", "vn@0:1,0:0.5"), ("7", "vn@0:nan"),
+    ("7", "vn@0:1,5000:0.1"), ("7", "vn@0:1;vn@0:1"), ("7", "vn@0:1,3:0.5,2:0.1"), ("7", "vn"), ("7", "@:,;"),
+    ("7", "[click](http://x.example/a)"), ("7", "vn@0:1," + ",".join(f"{k}:0.5" for k in range(1, 200))),
+    ("7", "x" * 5000),
+])
+def test_hostile_it_and_lr_fall_back_to_defaults(it, lr):
+    at = _app(view="live", m=["vn"], it=it, lr=lr)
+    _ok(at)
+    n = _it(at)
+    assert 0 <= n <= 1000
+    assert len(_path(at, "vn")) == n + 1
+    assert "lr" not in at.query_params  # nothing valid to keep: no change after the start
+    spec = json.dumps(_figure(at))
+    assert "x.example" not in spec
+
+
+def test_a_valid_link_with_a_later_change_than_it_drops_the_future():
+    at = _app(view="live", m=["vn"], it="4", lr="vn@0:1,2:0.562,6:0.1", s_vn="0.562")
+    _ok(at)
+    assert _it(at) == 4 and _param(at, "lr") == "vn@0:1,2:0.562"
+    assert len(_bends(at, "vn")) == 1 and _bends(at, "vn")[0]["text"] == ["ρ = 0.562"]
