@@ -21,7 +21,7 @@ START = MeanCov(np.zeros(3), 0.5 * np.eye(3))
 
 SAFE = {"kappa": 0.3, "xi": 0.5, "lambda": 0.5, "tan-1E": 0.2, "tan-1N": 0.5, "tan-2E": 0.2, "tan-2N": 0.5,
         "tan-2N-cor1": 0.5, "tan-1S": 0.5, "tan-2S": 0.5, "gd-mv": 0.2, "gd-mc": 0.2, "vn": 0.5, "srvn": 0.5,
-        "bwgd": 0.2, "fbgvi": 0.2}
+        "bwgd": 0.2, "fbgvi": 0.2, "lsk": 0.5, "tan-1N-log": 0.5, "svgd": 0.01}
 
 
 def test_catalogue_lists_every_method_with_modes():

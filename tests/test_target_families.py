@@ -127,7 +127,7 @@ def _step(name, kappa_max):
     """A step size that neither diverges nor stalls on the correlated Gaussian (from C_0 = 0.2 I)."""
     if name in NATURAL:
         return 0.3 if name == "kappa" else 0.5
-    return (0.03 if name == "gd-mv" else 0.4) / kappa_max
+    return {"gd-mv": 0.03, "svgd": 0.1}.get(name, 0.4) / kappa_max  # Gaussian SVGD: |m|^2 scales its step
 
 
 @pytest.mark.slow  # 8 compiled loops per method (10-20 s each on 2 busy cores)
@@ -150,10 +150,11 @@ def test_family_loops_match_the_plain_loops(name):
     for a, b in zip(run_sweep(name, g, START, 30, steps, **sweep), run_sweep(name, _plain(g), START, 30, steps, **sweep)):
         _assert_same(a, b)
     # Student-t: second-order estimates for run, first-order for the sweep (Monte Carlo ELBO)
-    run(name, student_t_2d(5.0, 0.5), START, 20, 0.05, key=key, grads="second", n_samples=3, **opts)
+    r = 0.005 if name == "svgd" else 0.05  # at 0.05 Gaussian SVGD's covariance blows up (round-off grows with it)
+    run(name, student_t_2d(5.0, 0.5), START, 20, r, key=key, grads="second", n_samples=3, **opts)
     t = student_t_2d(2.5, -0.3)
-    _assert_same(run(name, t, START, 20, 0.05, key=key, grads="second", n_samples=3, **opts),
-                 run(name, _plain(t), START, 20, 0.05, key=key, grads="second", n_samples=3, **opts))
+    _assert_same(run(name, t, START, 20, r, key=key, grads="second", n_samples=3, **opts),
+                 run(name, _plain(t), START, 20, r, key=key, grads="second", n_samples=3, **opts))
     stoch = dict(key=key, grads="first", n_samples=2, **opts)
     run_sweep(name, student_t_2d(5.0, 0.5), START, 20, [0.01, 0.1], **stoch)
     for a, b in zip(run_sweep(name, t, START, 20, [0.01, 0.1], **stoch),

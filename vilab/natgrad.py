@@ -340,7 +340,7 @@ def update_chol_cov(mu, C, grad_mu, grad_C, rho):
 
 
 def _positive_diagonal(C):
-    if not _traced(C) and not np.all(np.asarray(jnp.diag(jnp.asarray(C))) > 0):
+    if not _traced(C) and not np.all(np.diag(np.asarray(C)) > 0):  # numpy: jnp would be staged inside a jit
         raise ValueError("The log-diagonal chart needs a Cholesky factor C with a positive diagonal "
                          "(log C_ii must exist); flip the sign of the columns with a negative diagonal entry.")
 

@@ -20,6 +20,7 @@ run instead of computing it again. Only the figure reruns on Step / Play (a Stre
 from __future__ import annotations
 
 from typing import Callable, Hashable, Mapping
+from urllib.parse import urlencode
 
 import streamlit as st
 
@@ -251,6 +252,10 @@ class Live:
                 st.button("Reset", key=f"{self.key}_reset", on_click=self._reset, shortcut=SHORTCUTS["reset"],
                           help="Back to iteration 0, forgetting the step-size changes (key 0)")
                 st.markdown(f"**iteration {self.it}** of {self.n_max}" + (" · playing" if playing else ""))
+                if not playing:
+                    st.markdown(f"[Link to this step]({self.share_link()})",
+                                help="Opens this page at this iteration, with these step sizes and their changes: "
+                                     "copy it to share the exact step.")
             runs = {}
             with ui.guard("live run"):
                 runs = draw(self) or {}
@@ -264,6 +269,13 @@ class Live:
                 st.info(msg)
 
         _live()
+
+    def share_link(self) -> str:
+        """The page's URL parameters now ("?it=...&lr=...&..."), a link that opens this very step. Built on the
+        server from st.query_params, so it is right even when the browser's address bar has not yet caught up
+        with the updates of the fragment's reruns (seen during Play)."""
+        qp = st.query_params
+        return "?" + urlencode({k: qp.get_all(k) for k in qp}, doseq=True)
 
     def _clicked(self, k: int) -> None:
         st.session_state[self._k("clicked")] = True

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import numpy as np
 import pytest
@@ -110,6 +111,10 @@ def test_step_step10_reset_and_a_step_size_change_mid_run():
     (star,) = _bends(at, "srvn")
     assert _arr(star["x"])[0] == got[5, 0] and star["text"] == ["ρ = 0.316"]
     assert not _bends(at, "gd-mc")
+    # the page's own "Link to this step" carries the same parameters as the URL
+    (link,) = [m.value for m in at.markdown if "Link to this step" in m.value]
+    linked = parse_qs(link.split("](?", 1)[1].rstrip(")"))
+    assert linked["it"] == ["15"] and linked["lr"] == ["srvn@0:1,5:0.316"] and linked["m"] == ["srvn", "gd-mc"]
     # the shared link opens at that step, with the same bend
     url = {k: (list(v) if isinstance(v, list) else v) for k, v in at.query_params.items()}
     fresh = _app(**url)

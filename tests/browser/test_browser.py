@@ -101,7 +101,7 @@ def test_vector_fields_click_adds_a_start(server, browser):
     page.goto(f"{server}/Vector_fields", wait_until="domcontentloaded")
     wait_rendered(page)
     page.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for(timeout=60_000)
-    box = page.locator('[data-testid="stTextInput"] input').first
+    box = page.locator('[data-testid="stMain"] [data-testid="stTextInput"] input').first  # not the sidebar's deck builder
     before = box.input_value()
     assert before == "0,0.1; 0.5,0.02; 2,0.01"
     area = page.locator('[data-testid="stPlotlyChart"]').first.locator(".nsewdrag").first
