@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from tests.repro_check import passes
 from vilab import repro
 
 FAST = ["kumar2025-thm2", "kumar2025-t1", "kumar2025-vn-one-step", "kumar2025-lemma1", "kumar2025-ngflow-rate",
@@ -10,24 +11,16 @@ FAST = ["kumar2025-thm2", "kumar2025-t1", "kumar2025-vn-one-step", "kumar2025-le
 SLOW = ["kumar2025-t3", "kumar2025-t2-steps"]
 
 
-def _passes(name):
-    res = repro.run(name)
-    assert res.error is None, res.error
-    failed = [c.as_dict() for c in res.checks if not c.ok()]
-    assert res.passed and not failed, failed
-    return res
-
-
 @pytest.mark.parametrize("name", FAST)
-def test_reproduction_passes(name):
-    _passes(name)
+def test_reproductionpasses(name):
+    passes(name)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SLOW)
-def test_slow_reproduction_passes(name):
+def test_slow_reproductionpasses(name):
     assert repro.get(name).slow
-    _passes(name)
+    passes(name)
 
 
 def test_theorem2_formulas_against_a_hand_computation():
@@ -46,7 +39,7 @@ def test_theorem2_formulas_against_a_hand_computation():
 
 
 def test_thm2_entry_reports_the_constants_and_a_failing_bound_would_show():
-    res = _passes("kumar2025-thm2")
+    res = passes("kumar2025-thm2")
     ratio = [c for c in res.checks if c.quantity.startswith("worst observed ratio")][0]
     bound = [c for c in res.checks if c.quantity.startswith("1 - 2 eta delta")][0]
     assert ratio.computed < bound.computed < 1.0

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from tests.repro_check import passes
 from vilab import repro
 
 NAMES = ["tanx-lemma1", "tanx-estimators", "tanx-gaussian-2d", "tanx-pd-1d"]
@@ -10,10 +11,7 @@ NAMES = ["tanx-lemma1", "tanx-estimators", "tanx-gaussian-2d", "tanx-pd-1d"]
 
 @pytest.mark.parametrize("name", NAMES)
 def test_reproduction_passes(name):
-    res = repro.run(name)
-    assert res.error is None, res.error
-    failed = [c.as_dict() for c in res.checks if not c.ok()]
-    assert res.passed and not failed, failed
+    res = passes(name)
     assert res.paper == "Tan (explicit)"
 
 

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from tests.repro_check import passes
 from vilab import repro
 
 NAMES = ["tan2025-table2", "tan2025-optimum", "tan2025-pd-cauchy", "kumar2025-fig1", "kumar2025-vn-srvn-order2",
@@ -11,10 +12,7 @@ NAMES = ["tan2025-table2", "tan2025-optimum", "tan2025-pd-cauchy", "kumar2025-fi
 
 @pytest.mark.parametrize("name", NAMES)
 def test_reproduction_passes(name):
-    res = repro.run(name)
-    assert res.error is None, res.error
-    failed = [c.as_dict() for c in res.checks if not c.ok()]
-    assert res.passed and not failed, failed
+    passes(name)
 
 
 def test_table2_reports_all_twelve_cells():
