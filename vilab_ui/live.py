@@ -19,6 +19,7 @@ run instead of computing it again. Only the figure reruns on Step / Play (a Stre
 
 from __future__ import annotations
 
+import re
 from typing import Callable, Hashable, Mapping
 from urllib.parse import urlencode
 
@@ -28,6 +29,8 @@ from vilab.core.live import (MAX_CHANGES, Changes, change_points, format_schedul
                              run_schedule, stopped_early, truncate, valid_prefix, value_at)
 
 import vilab_ui as ui
+
+_MARKUP = re.compile(r"[<>\[\]]|://|www\.", re.IGNORECASE)
 
 __all__ = ["Live", "SHORTCUTS", "redraw"]
 
@@ -275,7 +278,9 @@ class Live:
         server from st.query_params, so it is right even when the browser's address bar has not yet caught up
         with the updates of the fragment's reruns (seen during Play)."""
         qp = st.query_params
-        return "?" + urlencode({k: qp.get_all(k) for k in qp}, doseq=True)
+        # a value no widget makes (markup, an address: a hand-edited or hostile URL) is left out of the link
+        keep = {k: [v for v in qp.get_all(k) if not _MARKUP.search(v)] for k in qp}
+        return "?" + urlencode({k: v for k, v in keep.items() if v}, doseq=True)
 
     def _clicked(self, k: int) -> None:
         st.session_state[self._k("clicked")] = True
