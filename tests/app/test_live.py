@@ -4,15 +4,14 @@ divergence, and hostile ``it`` / ``lr`` URL values."""
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 from urllib.parse import parse_qs
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
+from tests.app.live_helpers import app, arr as _arr, ok as _ok
 from vilab.algorithms import algorithm, run
 from vilab.core import as_key, resume
 from vilab.gaussian import CholCov
@@ -23,22 +22,7 @@ START = CholCov(np.array([-2.0, 2.5]), 0.2 * np.eye(2))  # the page's default st
 
 
 def _app(**params):
-    at = AppTest.from_file(PAGE, default_timeout=600)
-    for k, v in params.items():
-        at.query_params[k] = v
-    return at.run()
-
-
-def _ok(at):
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
-def _arr(v):
-    """A Plotly data array as numbers (plain list, or Plotly's typed array {"dtype", "bdata"})."""
-    if isinstance(v, dict) and "bdata" in v:
-        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
-    return np.asarray(v, float)
+    return app(PAGE, **params)
 
 
 def _figure(at):

@@ -4,7 +4,6 @@ new setting at that iteration, read from the figure's data), the shared link, ho
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app.live_helpers import app as _app, arr as _arr, ok as _ok
 from vilab import optim
 from vilab.core import as_key, resume, run
 from vilab.divergences import stochastic as dvs
@@ -21,25 +21,6 @@ from vilab.targets import regression as R
 PAGES = Path(__file__).resolve().parents[2] / "pages"
 ADAM, DIV = str(PAGES / "30_Adam_vs_SNNGM.py"), str(PAGES / "40_Divergences.py")
 LIVE_VIEW, LIVE_TAB = "Step by step", "Batch step by step"
-
-
-def _app(page, **params):
-    at = AppTest.from_file(page, default_timeout=600)
-    for k, v in params.items():
-        at.query_params[k] = v
-    return at.run()
-
-
-def _ok(at):
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
-def _arr(v):
-    """A Plotly data array as numbers (plain list, or Plotly's typed array {"dtype", "bdata"})."""
-    if isinstance(v, dict) and "bdata" in v:
-        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
-    return np.asarray(v, float)
 
 
 def _spec(at, key):
