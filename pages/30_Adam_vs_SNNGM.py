@@ -365,7 +365,7 @@ elif view == VIEWS[2]:
                 runs = {n: lv.run(("adam-vs-snngm 2-D", n, seed_l), lambda n=n: _live_build(n, seed_l, alphas_l[n]),
                                   {"alpha": n}) for n in chosen_l}
                 fig = oplots.mean_paths_2d(_grid2d(61), {LABEL[n]: (n, t.mean, t.cov, t.status) for n, t in runs.items()},
-                                           height=310 if ui.lecture() else 420, zoom=False)
+                                           height=310 if ui.lecture() else 390, zoom=False)
                 tplots.add_bends(fig, {oplots.code(n): t for n, t in runs.items()},
                                  {oplots.code(n): lv.bends(n) for n in chosen_l}, symbol="α")
                 ui.show(fig, key="live2d", main=True)

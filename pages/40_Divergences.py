@@ -348,7 +348,7 @@ if tabl.open:
                             if m in LIVE_STEP else _gsm_live(seed_l, lv.it) for m in shown}
                     ui.show(dplots.live_batch({m: (t.mean[:, 0], t.cov[:, 0, 0]) for m, t in runs.items()}, 2.0, 1.5,
                                               bends={m: lv.bends(m) for m in tuned}, symbol="lr",
-                                              height=310 if ui.lecture() else 410),
+                                              height=310 if ui.lecture() else 385),
                             key="live_batch", main=True)
                     return {L(m): t for m, t in runs.items()}
 

@@ -254,11 +254,11 @@ class Live:
                           shortcut=SHORTCUTS["step10"], help=f"{fast} iterations (Shift+N)")
                 st.button("Reset", key=f"{self.key}_reset", on_click=self._reset, shortcut=SHORTCUTS["reset"],
                           help="Back to iteration 0, forgetting the step-size changes (key 0)")
-                st.markdown(f"**iteration {self.it}** of {self.n_max}" + (" · playing" if playing else ""))
-                if not playing:
-                    st.markdown(f"[Link to this step]({self.share_link()})",
-                                help="Opens this page at this iteration, with these step sizes and their changes: "
-                                     "copy it to share the exact step.")
+                # one line with the link (a second element would wrap under the buttons and push the figure down)
+                st.markdown(f"**iteration {self.it}** of {self.n_max}"
+                            + (" · playing" if playing else f" · [Link to this step]({self.share_link()})"),
+                            help=None if playing else "The link opens this page at this iteration, with these step "
+                                                      "sizes and their changes: copy it to share the exact step.")
             runs = {}
             with ui.guard("live run"):
                 runs = draw(self) or {}
