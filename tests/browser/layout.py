@@ -131,7 +131,16 @@ def open_page(browser, base_url: str, path: str, width: int, height: int, lectur
     home = page_paths()[0][0]
     page.goto(f"{base_url}/{'' if path == home else path}{'?' + q if q else ''}", wait_until="domcontentloaded")
     wait_rendered(page)
+    try:  # a page's first run on a busy machine can pause between the title and the figure: wait for the figure
+        page.wait_for_function(f"() => document.querySelector({_MAIN_JS!r}) !== null", timeout=120_000)
+        wait_rendered(page)
+    except Exception:  # noqa: BLE001 - no main figure at all: the layout test says so
+        pass
     return page, errors
+
+
+_MAIN_JS = ('.st-key-main_figure [data-testid="stPlotlyChart"] .main-svg, .st-key-main_figure img, '
+            '.st-key-main_figure [data-testid="stDataFrame"], .st-key-main_figure [data-testid="stTable"]')
 
 
 def main_figure_problems(page) -> list[str]:

@@ -90,6 +90,12 @@ def _path(page, code):
     return None if xy is None else np.column_stack([np.asarray(xy[0], float), np.asarray(xy[1], float)])
 
 
+def _drawn(page, code) -> int:
+    """How many points of ``code``'s path are drawn (-1 while the figure is being redrawn and has no such trace)."""
+    xy = _path(page, code)
+    return -1 if xy is None else len(xy)
+
+
 def test_play_pause_step_and_a_step_size_change_bend_the_path_as_a_resumed_run(server, browser):
     from vilab.algorithms import algorithm, run
     from vilab.core import as_key, resume
@@ -103,7 +109,7 @@ def test_play_pause_step_and_a_step_size_change_bend_the_path_as_a_resumed_run(s
     wait_rendered(page)
     _until(lambda: _it(page) == 0, what="iteration 0")
     assert _query(page).get("it") == "0"
-    assert len(_path(page, "srvn")) == 1
+    assert _drawn(page, "srvn") == 1
 
     # Step: one iteration (the first one may compile the runs' loop)
     page.locator('[class*="st-key-tr_buttons"]').wait_for(timeout=120_000)
@@ -121,12 +127,12 @@ def test_play_pause_step_and_a_step_size_change_bend_the_path_as_a_resumed_run(s
     paused = _it(page)
     time.sleep(3.0)
     assert _it(page) == paused, "the run went on after Pause"
-    _until(lambda: len(_path(page, "srvn")) == paused + 1, what="the paused figure")
+    _until(lambda: _drawn(page, "srvn") == paused + 1, what="the paused figure")
 
     # Step: one iteration
     _press(page, "Step", lambda: _it(page) > paused, "Step")
     t = _it(page)
-    _until(lambda: len(_path(page, "srvn")) == t + 1, what="the stepped figure")
+    _until(lambda: _drawn(page, "srvn") == t + 1, what="the stepped figure")
 
     # SR-VN's step size one notch down (1 -> 0.75) with the keyboard, mid-run
     thumb = page.get_by_role("slider", name="SR-VN: step size")
@@ -138,7 +144,7 @@ def test_play_pause_step_and_a_step_size_change_bend_the_path_as_a_resumed_run(s
 
     _press(page, "Step ×10", lambda: _it(page) >= t + 10, "Step x10")
     n = _it(page)
-    _until(lambda: len(_path(page, "srvn")) == n + 1, what="the figure after Step x10")
+    _until(lambda: _drawn(page, "srvn") == n + 1, what="the figure after Step x10")
     got = _path(page, "srvn")
 
     tgt = kumar_t2()
