@@ -62,7 +62,7 @@ CONTROLS: dict[str, tuple[str, str, str]] = {
     "Stability_atlas": ("slider", "c0", ""),
     "Positive_definiteness": ("slider", "rho", ""),
     "Flows_and_guarantees": ("slider", "T", ""),
-    "Adam_vs_SNNGM": ("slider", "as", ""),
+    "Adam_vs_SNNGM": ("slider", "aa", ""),  # Adam's alpha: the first (main) panel
     "Divergences": ("slider", "rho", ""),
     "Online_learning": ("slider", "lR", ""),
     "CNN_lab": ("slider", "ep", ""),

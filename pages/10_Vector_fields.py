@@ -108,7 +108,7 @@ with ctl:
     chart = ui.select("coordinates", "chart", charts, vf.CHARTS[4], format_func=CHART_TEXT.get,
                       help="Tan's Fig. 1 draws the fields in (μ, σ²).")
     starts_key = "starts" if crab else "gstarts"
-    starts_text = ui.text("starting points 'mu,sigma^2; ...' (or click a plot)", starts_key,
+    starts_text = ui.text("starting points 'mu,sigma^2; ...' (or click an arrow)", starts_key,
                           PAPER_STARTS if crab else GAUSS_STARTS)
     start_msg = st.session_state.pop("_vf_start_msg", None)
     if start_msg:
@@ -170,12 +170,11 @@ with fig_slot, ui.guard("vector fields"):
         lo = y0 - 0.04 * yr if chart in (vf.CHARTS[2], vf.CHARTS[4]) else max(y0 - 0.04 * yr, 0.5 * y0)
         box = ((x0 - 0.03 * xr, x1 + 0.03 * xr), (lo, y1 + 0.1 * yr))
     arrows = _grid(tkey, chart, box, int(n_arrows))
-    fine = _grid(tkey, chart, box, 80)
+    fine = _grid(tkey, chart, box, 44)
     ox, oy = (float(v) for v in vf.to_chart(opt[0], opt[1], chart))
     L_opt = float(vf.elbo_grads_1d(target, opt[0], opt[1])[0])
 
     xlabel, ylabel = (AXIS_TEXT.get(t, t) for t in vf.chart_labels(chart))
-    click = (np.linspace(*box[0], 40), np.linspace(*box[1], 40))
     start_xy = np.array([vf.to_chart(m, s, chart) for m, s in starts], float)
 
     def _fields(path_fn, bends=()):
@@ -201,7 +200,7 @@ with fig_slot, ui.guard("vector fields"):
             titles=("Euclidean gradient field", "natural gradient field"), paths=(eu_paths, na_paths),
             objective=fine["L"], objective_xy=(fine["xs"], fine["ys"]), objective_max=L_opt, optimum=(ox, oy),
             starts=start_xy, start_labels=[f"start {k + 1}: ({m:g}, {s:g})" for k, (m, s) in enumerate(starts)],
-            normalise=normalise, xlabel=xlabel, ylabel=ylabel, click_grid=click,
+            normalise=normalise, xlabel=xlabel, ylabel=ylabel, clickable=True,
             height=(330 if ui.lecture() else 360) if live_on else 400)  # live: the buttons' row sits above
         if bends:
             fplots.add_pair_bends(fig, (eu_paths, na_paths), bends, symbol="ρ₀" if step_key == "rho0" else "ρ")
@@ -295,4 +294,4 @@ with area, ui.explain():
         "grows with the gradient's length; the coordinates menu redraws the same picture in other charts: "
         "(μ, log σ²) spreads the small variances over the plot, (μ, σ²) is Tan's Fig. 1, and the natural "
         "parameters are (μ/σ², −1/(2σ²)). Each starting point has its own numbered "
-        "shape, listed in the table's 'on the plot' column; click either plot to add one.")
+        "shape, listed in the table's 'on the plot' column; click an arrow in either plot to start there.")

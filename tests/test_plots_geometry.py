@@ -100,7 +100,7 @@ def test_field_figure_groups_paths_and_draws_log_gap_contours():
 def test_field_pair_figure_shares_axes_legend_and_numbers_the_starts():
     """Tan (2025) Fig. 1 side by side: Euclidean left, natural right, one legend entry per rule (under the
     plots, away from the toolbar), the starts numbered with one shape each in both panels, arrows as
-    markers turned along the field, a click grid in both panels."""
+    markers turned along the field, a click grid in both panels (or the arrows as click targets)."""
     xs, ys = np.linspace(0, 2, 7), np.linspace(-5, -1, 6)
     X, Y = np.meshgrid(xs, ys)
     E = (-(X - 1), -(Y + 3) * 10)
@@ -127,6 +127,13 @@ def test_field_pair_figure_shares_axes_legend_and_numbers_the_starts():
     assert len([t for t in fig.data if t.name == pf.CLICK_TRACE_NAME]) == 2
     arrows = [t for t in fig.data if t.type == "scatter" and t.marker.symbol == "arrow"]
     assert len(arrows) == 2 and len(arrows[0].x) == X.size
+    assert all(a.hoverinfo == "skip" for a in arrows)  # with a click grid the arrows are not click targets
+    # clickable: the arrows are the click targets (hover text, never dimmed by a selection), no invisible grid
+    fc = pf.field_pair_figure(xs, ys, [E, N], paths=(paths_l, paths_r), starts=starts, clickable=True)
+    assert not [t for t in fc.data if t.name == pf.CLICK_TRACE_NAME]
+    ca = [t for t in fc.data if t.type == "scatter" and t.marker.symbol == "arrow"]
+    assert len(ca) == 2 and all("start at" in a.hovertemplate and a.unselected.marker.opacity == 1 for a in ca)
+    assert fc.layout.hoverdistance == 40
     # the arrow at the grid's corner (0, -5) points right and up (screen units: the box taken as square)
     a0 = np.asarray(arrows[1].marker.angle)[0]
     np.testing.assert_allclose(a0, np.degrees(np.arctan2(1 / 2, 2 / 4)))

@@ -101,6 +101,7 @@ class Live:
         if ss.get(self._k("scope")) != scope or self._k("it") not in ss:
             ss[self._k("it")], ss[self._k("sched")] = self._from_url()
             ss[self._k("scope")] = scope
+            self._prime_widgets()
         it = min(int(ss[self._k("it")]), self.n_max)
         old = ss[self._k("sched")]
         sched = {}
@@ -124,6 +125,30 @@ class Live:
             st.query_params[self.lr_param] = format_schedule(shown)
         elif self.lr_param in st.query_params:
             del st.query_params[self.lr_param]
+
+    def _prime_widgets(self) -> None:
+        """Opened from a link: put each step-size widget at its setting's value at the link's iteration, so a
+        link with ``lr`` but without (or with another value of) a widget's own parameter does not record the
+        widget's value as one more change. The widgets are already made in this run: their state is dropped
+        and the page runs again, making them anew from the URL."""
+        ss = st.session_state
+        it, sched = int(ss[self._k("it")]), ss[self._k("sched")]
+        moved = False
+        for c, wkey in self.channels.items():
+            if not sched.get(c) or wkey not in ss:
+                continue
+            want = value_at(sched[c], it)
+            try:
+                have = float(ss[wkey])
+            except (TypeError, ValueError):
+                continue
+            if abs(have - want) > 1e-9 * max(abs(want), 1e-300):
+                st.query_params[wkey] = ui._fmt_num(want)
+                ss.get(ui._SIGNATURES, {}).pop(wkey, None)
+                del ss[wkey]
+                moved = True
+        if moved:
+            st.rerun()
 
     @property
     def it(self) -> int:

@@ -164,3 +164,15 @@ def test_a_valid_link_with_a_later_change_than_it_drops_the_future():
     _ok(at)
     assert _it(at) == 4 and _param(at, "lr") == "vn@0:1,2:0.562"
     assert len(_bends(at, "vn")) == 1 and _bends(at, "vn")[0]["text"] == ["ρ = 0.562"]
+
+
+def test_a_hand_made_link_without_the_sliders_value_sets_the_slider_from_the_changes():
+    """?lr= alone (no ?s_vn=): the slider is put at the link's step size, not recorded as one more change."""
+    at = _app(view="live", m=["vn"], it="4", lr="vn@0:1,2:0.562")
+    _ok(at)
+    assert _it(at) == 4 and _param(at, "lr") == "vn@0:1,2:0.562"
+    assert _param(at, "s_vn") == "0.562"
+    assert len(_bends(at, "vn")) == 1 and _bends(at, "vn")[0]["text"] == ["ρ = 0.562"]
+    at.button(key="tr_step").click().run()  # stepping on keeps the one change
+    _ok(at)
+    assert _it(at) == 5 and _param(at, "lr") == "vn@0:1,2:0.562"

@@ -119,10 +119,13 @@ def _arrow_trace(xs, ys, U, V, normalise, arrow_color):
                       line=dict(color=arrow_color or "#555555", width=1.2), hoverinfo="skip")
 
 
-def _arrow_marker_trace(xs, ys, U, V, normalise, size=11.0):
+def _arrow_marker_trace(xs, ys, U, V, normalise, size=11.0, clickable=False):
     """The field as arrow-head markers, one per grid point, turned along (U, V) on screen (the plot box
     taken as square, as :func:`arrow_segments`). Markers keep their size whatever the line widths (lecture
-    mode thickens lines); without ``normalise`` the size grows with the magnitude (from 35% to 100%)."""
+    mode thickens lines); without ``normalise`` the size grows with the magnitude (from 35% to 100%).
+    ``clickable``: the arrows are the click targets for new starts (a click selects the nearest arrow's
+    grid point; a selection leaves them undimmed): no separate invisible grid, whose hundreds of markers
+    cost the browser as much drawing time as the arrows."""
     Xg, Yg = np.meshgrid(xs, ys)
     xr = (xs.max() - xs.min()) or 1.0
     yr = (ys.max() - ys.min()) or 1.0
@@ -132,8 +135,10 @@ def _arrow_marker_trace(xs, ys, U, V, normalise, size=11.0):
     X, Y, Us, Vs, mag = X[ok], Y[ok], Us[ok], Vs[ok], mag[ok]
     angle = np.degrees(np.arctan2(Us, Vs))  # marker angle: clockwise from "up"
     sizes = np.full(mag.shape, size) if normalise or not mag.size else size * (0.35 + 0.65 * mag / mag.max())
+    hover = dict(hovertemplate="click: start at (%{x:.3g}, %{y:.3g})<extra></extra>",
+                 unselected=dict(marker=dict(opacity=1.0))) if clickable else dict(hoverinfo="skip")
     return go.Scatter(x=X, y=Y, mode="markers", name="gradient" + (" (direction)" if normalise else ""),
-                      showlegend=False, hoverinfo="skip",
+                      showlegend=False, **hover,
                       marker=dict(symbol="arrow", angle=angle, size=sizes, color="#4d4d4d", line=dict(width=0)))
 
 
@@ -148,7 +153,9 @@ def _path_traces(paths, box, seen: dict, starts_drawn: bool):
 
     Each group (a method's code or label) is drawn in its look (colour, dash, marker: vilab.plots.look)
     under its readable label, with one legend entry per group across the whole figure (``seen``).
-    Without ``starts_drawn`` the first point of each path is a square, as in Tan (2025) Fig. 1."""
+    Without ``starts_drawn`` the first point of each path is a square, as in Tan (2025) Fig. 1. At most 40
+    iterates of a path get a marker (evenly spread; the line has them all): a long Euclidean zigzag would
+    otherwise put hundreds of markers on the plot, each one drawing time when a slider moves."""
     (x0, x1), (y0, y1) = box
     traces, annotations = [], []
     for name, p in (paths or {}).items():
@@ -159,7 +166,7 @@ def _path_traces(paths, box, seen: dict, starts_drawn: bool):
         seen.setdefault(group, len(seen))
         lab = label(group)
         traces.append(go.Scatter(x=px, y=py, mode="lines+markers", name=lab, legendgroup=lab, showlegend=first,
-                                 line=line(group, width=2.5), marker=marker(group, size=6),
+                                 line=line(group, width=2.5), marker=dict(marker(group, size=6), maxdisplayed=40),
                                  hovertemplate=f"{name}<br>(%{{x:.4g}}, %{{y:.4g}})<extra>{lab}</extra>"))
         if px.size and not starts_drawn:
             traces.append(go.Scatter(x=px[:1], y=py[:1], mode="markers", showlegend=False, legendgroup=lab,
@@ -248,14 +255,15 @@ def field_pair_figure(xs, ys, fields, titles=("Euclidean gradient", "natural gra
                       objective=None, objective_xy: tuple | None = None, objective_max: float | None = None,
                       optimum=None, starts=None, start_labels=None, normalise: bool = True, xlabel: str = "mu",
                       ylabel: str = "sigma^2", n_levels: int = 20, click_grid: tuple | None = None,
-                      height: int = 420) -> go.Figure:
+                      clickable: bool = False, height: int = 420) -> go.Figure:
     """Two gradient fields of the same objective side by side, sharing both axes and one legend
     (Tan (2025) Fig. 1: the Euclidean field on the left, the natural field on the right).
 
     ``fields`` = ((U, V), (U, V)) on the grid xs x ys; ``paths`` = (left paths, right paths), each as
     :func:`field_figure` takes them; ``starts`` (n, 2) are drawn in both panels, numbered, one shape
     each (hover: ``start_labels``). The legend sits under the plots, away from the toolbar;
-    ``click_grid`` is drawn in both panels, so a click on either picks a point.
+    ``click_grid`` is drawn in both panels, so a click on either picks a point; ``clickable`` makes the
+    arrows themselves the click targets instead (cheaper to draw: a slider redraws the figure faster).
     """
     if len(fields) != 2 or len(paths) != 2 or len(titles) != 2:
         raise ValueError("A pair of fields needs two fields, two path sets and two titles.")
@@ -269,7 +277,7 @@ def field_pair_figure(xs, ys, fields, titles=("Euclidean gradient", "natural gra
     for col, (_, _, U, V) in enumerate(checked, start=1):
         if cont is not None:
             fig.add_trace(cont, row=1, col=col)
-        fig.add_trace(_arrow_marker_trace(xs, ys, U, V, normalise), row=1, col=col)
+        fig.add_trace(_arrow_marker_trace(xs, ys, U, V, normalise, clickable=clickable), row=1, col=col)
         ptr, ann = _path_traces(paths[col - 1], box, seen, starts is not None)
         for t in ptr:
             fig.add_trace(t, row=1, col=col)
@@ -290,6 +298,8 @@ def field_pair_figure(xs, ys, fields, titles=("Euclidean gradient", "natural gra
     # the legend under the plots: the toolbar (top right) never covers it, and the panel titles stay on top
     fig.update_layout(legend=dict(orientation="h", x=0.0, xanchor="left", yref="container", y=0.0, yanchor="bottom"),
                       margin=dict(t=34, b=40))
+    if clickable:  # a click anywhere picks the nearest arrow (they are at most ~half a grid cell away)
+        fig.update_layout(hoverdistance=40)
     return fig
 
 
