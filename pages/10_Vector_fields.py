@@ -35,6 +35,7 @@ CHART_TEXT = {vf.CHARTS[4]: "(μ, log σ²)", vf.CHARTS[0]: "(μ, σ²)", vf.CHA
 AXIS_TEXT = {"mu": "mean μ", "sigma^2": "variance σ²", "sigma": "standard deviation σ", "log sigma": "log σ",
              "log sigma^2": "variance σ² (log scale)", "eta_1 = mu / sigma^2": "η₁ = μ / σ²",
              "eta_2 = -1 / (2 sigma^2)": "η₂ = −1 / (2σ²)"}
+LECTURE_AXIS_TEXT = {"variance σ² (log scale)": "σ² (log scale)", "standard deviation σ": "σ"}
 CRAB, GAUSS = "horseshoe crabs (Poisson, Tan Fig. 1)", "Gaussian N(m, 1/a)"
 PAPER_STARTS = "0,0.1; 0.5,0.02; 2,0.01"
 GAUSS_STARTS = "-1.5,2.25; 2.5,0.0125"  # Kumar et al. toy T1: (m0, sigma0) = (-1.5, 1.5)
@@ -85,15 +86,16 @@ def _add_click(plot_key, starts_key, chart):
         _add_start(starts_key, float(mu), float(s2))
 
 
-def _log_ticks(lo, hi):
-    """Tick positions (natural log of the variance) and labels (the variance) of a log-variance axis."""
+def _log_ticks(lo, hi, decades=False):
+    """Tick positions (natural log of the variance) and labels (the variance) of a log-variance axis
+    (``decades``: only powers of 10, for the large text of lecture mode)."""
     vals = []
     for k in range(math.floor(lo / math.log(10)) - 1, math.ceil(hi / math.log(10)) + 1):
         for f in (1, 2, 5):
             v = math.log(f * 10.0**k)
             if lo <= v <= hi:
                 vals.append(v)
-    if len(vals) > 9:
+    if len(vals) > 9 or decades:
         vals = [v for v in vals if abs(math.exp(v) / 10 ** round(math.log10(math.exp(v))) - 1) < 1e-9]
     return vals, [f"{math.exp(v):.3g}" for v in vals]
 
@@ -201,12 +203,16 @@ with fig_slot, ui.guard("vector fields"):
             objective=fine["L"], objective_xy=(fine["xs"], fine["ys"]), objective_max=L_opt, optimum=(ox, oy),
             starts=start_xy, start_labels=[f"start {k + 1}: ({m:g}, {s:g})" for k, (m, s) in enumerate(starts)],
             normalise=normalise, xlabel=xlabel, ylabel=ylabel, clickable=True,
-            height=(330 if ui.lecture() else 360) if live_on else 400)  # live: the buttons' row sits above
+            height=(345 if ui.lecture() else 360) if live_on else 400)  # live: the buttons' row sits above
         if bends:
             fplots.add_pair_bends(fig, (eu_paths, na_paths), bends, symbol="ρ₀" if step_key == "rho0" else "ρ")
         if chart == vf.CHARTS[4]:
-            tv, tt = _log_ticks(*box[1])
+            tv, tt = _log_ticks(*box[1], decades=ui.lecture())
             fig.update_yaxes(tickvals=tv, ticktext=tt)
+        if ui.lecture():  # projector: large text on a short plot; the notice names the optimum ○
+            fig.update_yaxes(title_text=LECTURE_AXIS_TEXT.get(ylabel, ylabel), row=1, col=1)
+            fig.update_traces(showlegend=False, selector=dict(name="optimum"))
+            fig.update_layout(legend=dict(xref="container", x=0.0, font_size=plots.LECTURE_FONT_PX - 2))  # the floor: 2 rows
         ui.show(fig, key="fields", main=True, on_select=lambda: _add_click("fields", starts_key, chart),
                 selection_mode="points")
         return rows, counts
