@@ -119,7 +119,7 @@ def paths_figure(traces: Mapping[str, object], contour: go.Contour | None = None
         idx = list(range(0, len(m), k))
         if idx[-1] != len(m) - 1:
             idx.append(len(m) - 1)
-        ex, ey = ellipse_outlines(m[idx], cov[idx], n_std, n=60)
+        ex, ey = ellipse_outlines(m[idx], cov[idx], n_std, n=40)
         fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", showlegend=False, legendgroup=name,
                                  line=_ln(name, 1.2, c), opacity=0.7, hoverinfo="skip"))
         # the path, with the method's marker at the ellipse centres only (size 0 elsewhere)
@@ -379,7 +379,7 @@ def plot_window(bounds, points, pad: float = 0.08, max_abs: float = 1e3):
     return (float(lo[0] - margin[0]), float(hi[0] + margin[0])), (float(lo[1] - margin[1]), float(hi[1] + margin[1]))
 
 
-def log_density_grid(target, bounds, n: int = 121):
+def log_density_grid(target, bounds, n: int = 81):
     """log p on an n x n grid over ``bounds`` (one vmapped, jitted call): (values (n, n), xs, ys),
     rows = ys, as :func:`vilab.plots.density_contour` takes them."""
     if target.dim != 2:
