@@ -34,12 +34,10 @@ import platform
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -282,41 +280,18 @@ FLAGS: list[str] = []  # --flag runner.postScriptGC=false ...: Streamlit options
 
 @contextlib.contextmanager
 def server(cache_dir: Path, timeout_s: float = 120.0):
-    """A fresh ``streamlit run app.py`` on a free port (as tests/browser/layout.py starts it) whose JAX
-    persistent cache is ``cache_dir``; yields its base URL.
+    """A fresh ``streamlit run app.py`` on a free port (the browser tests' own server,
+    tests/browser/layout.streamlit_server) whose JAX persistent cache is ``cache_dir``; yields its base URL.
 
     Streamlit's file watcher is off unless ``--watch-files``: in a checkout where other programs write
     files, its inotify queue overflows and it re-walks the folders, burning a tenth of a core for as long as
     a page is open; a server in a lecture hall serves files that do not change."""
-    port = layout._free_port()
-    env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", VILAB_JAX_CACHE=str(cache_dir))
-    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-           "--server.port", str(port), "--server.address", "127.0.0.1"]
-    if not WATCH_FILES:
-        cmd += ["--server.fileWatcherType", "none"]
+    args = [] if WATCH_FILES else ["--server.fileWatcherType", "none"]
     for flag in FLAGS:
         name, _, value = flag.partition("=")
-        cmd += [f"--{name}", value]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + timeout_s
-    try:
-        while True:
-            try:
-                if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError(f"streamlit did not start (exit code {proc.poll()})") from None
-                time.sleep(0.3)
+        args += [f"--{name}", value]
+    with layout.streamlit_server(timeout_s, env={"VILAB_JAX_CACHE": str(cache_dir)}, args=args) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def pct(xs, q):

@@ -20,6 +20,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from contextlib import contextmanager
@@ -53,34 +54,42 @@ def _free_port() -> int:
 
 
 @contextmanager
-def streamlit_server(timeout_s: float = 90):
-    """A live ``streamlit run app.py`` on a free port; yields its base URL."""
+def streamlit_server(timeout_s: float = 90, env: dict | None = None, args=()):
+    """A live ``streamlit run app.py`` on a free port; yields its base URL. ``env``: extra environment
+    variables (e.g. the JAX compilation cache folder); ``args``: extra ``streamlit run`` options
+    (["--server.fileWatcherType", "none"]). The server's output goes to a temporary file (a pipe nobody
+    reads would fill up and stall a long-running server); its tail is in the error when it does not start."""
     port = _free_port()
-    env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        raise RuntimeError("streamlit did not start: " + proc.stdout.read().decode(errors="replace")[-2000:])
-    try:
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
+    env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", **(env or {}))
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+             "--server.port", str(port), "--server.address", "127.0.0.1", *args],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.time() + timeout_s
+        while time.time() < deadline and proc.poll() is None:
+            try:
+                if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.3)
+        else:
             proc.kill()
+            proc.wait()
+            log.seek(0)
+            raise RuntimeError(f"streamlit did not start (exit code {proc.poll()}): "
+                               + log.read().decode(errors="replace")[-2000:])
+        try:
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 @contextmanager
