@@ -141,7 +141,7 @@ with ctl:
     live_kw = {"on_change": ui_live.redraw("tr")} if view == "live" else {}
     rhos = {m: ui.log_slider(f"{plots.label(m)}: step size", f"s_{m}", 1e-4, STEP_HI, DEFAULT_STEP[m],
                              points_per_decade=8, **live_kw) for m in methods}
-    c0 = ui.slider("start scale c_0 (C_0 = c_0 I)", "c0", 0.05, 5.0, 0.2, 0.05)
+    c0 = ui.slider("start scale c₀ (C₀ = c₀ I)", "c0", 0.05, 5.0, 0.2, 0.05)
     csv, pair = None, (0, 1)
     if tname == CSV_CHOICE:
         with st.expander("Your CSV file", expanded=True):
@@ -164,8 +164,8 @@ with ctl:
     with ui.more("Start, gradients and stopping"):
         every = ui.slider("ellipse every k steps (at most 30 per run)", "k", 1, 200, 10)
         if model is None:
-            m1 = ui.number("start mean m_1", "m1", -10.0, 10.0, -2.0, 0.5)
-            m2 = ui.number("start mean m_2", "m2", -10.0, 10.0, 2.5, 0.5)
+            m1 = ui.number("start mean m₁", "m1", -10.0, 10.0, -2.0, 0.5)
+            m2 = ui.number("start mean m₂", "m2", -10.0, 10.0, 2.5, 0.5)
         else:  # your data: from the prior mean 0 unless moved (the shown coefficients' start)
             m1 = ui.number("start mean, x-axis coefficient", "cm1", -10.0, 10.0, 0.0, 0.5)
             m2 = ui.number("start mean, y-axis coefficient", "cm2", -10.0, 10.0, 0.0, 0.5)

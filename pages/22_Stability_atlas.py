@@ -72,13 +72,13 @@ with ctl:
     method = ui.select("method", "m", METHODS, "srvn", format_func=plots.label)
     k_lo = ui.log_slider("smallest condition number κ", "klo", 1.0, 1000.0, 1.0)
     k_hi = ui.log_slider("largest condition number κ", "khi", 1.0, 1000.0, 1000.0)
-    c0 = ui.slider("start scale c_0 (C_0 = c_0 I)", "c0", 0.05, 5.0, 0.2, 0.05)
+    c0 = ui.slider("start scale c₀ (C₀ = c₀ I)", "c0", 0.05, 5.0, 0.2, 0.05)
     show_all = ui.toggle("every method's limits", "all", False)
     with ui.more("Start mean and stopping"):
         n_steps = ui.select("maximum steps", "n", [100, 300, 1000, 3000], 1000)
         tol = ui.log_slider("tolerance on KL(q ‖ p)", "tol", 1e-12, 1e-3, 1e-8)
-        m1 = ui.number("start mean m_1", "m1", -10.0, 10.0, -2.0, 0.5)
-        m2 = ui.number("start mean m_2", "m2", -10.0, 10.0, 2.5, 0.5)
+        m1 = ui.number("start mean m₁", "m1", -10.0, 10.0, -2.0, 0.5)
+        m2 = ui.number("start mean m₂", "m2", -10.0, 10.0, 2.5, 0.5)
 m0 = (float(m1), float(m2))
 lo, hi = sorted((float(k_lo), float(k_hi)))
 

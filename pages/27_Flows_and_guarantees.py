@@ -259,7 +259,7 @@ with ui.guard("VN vs SR-VN"):
     for col, (r, fig) in zip(st.columns(2), figs.items()):
         with col:
             st.markdown(f"**ρ = {r:g}**")
-            ui.show(flplots.figure(fig), key=f"paths_{'small' if r == float(rho_s) else 'large'}")
+            ui.show(plots.figure(fig), key=f"paths_{'small' if r == float(rho_s) else 'large'}")
     big = float(rho_l)
     sv, ss = steps[("vn", big)], steps[("srvn", big)]
     ui.notice(
@@ -271,7 +271,7 @@ with ui.guard("VN vs SR-VN"):
     ui.table(pd.DataFrame(rows), hide_index=True)
     g = _gap(tkey, m0, float(c0))
     st.markdown("**One step from the same start: the gap is O(ρ²)**")
-    ui.show(flplots.figure(_gap_figure(tkey, m0, float(c0))), key="gap")
+    ui.show(plots.figure(_gap_figure(tkey, m0, float(c0))), key="gap")
     ok = np.isfinite(g["ratio_V"]) & (g["rho"] <= 1e-2)
     if ok.any():
         ratio = g["ratio_V"][ok]

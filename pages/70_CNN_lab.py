@@ -635,19 +635,19 @@ for i, res in enumerate(recs):
             c1, c2 = st.columns(2)
             with c1:
                 _, far = results.on_one_scale(curves)
-                ui.show(pcnn.figure(elbo_fig), key=f"tan-elbo-{i}")
+                ui.show(plots.figure(elbo_fig), key=f"tan-elbo-{i}")
                 for c in far:
                     st.caption(f"{c['label']} is left out of this chart: its ELBO (down to "
                                f"{np.nanmin(c['elbo_epoch']):.3g}) would flatten the others into one line. "
                                "The table has its values.")
             with c2:
                 if err_fig is not None:
-                    ui.show(pcnn.figure(err_fig), key=f"tan-err-{i}")
+                    ui.show(plots.figure(err_fig), key=f"tan-err-{i}")
             text = results.tan_notice(res)
         else:
             ui.table(_rounded(pd.DataFrame(results.bong_rows(res))), hide_index=True, width="stretch")
             for j, fig in enumerate(recorded_figures(res["file"], _version(res))):
-                ui.show(pcnn.figure(fig), key=f"bong-fig-{i}-{j}")
+                ui.show(plots.figure(fig), key=f"bong-fig-{i}-{j}")
             text = results.bong_notice(res)
         if text:
             ui.notice(text)

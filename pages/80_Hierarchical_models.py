@@ -12,6 +12,7 @@ from vilab.hierarchical.fit import CHEN_T0, METHODS, available_methods, refit, s
 from vilab.hierarchical.metrics import BANDWIDTH_NOTE, m_star, mode_error, sd_ratio
 from vilab.hierarchical.models import MODELS, get_model, sparsity_patterns
 from vilab.hierarchical.reference import load_reference
+from vilab import plots
 from vilab.plots import hierarchical as hplots
 
 ui.page(
@@ -162,7 +163,7 @@ if ref is not None:
         idx = [names.index(v) for v in shown][:6]
         fitted = {lab: r for lab, r in results.items() if not r["status"].startswith("diverged")}
         if idx:
-            ui.show(hplots.figure(_marginal_figure(key, tuple(idx), tuple(
+            ui.show(plots.figure(_marginal_figure(key, tuple(idx), tuple(
                 (lab, tuple(float(r["mu"][i]) for i in idx), tuple(float(r["sd"][i]) for i in idx))
                 for lab, r in fitted.items()))), key="marg")
             if fitted:
@@ -212,7 +213,7 @@ st.subheader("Sparsity patterns")
 with ui.guard("sparsity patterns"):
     st_ = fam.structure_of(model)
     n_show = 8 if model.ell == 0 else 12
-    ui.show(hplots.figure(_sparsity_figure(key, n_show)), key="sparsity")
+    ui.show(plots.figure(_sparsity_figure(key, n_show)), key="sparsity")
     ui.notice(f"Dark cells can be non-zero. T, the precision T Tᵀ and the Hessian of log p share one pattern: "
               + ("an arrow (each subject's effects talk only to the globals)" if model.ell == 0 else
                  "a band (each state talks to its neighbours) with dense last rows for the globals")

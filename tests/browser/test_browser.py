@@ -51,7 +51,7 @@ def test_url_sets_sidebar_widgets(server, browser):
 # Geometry pages (issue 4): every Plotly chart is drawn, and moving a slider redraws a chart and writes
 # the new value into the URL. (page path, slider label, its URL key, index of the chart it redraws)
 SLIDER_PAGES = [("Vector_fields", "arrows per axis", "na", 0),
-                ("Trajectories", "start scale c_0 (C_0 = c_0 I)", "c0", 0),
+                ("Trajectories", "start scale c₀ (C₀ = c₀ I)", "c0", 0),
                 ("Positive_definiteness", "step size rho", "rho", 0),
                 ("Flows_and_guarantees", "time horizon t", "T", 0)]
 

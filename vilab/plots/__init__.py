@@ -13,7 +13,7 @@ from .theme import (FONT_PX, LECTURE_FONT_PX, LOOKS, Look, label, line, look, ma
                     template)
 
 __all__ = ["COLORS", "color", "ellipse", "ellipse_outlines", "density_contour", "style", "lecture_style", "use_template", "look", "label", "line",
-           "marker", "Look", "LOOKS", "template", "FONT_PX", "LECTURE_FONT_PX"]
+           "marker", "Look", "LOOKS", "template", "FONT_PX", "LECTURE_FONT_PX", "figure"]
 
 #: colour of each method with a fixed look (see :mod:`vilab.plots.theme`)
 COLORS = {k: lk.color for k, lk in LOOKS.items()}
@@ -147,3 +147,10 @@ def lecture_style(fig: go.Figure) -> go.Figure:
         if tr.type == "scatter" and (tr.line.width is None or tr.line.width < 3.5):
             tr.line.width = 3.5 if tr.line.width is None else min(3.5, 1.5 * tr.line.width + 0.5)
     return fig
+
+
+def figure(spec: dict) -> go.Figure:
+    """The figure of ``spec`` = ``fig.to_dict()`` of a figure built by vilab.plots, without validating it again
+    (it was valid when built): a page caches a figure's dict (cheap to copy out of st.cache_data) and redraws
+    it in a few milliseconds."""
+    return go.Figure(spec, _validate=False)

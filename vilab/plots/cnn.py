@@ -14,9 +14,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from . import color, line, marker, style
-from .hierarchical import figure  # a cached figure's dict back as a figure (see there)
 
-__all__ = ["figure", "as_run", "learning_curves", "elbo_curves", "metric_curves", "online_curves", "speed_bars", "digit_gallery", "probability_bars"]
+__all__ = ["as_run", "learning_curves", "elbo_curves", "metric_curves", "online_curves", "speed_bars", "digit_gallery", "probability_bars"]
 
 
 def _code(r: dict) -> str:

@@ -13,9 +13,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from . import color, line, marker, style
-from .hierarchical import figure  # a cached figure's dict back as a figure (see there)
 
-__all__ = ["log_kl_figure", "order_gap_figure", "figure"]
+__all__ = ["log_kl_figure", "order_gap_figure"]
 
 
 def _pos(t, y):

@@ -65,12 +65,6 @@ def elbo_vs_time(curves: dict, title: str | None = None, clip: bool = True, heig
     return style(fig, title, height=height)
 
 
-def figure(spec: dict) -> go.Figure:
-    """The figure of ``spec`` = ``fig.to_dict()`` of a figure built here, without validating it again (it was
-    valid when built): a page caches a figure's dict and redraws it for a few milliseconds."""
-    return go.Figure(spec, _validate=False)
-
-
 def kde(draws, x) -> np.ndarray:
     """Gaussian kernel density estimate of 1-D ``draws`` at ``x``, bandwidth by Scott's rule (the kernel's
     s.d. is n^(-1/5) times the draws' s.d.): scipy.stats.gaussian_kde's numbers, in one vectorised pass."""
