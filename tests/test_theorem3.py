@@ -69,3 +69,41 @@ def test_without_bias_theorem3_is_theorem2():
     assert not gu.theorem3_bound([0], 1.0, 1.0, *args[1:])["applies"]  # rho = 1: eta < 0, the theorem is silent
     with pytest.raises(ValueError, match="negative"):
         gu.theorem3_bound([0], 1.0, *args, zeta_g2=-1.0)
+
+
+def test_biased_srvn_is_the_loop_above_and_without_bias_the_exact_srvn_run():
+    """gu.biased_srvn keeps every `every`-th iterate of the step-by-step loop above, and with no bias it is
+    vilab.algorithms.run("srvn", exact gradients) itself; its Assumption 4 constants are those of every step."""
+    from vilab.algorithms import run
+    from vilab.core import as_key
+    from vilab.gaussian import CholCov
+
+    tgt = kumar_t2()
+    A, m_star = np.linalg.inv(tgt.cov), np.asarray(tgt.mean)
+    mu0, C0, rho, n = np.array([-2.0, 2.5]), 0.2 * np.eye(2), 0.05, 200
+    b_g = np.array([0.18, 0.24])
+    got = gu.biased_srvn(A, m_star, mu0, C0, rho, n, b_g, 0.5, n_rows=20)
+    mus, Vs = _biased_srvn(A, m_star, mu0, C0, rho, b_g, 0.5, n)
+    np.testing.assert_array_equal(got["t"], np.arange(0, n + 1, 10))
+    np.testing.assert_allclose(got["kl"], [_kl(m, V, m_star, A) for m, V in zip(mus[::10], Vs[::10])], rtol=1e-10)
+    assert got["lam_min"] == pytest.approx(np.linalg.eigvalsh(Vs)[:, 0].min(), rel=1e-12)
+    tr = np.trace(Vs, axis1=1, axis2=2)
+    assert (got["xi_l"], got["xi_u"]) == pytest.approx((np.sqrt(tr.min()), np.sqrt(tr.max())), rel=1e-12)
+    exact = gu.biased_srvn(A, m_star, mu0, C0, rho, n, None, 0.0, n_rows=n)
+    ref = run("srvn", tgt, CholCov(mu0, C0), n, rho, key=as_key(0), grads="exact")
+    np.testing.assert_allclose(exact["kl"], np.asarray(ref.objective), rtol=1e-9, atol=1e-13)
+
+
+def test_theorem3_report_reads_the_runs():
+    tgt = kumar_t2()
+    A = np.linalg.inv(tgt.cov)
+    rep = gu.theorem3_report(A, tgt.mean, [-2.0, 2.5], 0.2 * np.eye(2), 1e-3, 30_000, [0.18, 0.24], 0.0)
+    ex, bi = rep["exact"], rep["biased"]
+    assert ex["applies"] and ex["eta"] == pytest.approx(1.6421e-5, rel=1e-3) and ex["factor"] == pytest.approx(0.999960, abs=1e-6)
+    assert np.all(ex["kl"] <= ex["bound"] * (1 + 1e-9)) and np.all(bi["kl"] <= bi["corrected"] * (1 + 1e-9))
+    assert rep["zeta_g2"] == pytest.approx(0.09) and rep["zeta_H2"] == 0.0
+    assert bi["kl"][-1] == pytest.approx(rep["settles"], rel=1e-6)
+    big = gu.biased_srvn(A, tgt.mean, [-2.0, 2.5], 0.2 * np.eye(2), 50.0, 50)  # far too large a step
+    assert big["diverged"] and np.isnan(big["kl"][-1]) and big["steps_done"] < 50
+    with pytest.raises(ValueError, match="dimension"):
+        gu.biased_srvn(A, tgt.mean, [0.0], 0.2 * np.eye(2), 1e-3, 10)

@@ -14,6 +14,9 @@ corrected constant of the digest (Sec. 6.8).
     theorem2_report(A, trace) -> Thm 2 on an SR-VN run: constants along it, eta, 1 - 2 eta delta, observed ratios
     theorem3_bound(t, excess0, rho, delta, M, lam_min, xi_l, xi_u, zeta_g2, zeta_H2) -> Thm 3 (biased oracles):
         the printed bound and the corrected one with its bias floor
+    biased_srvn(A, m_star, m0, C0, rho, n_steps, b_g, eps_H) -> an SR-VN run fed Thm 3's biased oracle, its KL
+        and Assumption 4's constants along it
+    theorem3_report(A, m_star, m0, C0, rho, n_steps, b_g, eps_H) -> Thm 2 and Thm 3 on such a run, side by side
 """
 
 
@@ -29,7 +32,8 @@ from .core import Trace
 from .targets import Target
 
 __all__ = ["theorem1_rates", "theorem1_bound", "lemma1_check", "theorem1_report", "natural_kl_asymptote",
-           "cut_flow", "theorem2_eta", "theorem2_steps", "theorem2_constants", "theorem2_report", "theorem3_bound"]
+           "cut_flow", "theorem2_eta", "theorem2_steps", "theorem2_constants", "theorem2_report", "theorem3_bound",
+           "biased_srvn", "theorem3_report"]
 
 
 def theorem1_rates(delta: float, lam_min: float) -> dict:
@@ -295,3 +299,140 @@ def theorem3_bound(t, excess0: float, rho: float, delta: float, M: float, lam_mi
     return {"eta": float(eta), "factor": float(factor), "omega_m": float(om), "omega_C": float(oc),
             "floor": float(floor), "corrected": decay * excess0 + (1.0 - decay) * floor,
             "printed": decay * excess0 + om * zg + oc * zH, "applies": applies}
+
+
+def _gaussian_kl(mu, V, m_star, A) -> np.ndarray:
+    """KL(N(mu, V) || N(m_star, A^-1)) for a stack of iterates (closed form)."""
+    r = mu - m_star
+    AV = np.einsum("ij,tjk->tik", A, V)
+    return 0.5 * (np.trace(AV, axis1=1, axis2=2) + np.einsum("ti,ij,tj->t", r, A, r) - len(m_star)
+                  - np.linalg.slogdet(AV)[1])
+
+
+def biased_srvn(A, m_star, m0, C0, rho: float, n_steps: int, b_g=None, eps_H: float = 0.0,
+                n_rows: int = 400) -> dict:
+    """SR-VN (Kumar et al. (2025) Algorithm 1, Eq. 17) on the Gaussian target N(m_star, A^-1), fed the exact
+    expected gradient and Hessian plus Thm 3's additive biases (Assumption 5 with m_g = m_H = 0): g + b_g and
+    H + eps_H I, so ||b_g||^2 = zeta_g^2 and ||b_H C||_F^2 = eps_H^2 tr V <= eps_H^2 xi_u^2 = zeta_H^2.
+    With b_g = 0 and eps_H = 0 it is the exact SR-VN run (vilab.algorithms.run("srvn", grads="exact")).
+
+    One compiled loop (lax.scan) of ``n_steps`` steps, ``n_rows`` + 1 rows kept evenly (the first and last
+    included). Assumption 4's constants are taken at *every* step: lam_min = min_t lambda_min(V_t),
+    xi_l / xi_u = min / max_t ||C_t||_F. Returns {"t" (iterations of the rows), "kl" (KL(q_t || p) there),
+    "lam_min", "xi_l", "xi_u", "diverged" (a non-finite or non-positive-definite iterate: the run stops
+    there and the rows after it are NaN)}.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from .algorithms.core import METHODS, State
+
+    A = pd_matrix(A, "The target precision A")
+    d = A.shape[0]
+    m_star = real_array(m_star, "The target mean", ndim=1)
+    m0 = real_array(m0, "The start mean m0", ndim=1)
+    C0 = real_array(C0, "The starting factor C0", ndim=2)
+    if m_star.shape != (d,) or m0.shape != (d,) or C0.shape != (d, d):
+        raise ValueError(f"The target mean, start mean and starting factor must have dimension {d} like A.")
+    pd_matrix(C0 @ C0.T, "The starting covariance C0 C0^T")
+    rho = positive(rho, "The step size rho")
+    n_steps = integer(n_steps, "The number of steps", 1, 10_000_000)
+    n_rows = integer(n_rows, "The number of rows kept", 1, 100_000)
+    b_g = np.zeros(d) if b_g is None else real_array(b_g, "The gradient bias b_g", ndim=1)
+    if b_g.shape != (d,):
+        raise ValueError(f"The gradient bias b_g must have {d} entries.")
+    eps_H = real_scalar(eps_H, "The Hessian bias eps_H")
+    n_rows = min(n_rows, n_steps)
+    every = -(-n_steps // n_rows)  # ceil: rows every `every` steps, the last row at n_steps
+    n_rows = -(-n_steps // every)
+    out = _biased_srvn_loop(d, n_rows, every)(jnp.asarray(A), jnp.asarray(m_star), jnp.asarray(m0), jnp.asarray(C0),
+                                              jnp.float64(rho), jnp.asarray(b_g), jnp.float64(eps_H),
+                                              jnp.int64(n_steps))
+    mus, Vs, lam_min, tr_lo, tr_hi, n_done = jax.device_get(out)
+    t = np.minimum(np.arange(n_rows + 1) * every, n_steps)
+    mus = np.concatenate([[m0], mus])
+    Vs = np.concatenate([[C0 @ C0.T], Vs])
+    ok = t <= int(n_done)
+    kl = np.full(t.shape, np.nan)
+    kl[ok] = _gaussian_kl(mus[ok], Vs[ok], m_star, A)
+    return {"t": t, "kl": kl, "lam_min": float(lam_min), "xi_l": float(np.sqrt(tr_lo)), "xi_u": float(np.sqrt(tr_hi)),
+            "diverged": int(n_done) < n_steps, "steps_done": int(n_done)}
+
+
+_LOOPS: dict = {}
+
+
+def _biased_srvn_loop(d: int, n_rows: int, every: int):
+    """The compiled loop of :func:`biased_srvn` (one per shape)."""
+    key = (d, n_rows, every)
+    if key in _LOOPS:
+        return _LOOPS[key]
+    import jax
+    import jax.numpy as jnp
+
+    from .algorithms.core import METHODS, State
+
+    srvn = METHODS["srvn"]
+
+    def run(A, m_star, m0, C0, rho, b_g, eps_H, n_steps):
+        I = jnp.eye(d)
+
+        def one(carry, _):
+            s, lam, lo, hi, k, alive = carry
+            V = s.M @ s.M.T
+            g_mu = -A @ (s.mu - m_star) - b_g  # ascent direction -(g + b_g): g = A (mu - m_star) on a Gaussian
+            G_S = 0.5 * (jnp.linalg.inv(V) - A - eps_H * I)  # dL/dSigma = 1/2 (V^-1 - (H + b_H))
+            new = srvn.step(s, (g_mu, ng.grad_chol_cov(s.M, G_S)), rho)
+            Vn = new.M @ new.M.T
+            ev = jnp.linalg.eigvalsh(0.5 * (Vn + Vn.T))
+            fine = alive & (k < n_steps) & jnp.all(jnp.isfinite(new.mu)) & jnp.all(jnp.isfinite(Vn)) & (ev[0] > 0)
+            s2 = jax.tree_util.tree_map(lambda a, b: jnp.where(fine, a, b), new, s)
+            tv = jnp.trace(Vn)
+            return (s2, jnp.where(fine, jnp.minimum(lam, ev[0]), lam), jnp.where(fine, jnp.minimum(lo, tv), lo),
+                    jnp.where(fine, jnp.maximum(hi, tv), hi), k + fine.astype(k.dtype), fine), None
+
+        def row(carry, _):
+            carry, _ = jax.lax.scan(one, carry, None, length=every)
+            s = carry[0]
+            return carry, (s.mu, s.M @ s.M.T)
+
+        V0 = C0 @ C0.T
+        ev0 = jnp.linalg.eigvalsh(V0)
+        carry0 = (State(m0, C0), ev0[0], jnp.trace(V0), jnp.trace(V0), jnp.int64(0), jnp.asarray(True))
+        carry, (mus, Vs) = jax.lax.scan(row, carry0, None, length=n_rows)
+        _, lam, lo, hi, k, _ = carry
+        return mus, Vs, lam, lo, hi, k
+
+    fn = jax.jit(run)
+    if len(_LOOPS) > 16:
+        _LOOPS.clear()
+    _LOOPS[key] = fn
+    return fn
+
+
+def theorem3_report(A, m_star, m0, C0, rho: float, n_steps: int, b_g=None, eps_H: float = 0.0,
+                    n_rows: int = 400) -> dict:
+    """Kumar et al. (2025) Thms 2 and 3 side by side on SR-VN runs from (m0, C0) at step size ``rho``: the exact
+    run with its Thm 2 bound (1 - 2 eta delta)^t (L_0 - L_*), and the run fed the biased oracle (b_g, eps_H I)
+    with Thm 3's corrected bound (bias floor) and its printed one (:func:`theorem3_bound`). Each bound uses
+    Assumption 4's constants along its own run; delta, M are the extreme eigenvalues of A. Also "settles": the
+    excess a run with a constant mean bias alone settles at, 1/2 b_g^T A^-1 b_g. Returns {"exact": ..., "biased":
+    ..., "delta", "M", "zeta_g2", "zeta_H2", "settles"}; each run is :func:`biased_srvn`'s dict with "eta",
+    "factor", "applies" and its bounds ("bound" for the exact run; "corrected", "printed", "floor" for the
+    biased one)."""
+    A = pd_matrix(A, "The target precision A")
+    lam = np.linalg.eigvalsh(A)
+    delta, M = float(lam[0]), float(lam[-1])
+    exact = biased_srvn(A, m_star, m0, C0, rho, n_steps, None, 0.0, n_rows)
+    biased = biased_srvn(A, m_star, m0, C0, rho, n_steps, b_g, eps_H, n_rows)
+    b = np.zeros(A.shape[0]) if b_g is None else np.asarray(b_g, float)
+    zeta_g2 = float(b @ b)
+    zeta_H2 = float(eps_H) ** 2 * biased["xi_u"] ** 2  # ||eps I C||_F^2 = eps^2 tr V <= eps^2 xi_u^2
+    for run, zg, zH in ((exact, 0.0, 0.0), (biased, zeta_g2, zeta_H2)):
+        b3 = theorem3_bound(run["t"], float(run["kl"][0]), rho, delta, M, max(run["lam_min"], 1e-300),
+                            run["xi_l"], run["xi_u"], zg, zH)
+        run.update(eta=b3["eta"], factor=b3["factor"], applies=b3["applies"], corrected=b3["corrected"],
+                   printed=b3["printed"], floor=b3["floor"])
+    exact["bound"] = exact.pop("corrected")  # without bias Thm 3 is Thm 2
+    return {"exact": exact, "biased": biased, "delta": delta, "M": M, "zeta_g2": zeta_g2, "zeta_H2": zeta_H2,
+            "settles": float(0.5 * b @ np.linalg.solve(A, b))}

@@ -32,7 +32,7 @@ def test_flows_default_view():
     Theorem 1 bounds; Lemma 1 holds (lambda_min = 0.029 < 1); at rho = 1 VN takes 1 step, SR-VN 7."""
     at = _app()
     assert not at.exception and not _errors(at)
-    assert len(at.get("plotly_chart")) == 4  # KL, two path panels, the O(rho^2) gap
+    assert len(at.get("plotly_chart")) == 5  # KL, two path panels, the O(rho^2) gap, Thms 2-3
     fig = json.loads(_spec(at, 0))
     names = [d["name"] for d in fig["data"]]
     assert names == ["natural flow", "Wasserstein flow", "Euclidean (m, V) flow", "VN", "SR-VN", "BW-GD",
@@ -91,7 +91,7 @@ def test_flows_widgets_round_trip_through_the_url():
 def test_flows_hostile_url_values_fall_back(params):
     at = _app(**params)
     assert not at.exception and not _errors(at)
-    assert len(at.get("plotly_chart")) == 4
+    assert len(at.get("plotly_chart")) == 5
 
 
 @pytest.mark.parametrize("params", [
@@ -105,4 +105,49 @@ def test_flows_hostile_url_values_fall_back(params):
 def test_flows_extremes(params):
     at = _app(**params)
     assert not at.exception and not _errors(at)
-    assert len(at.get("plotly_chart")) == 4
+    assert len(at.get("plotly_chart")) == 5
+
+
+def _thm3_notice(at):
+    return next(i.value for i in at.info if "What to notice" in i.value and "η =" in i.value)
+
+
+def _thm3_names(at):
+    return [d["name"] for d in json.loads(_spec(at, 4))["data"]]
+
+
+def test_theorems_2_and_3_default_view():
+    """SR-VN on T2 from C_0 = 0.2 I at rho = 1e-3: eta = 1.64e-5 and 1 - 2 eta delta = 0.999960 (Eq. 25, computed
+    by us); the exact run stays under Thm 2's line, the biased one (|b| = 0.3) under the corrected Thm 3 bound and
+    settles at 1/2 b^T A^-1 b (computed here independently)."""
+    import numpy as np
+    from vilab.targets.papers import kumar_t2
+
+    at = _app()
+    assert not at.exception and not _errors(at)
+    assert _thm3_names(at) == ["SR-VN, exact oracle", "SR-VN, biased oracle", "Thm 2 bound", "Thm 3 bound (corrected)",
+                               "Thm 3 bound (printed)"]
+    notice = _thm3_notice(at)
+    assert "η = 1.64e-05" in notice and "1 − 2ηδ = 0.999960" in notice
+    assert "stays under the Thm 2 line" in notice and "stays under it." in notice
+    tgt = kumar_t2()
+    b = 0.3 * np.array([0.6, 0.8])
+    settles = 0.5 * b @ np.asarray(tgt.cov) @ b  # A^-1 = the posterior covariance
+    assert f"½ bᵀA⁻¹b = {settles:.3g}" in notice
+    level = float(notice.split("levels off at KL ≈ ")[1].split(" ")[0])
+    assert abs(level - settles) < 0.01 * settles  # the run settles where the closed form says
+
+
+def test_theorems_2_and_3_large_step_and_no_bias():
+    at = _app(t3rho="0.1", bg="0")
+    assert not at.exception and not _errors(at)
+    assert _thm3_names(at) == ["SR-VN, exact oracle"]  # no bias: one run; eta <= 0: no bound to draw
+    assert "say nothing" in _thm3_notice(at) and "η > 0 needs ρ <" in _thm3_notice(at)
+
+
+@pytest.mark.parametrize("params", [dict(t3rho="abc", bg="-5", eh="1e9"), dict(t3rho="-1", bg="nan", eh="inf"),
+                                    dict(t3rho="1e-4", bg="1", eh="1")])
+def test_theorems_2_and_3_hostile_and_extreme_values(params):
+    at = _app(**params)
+    assert not at.exception and not _errors(at)
+    assert _thm3_names(at)[0] == "SR-VN, exact oracle"
