@@ -314,14 +314,16 @@ with ui.guard("Theorems 2 and 3"):
     r3 = float(rho3)
     lines3 = {"SR-VN, exact oracle": (r3 * ex["t"], ex["kl"], "srvn")}
     if bias_g > 0 or eps_h > 0:
-        lines3["SR-VN, biased oracle"] = (r3 * bi["t"], bi["kl"], "#7B3294")
+        lines3["SR-VN, biased oracle"] = (r3 * bi["t"], bi["kl"], "srvn")
     refs3 = {}
     if ex["applies"]:
         refs3["Thm 2 bound"] = (r3 * ex["t"], ex["bound"])
         if bias_g > 0 or eps_h > 0:
             refs3["Thm 3 bound (corrected)"] = (r3 * bi["t"], bi["corrected"])
             refs3["Thm 3 bound (printed)"] = (r3 * bi["t"], bi["printed"])
-    ui.show(flplots.log_kl_figure(lines3, None, refs3, height=400, legend_below=True), key="thm3")
+    fig3 = flplots.log_kl_figure(lines3, None, refs3, height=400, legend_below=True)
+    fig3.update_traces(line_dash="dot", selector=dict(name="SR-VN, biased oracle"))  # SR-VN's colour, another oracle
+    ui.show(fig3, key="thm3")
     steps3 = guarantees.theorem2_steps(rep["M"], max(ex["lam_min"], 1e-300), ex["xi_l"], ex["xi_u"])
     parts = [f"Here δ = {rep['delta']:.3g}, M = {rep['M']:.3g}; along the exact run λ_min(V) ≥ {ex['lam_min']:.3g} "
              f"and {ex['xi_l']:.3g} ≤ ‖C‖_F ≤ {ex['xi_u']:.3g}, so η = {ex['eta']:.3g}."]

@@ -170,13 +170,19 @@ def test_paths_figure_keeps_coinciding_paths_visible():
     fig = ptr.paths_figure(traces, every=10)
     path = {t.name: t for t in fig.data if t.mode == "lines+markers"}
     gd, bw, vn = path["GD in (m, C)"], path["BW-GD"], path["VN"]
+    centres = {t.name: t for t in fig.data if t.mode == "markers" and str(t.name).endswith(": ellipse centres")}
     assert gd.line.width > bw.line.width and bw.line.width == vn.line.width
-    assert max(gd.marker.size) > max(bw.marker.size)
+    assert centres["GD in (m, C): ellipse centres"].marker.size > centres["BW-GD: ellipse centres"].marker.size
     assert (gd.line.color, gd.line.dash, gd.marker.symbol) == (plots.color("gd-mc"), plots.line("gd-mc")["dash"],
                                                                 plots.marker("gd-mc")["symbol"])
     assert gd.line.dash != bw.line.dash and gd.marker.symbol != bw.marker.symbol and gd.line.color != bw.line.color
-    # markers only at the ellipse centres (every 10 steps and the last)
-    assert np.count_nonzero(np.asarray(gd.marker.size)) == 5
+    # markers only at the ellipse centres (every 10 steps and the last), in the method's look; the path's own
+    # markers are size 0 and at most one is drawn
+    gc = centres["GD in (m, C): ellipse centres"]
+    np.testing.assert_array_equal(gc.customdata, [0, 10, 20, 30, 40])
+    np.testing.assert_array_equal(gc.x, np.asarray(gd.x)[[0, 10, 20, 30, 40]])
+    assert gc.marker.symbol == gd.marker.symbol and gc.legendgroup == gd.legendgroup and gc.showlegend is False
+    assert gd.marker.size == 0 and gd.marker.maxdisplayed == 1 and len(gd.x) == 41
     assert fig.layout.legend.itemsizing == "constant"
     assert ptr.coinciding({"a": np.ones(3), "b": np.ones(3) + 1e-3}) == []
 

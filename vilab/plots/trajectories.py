@@ -122,13 +122,18 @@ def paths_figure(traces: Mapping[str, object], contour: go.Contour | None = None
         ex, ey = ellipse_outlines(m[idx], cov[idx], n_std, n=40)
         fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", showlegend=False, legendgroup=name,
                                  line=_ln(name, 1.2, c), opacity=0.7, hoverinfo="skip"))
-        # the path, with the method's marker at the ellipse centres only (size 0 elsewhere)
-        sizes = np.zeros(len(m))
-        sizes[idx] = 7 + widths[name]
+        # the path (its legend entry shows the method's line and marker), and the method's marker at the ellipse
+        # centres only, as a trace of its own: a marker per iterate, even of size 0, is a node the browser
+        # draws on every redraw (maxdisplayed=1 keeps the path's own markers to one, of size 0)
+        size = 7 + widths[name]
         fig.add_trace(go.Scatter(x=m[:, 0], y=m[:, 1], mode="lines+markers", name=lab, legendgroup=name,
                                  line=_ln(name, widths[name], c),
-                                 marker=_mk(name, sizes, c, line=dict(width=1, color="white")),
+                                 marker=dict(_mk(name, 0, c, line=dict(width=1, color="white")), maxdisplayed=1),
                                  customdata=np.arange(len(m)),
+                                 hovertemplate=f"{label(name)}<br>step %{{customdata}}<br>(%{{x:.4g}}, %{{y:.4g}})<extra></extra>"))
+        fig.add_trace(go.Scatter(x=m[idx, 0], y=m[idx, 1], mode="markers", name=f"{lab}: ellipse centres",
+                                 legendgroup=name, showlegend=False,
+                                 marker=_mk(name, size, c, line=dict(width=1, color="white")), customdata=np.asarray(idx),
                                  hovertemplate=f"{label(name)}<br>step %{{customdata}}<br>(%{{x:.4g}}, %{{y:.4g}})<extra></extra>"))
         if getattr(tr, "diverged", False) or str(getattr(tr, "status", "")).startswith("diverged"):
             fig.add_annotation(x=m[-1, 0], y=m[-1, 1], text=f"{label(name)}: diverged", hovertext=str(tr.status),
