@@ -9,7 +9,8 @@ from streamlit.testing.v1 import AppTest
 from vilab import plots
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "40_Divergences.py")
-TABS = ["2-D Gaussian", "3-D collapse", "Univariate targets", "Batch methods", "Batch step by step"]
+TABS = ["2-D Gaussian", "Weighted Fisher", "3-D collapse", "Univariate targets", "Gradient noise", "Batch methods",
+        "Batch step by step"]
 
 
 def _run(**params):
@@ -163,3 +164,128 @@ def test_fig1_points_are_clickable():
     n = len(base64.b64decode(x["bdata"])) // 8 if isinstance(x, dict) else len(x)  # plotly's binary arrays
     assert layer["marker"]["opacity"] == 0 and n > 500
     assert "click a point" in " ".join(c.value for c in at.caption).lower()
+
+
+# ------------------------------------------------------------------ weighted Fisher tab (issue 16)
+
+
+def _table_with(at, column):
+    return next(d.value for d in at.dataframe if column in d.value.columns)
+
+
+def test_weighted_fisher_default_view():
+    at = _run(tab="Weighted Fisher")
+    assert not at.exception and not _texts(at)
+    assert at.query_params["wM"] == "target_cov" and at.query_params["wrho"] == "0.9"
+    assert "weighted Fisher, M = Λ⁻¹" in _names(at)
+    note = next(i.value for i in at.info if "Weighted Fisher (M = Λ⁻¹)" in i.value)
+    # sqrt(0.19) = 0.436 (geometric mean of KL's 0.19 and the truth 1), above KL: Theorem 1 needs a diagonal M
+    assert "Σ₁₁ = 0.436" in note and "KL 0.19" in note and "exceed KL's" in note
+    table = _table_with(at, "S_M(q‖p), M = Λ⁻¹")
+    assert len(table) == 4
+    own = {"KL(q‖p)": plots.label("kl"), "Fisher F(q‖p)": plots.label("fisher"),
+           "S_M(q‖p), M = Λ⁻¹": "weighted Fisher, M = Λ⁻¹"}
+    for col, row in own.items():  # each divergence column is smallest in its own row
+        assert table[col].idxmin() == row
+    assert table.loc[plots.label("fisher"), "Σ₁₁"] == pytest.approx(0.1412, abs=1e-4)
+
+
+@pytest.mark.parametrize("weight,shown", [("identity", "M = I"), ("q_cov", "M = Σ"), ("custom", "your M")])
+def test_weighted_fisher_each_weight(weight, shown):
+    at = _run(tab="Weighted Fisher", wM=weight)
+    assert not at.exception and not _texts(at)
+    assert f"weighted Fisher, {shown}" in _names(at)
+    note = next(i.value for i in at.info if "Weighted Fisher (" in i.value)
+    if weight == "identity":
+        assert "Σ₁₁ = 0.141" in note and "Theorem 1 applies" in note
+    elif weight == "q_cov":
+        assert "Σ₁₁ = 0.105" in note and "score-based divergence" in note
+    else:  # the default custom M = [[1, 0.5], [0.5, 2]]: Σ₂₂ = 0.194 > KL's 0.19
+        assert "Σ₂₂ = 0.194" in note and "Σ₂₂ exceeds KL's" in note
+
+
+def test_weighted_fisher_non_positive_definite_weight_warns_not_raises():
+    at = _run(tab="Weighted Fisher", wM="custom", m11=1, m12=3, m22=2)
+    assert not at.exception
+    texts = _texts(at)
+    assert any("not positive definite" in t and "M₁₂² < M₁₁ M₂₂" in t for t in texts), texts
+    assert not at.dataframe  # nothing computed from a bad M
+    at.number_input(key="m12").set_value(0.0).run()  # fixing M brings the view back
+    assert not at.exception and not _texts(at)
+    assert any("Theorem 1 applies" in i.value for i in at.info)
+
+
+def test_weighted_fisher_extreme_widget_values():
+    at = _run(tab="Weighted Fisher", wM="custom")
+    for rho in (-0.99, 0.99):
+        at.slider(key="wrho").set_value(rho).run()
+        at.select_slider(key="wsd1").set_value(0.001).run()
+        at.select_slider(key="wsd2").set_value(1000.0).run()
+        at.number_input(key="m11").set_value(100.0).run()
+        at.number_input(key="m12").set_value(-99.9).run()
+        at.number_input(key="m22").set_value(100.0).run()
+        assert not at.exception and not _texts(at)
+        assert len(at.dataframe) == 1
+    at.number_input(key="m22").set_value(-100.0).run()
+    assert not at.exception and any("not positive definite" in t for t in _texts(at))
+
+
+@pytest.mark.parametrize("bad", ["<script>alert(1)</script>", "nan", "1e400", "-inf", ""])
+def test_weighted_fisher_hostile_url_values(bad):
+    at = _run(tab="Weighted Fisher", wM=bad, wrho=bad, wsd1=bad, wsd2=bad, m11=bad, m12=bad, m22=bad)
+    assert not at.exception and not _texts(at)
+    assert at.query_params["wM"] == "target_cov"
+    at = _run(tab="Weighted Fisher", wM="custom", m11=bad, m12=bad, m22=bad)
+    assert not at.exception and not _texts(at)  # unusable numbers fall back to the default (positive-definite) M
+    assert [at.number_input(key=k).value for k in ("m11", "m12", "m22")] == [1.0, 0.5, 2.0]
+    assert "weighted Fisher, your M" in _names(at)
+
+
+# ------------------------------------------------------------------ gradient noise tab (issue 16)
+
+
+def test_gradient_noise_default_view_is_the_papers_setting():
+    at = _run(tab="Gradient noise")
+    assert not at.exception and not _texts(at)
+    assert at.query_params["gT"] == "10" and at.query_params["gn"] == "1000"
+    names = _names(at)
+    for m in ("kl", "fisher", "score"):
+        assert f"{plots.label(m)}, formula" in names and f"{plots.label(m)}, Monte Carlo" in names
+    note = next(i.value for i in at.info if "Median standard deviation" in i.value)
+    assert "KL 7," in note and "Fisher 291" in note and "score-based 2.91" in note
+    assert "19 of 49 coordinates (those with Λᵢᵢ > t²/2 = 50)" in note
+    assert "1000 Monte Carlo draws" in note
+    table = _table_with(at, "μ: median s.d. (formula)")
+    assert table.loc[plots.label("fisher"), "μ: median s.d. (formula)"] == pytest.approx(290.6, rel=1e-3)
+    mc = table["μ: median s.d. (Monte Carlo)"] / table["μ: median s.d. (formula)"]
+    assert ((mc - 1).abs() < 0.06).all()  # 1000 draws: the markers sit on the lines
+    assert any("0.52 to 148.8" in c.value and "45.68" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("params", [dict(gT=0.1, gcor=0.9, gn=4000, gdm=2), dict(gT=100, gcor=-0.9, gn=250, gdm=-2)])
+def test_gradient_noise_extremes(params):
+    at = _run(tab="Gradient noise", **params)
+    assert not at.exception and not _texts(at)
+    assert float(at.query_params["gT"]) == params["gT"] and at.query_params["gn"] == str(params["gn"])
+    assert any("Median standard deviation" in i.value for i in at.info)
+
+
+def test_gradient_noise_widgets_move():
+    at = _run(tab="Gradient noise")
+    at.select_slider(key="gT").set_value(0.1).run()
+    at.slider(key="gcor").set_value(0.9).run()
+    at.selectbox(key="gn").set_value(250).run()
+    at.slider(key="gdm").set_value(-2.0).run()
+    assert not at.exception and not _texts(at)
+    note = next(i.value for i in at.info if "Median standard deviation" in i.value)
+    # a wide q (t = 0.1): the score-based gradients, KL's times 2ΛΣ = 2Λ/t², are now the noisiest
+    assert "250 Monte Carlo draws" in note and "(KL(q‖p) < Fisher < score-based)" in note
+    assert float(at.query_params["gT"]) == 0.1 and at.query_params["gn"] == "250"
+
+
+@pytest.mark.parametrize("bad", ["<script>alert(1)</script>", "nan", "1e400", "-5", "7"])
+def test_gradient_noise_hostile_url_values(bad):
+    at = _run(tab="Gradient noise", gT=bad, gcor=bad, gn=bad, gdm=bad)
+    assert not at.exception and not _texts(at)
+    assert at.query_params["gn"] == "1000"
+    assert any("Median standard deviation" in i.value for i in at.info)

@@ -10,7 +10,8 @@ inference".  Submodules:
                      Algorithms (stochastic.algorithm, stochastic.bam); run_sgd / run_bam run them
                      through vilab.core.run (key=..., a jax PRNG key) and return Traces;
                      tail_average_variances(trace) averages a run's variances after a burn-in;
-* :mod:`.gradvar`    gradient-variance formulas of Sec. 5.4 and their Monte Carlo counterpart.
+* :mod:`.gradvar`    gradient-variance formulas of Sec. 5.4 (diagonal, and exact for a dense Lambda),
+                     their Monte Carlo counterpart and the Fig. 4 setting.
 
 The public entry point of the mean-field comparison is
 ``meanfield_variances(precision, divergence, weight=None)``.
@@ -18,9 +19,11 @@ The public entry point of the mean-field comparison is
 
 from .gaussian import (
     DIVERGENCES,
+    WEIGHTS,
     MeanFieldOptimum,
     batch_meanfield_fixed_point,
     check_precision,
+    check_weight_pd,
     divergence,
     fig1_grid,
     fisher,
@@ -35,9 +38,21 @@ from .gaussian import (
     score_nqp,
     score_nqp_batch,
     variance_curves_2d,
+    weight_matrix,
     weighted_fisher,
+    weighted_fisher_comparison,
+    weighted_meanfield,
+    weighted_variance_curves_2d,
 )
-from .gradvar import gradient_variance_diagonal, gradient_variance_mc, gradient_variance_mu
+from .gradvar import (
+    fig4_gradient_sd,
+    fig4_precision,
+    gradient_variance_diagonal,
+    gradient_variance_mc,
+    gradient_variance_mu,
+    gradient_variance_T,
+    variance_crossings,
+)
 from .stochastic import (
     METHOD_LABELS,
     SGD_METHODS,
@@ -65,7 +80,8 @@ __all__ = [
     "fig1_grid", "fisher", "kl_pq", "kl_qp", "meanfield_optimum", "meanfield_variances",
     "monte_carlo_divergence", "precision_2d", "precision_3d", "score_divergence", "score_nqp",
     "score_nqp_batch", "variance_curves_2d", "weighted_fisher", "gradient_variance_diagonal", "gradient_variance_mc",
-    "gradient_variance_mu", "METHOD_LABELS", "SGD_METHODS", "bam_update", "batch_objectives",
+    "gradient_variance_mu", "gradient_variance_T", "variance_crossings", "fig4_precision", "fig4_gradient_sd", "WEIGHTS", "check_weight_pd",
+    "weight_matrix", "weighted_meanfield", "weighted_fisher_comparison", "weighted_variance_curves_2d", "METHOD_LABELS", "SGD_METHODS", "bam_update", "batch_objectives",
     "batch_statistics", "make_mask", "run_bam", "run_sgd", "sparse_pattern", "tail_average_variances", "UnivariateOptimum",
     "accuracy", "iae", "log_inverse_gamma_optima", "univariate_objective", "univariate_optima",
     "univariate_optimum",

@@ -44,6 +44,12 @@ __all__ = [
     "precision_3d",
     "fig1_grid",
     "variance_curves_2d",
+    "WEIGHTS",
+    "check_weight_pd",
+    "weight_matrix",
+    "weighted_meanfield",
+    "weighted_fisher_comparison",
+    "weighted_variance_curves_2d",
 ]
 
 #: the divergences ``meanfield_variances`` knows, with a display label
@@ -502,3 +508,129 @@ def variance_curves_2d(rhos, sd1: float = 1.0, sd2: float = 1.0, coord: int = 0)
         out["score"][i] = meanfield_variances(P, "score")[coord]
         out["true"][i] = (sd1, sd2)[coord] ** 2
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the weighted Fisher divergence with a chosen weight M (Sec. 1.2, Lemma 1, eq. 1)
+
+#: the named weights of :func:`weight_matrix`, with a readable name
+WEIGHTS = {
+    "identity": "identity I (the Fisher divergence)",
+    "target_cov": "target covariance Λ⁻¹",
+    "q_cov": "variational covariance Σ (the score-based divergence)",
+    "custom": "your own 2 × 2 matrix",
+}
+
+
+def _fmt_matrix(M: np.ndarray) -> str:
+    return "[" + ", ".join("[" + ", ".join(f"{x:.4g}" for x in row) + "]" for row in M) + "]"
+
+
+def check_weight_pd(M, name: str = "The weight M") -> np.ndarray:
+    """``M`` as a float64 symmetric positive-definite matrix, else ValueError saying why it matters.
+
+    Chen, Nott & Tan Sec. 1.2 allow M >= 0; a user-typed weight must be positive definite here,
+    so that S_M(q||p) = 0 only when the scores of q and p agree everywhere (a singular M ignores
+    score mismatches along its null space; an indefinite M can make S_M negative).
+    """
+    M = real_array(M, name)
+    if M.ndim != 2 or M.shape[0] != M.shape[1]:
+        raise ValueError(f"{name} must be a square matrix; got shape {M.shape}.")
+    if not np.allclose(M, M.T, rtol=1e-10, atol=1e-12):
+        raise ValueError(f"{name} = {_fmt_matrix(M)} is not symmetric: only the symmetric part of M enters "
+                         "||z||²_M = zᵀ M z, so enter the same value above and below the diagonal.")
+    M = 0.5 * (M + M.T)
+    lo = float(np.linalg.eigvalsh(M)[0])
+    if lo <= 1e-12 * max(1.0, float(np.abs(M).max())):
+        hint = (" For a 2 × 2 matrix that means M₁₁ > 0, M₂₂ > 0 and M₁₂² < M₁₁ M₂₂." if M.shape == (2, 2) else "")
+        raise ValueError(
+            f"{name} = {_fmt_matrix(M)} is not positive definite (its smallest eigenvalue is {lo:.3g}). "
+            "With a zero or negative eigenvalue some mismatches between the scores of q and p would count "
+            "as no distance or a negative one, so S_M would no longer measure how far q is from p. "
+            "Choose a positive-definite M." + hint)
+    return M
+
+
+def weight_matrix(kind: str, precision, custom=None) -> np.ndarray | None:
+    """The weight M of a named choice (:data:`WEIGHTS`) for the target N(nu, precision^{-1}).
+
+    "identity": M = I (Fisher divergence); "target_cov": M = Lambda^{-1}; "custom": ``custom``
+    (checked by :func:`check_weight_pd`); "q_cov": None, since M = Sigma depends on q itself
+    (the score-based divergence of Cai et al. 2024, Chen, Nott & Tan Sec. 1.2).
+    """
+    if not isinstance(kind, str) or kind not in WEIGHTS:
+        raise ValueError(f"Unknown weight {kind!r}; choose one of {', '.join(WEIGHTS)}.")
+    L = check_precision(precision)
+    d = L.shape[0]
+    if kind == "identity":
+        return np.eye(d)
+    if kind == "target_cov":
+        return np.linalg.inv(L)
+    if kind == "q_cov":
+        return None
+    if custom is None:
+        raise ValueError("The custom weight needs its matrix M.")
+    M = check_weight_pd(custom)
+    if M.shape != (d, d):
+        raise ValueError(f"The weight M must be {d} x {d} like the target; got {M.shape[0]} x {M.shape[1]}.")
+    return M
+
+
+def weighted_meanfield(precision, kind: str, custom=None) -> MeanFieldOptimum:
+    """Mean-field optimum of S_M for a named weight (Chen, Nott & Tan Sec. 2.1).
+
+    M independent of Sigma (identity, target covariance, custom): ``Sigma_ii = sqrt(M_ii / (Lambda M
+    Lambda)_ii)`` (from dS_M / dSigma_ii = (Lambda M Lambda)_ii - M_ii / Sigma_ii^2 = 0; eq. 1 for a
+    diagonal M); M = Sigma: the score-based NQP (eq. 3).  Theorem 1 (Sigma_ii <= 1/Lambda_ii) needs a
+    diagonal M: with M = Lambda^{-1}, Lambda M Lambda = Lambda and Sigma_ii = sqrt((Lambda^{-1})_ii /
+    Lambda_ii), the geometric mean of the KL variance and the true marginal variance (ours, derived).
+    """
+    M = weight_matrix(kind, precision, custom)
+    if M is None:
+        return meanfield_optimum(precision, "score")
+    return meanfield_optimum(precision, "weighted_fisher", weight=M)
+
+
+def weighted_fisher_comparison(precision, kind: str, custom=None) -> dict:
+    """The mean-field optima of KL, Fisher, score-based and S_M (weight ``kind``), and every divergence
+    evaluated at every optimum (Chen, Nott & Tan Lemma 1 and Sec. 1.1 closed forms, mu = nu).
+
+    Returns {"variances": {code: (d,)} for kl, fisher, score, weighted_fisher and true (the target's
+    marginal variances), "values": {optimum code: {"kl": KL(q||p), "fisher": F(q||p),
+    "weighted_fisher": S_M(q||p)}} (each column smallest at its own optimum; NaN where an optimum has
+    a zero variance), "objective": S_M at its own optimum, "M": the weight (None for M = Sigma)}.
+    """
+    L = check_precision(precision)
+    d = L.shape[0]
+    M = weight_matrix(kind, L, custom)
+    own = weighted_meanfield(L, kind, custom)
+    var = {"kl": meanfield_variances(L, "kl"), "fisher": meanfield_variances(L, "fisher"),
+           "score": meanfield_variances(L, "score"), "weighted_fisher": own.variances,
+           "true": np.diag(np.linalg.inv(L)).copy()}
+    nu = np.zeros(d)
+    values = {}
+    for code in ("kl", "fisher", "score", "weighted_fisher"):
+        v = var[code]
+        if np.any(v <= 0):
+            values[code] = {"kl": np.nan, "fisher": np.nan, "weighted_fisher": np.nan}
+            continue
+        S = np.diag(v)
+        values[code] = {"kl": float(kl_qp(nu, S, nu, L)), "fisher": float(fisher(nu, S, nu, L)),
+                        "weighted_fisher": float(weighted_fisher(nu, S, nu, L, S if M is None else M))}
+    return {"variances": var, "values": values, "objective": own.objective, "M": M}
+
+
+def weighted_variance_curves_2d(rhos, sd1: float, sd2: float, kind: str, custom=None,
+                                coord: int = 0) -> dict[str, np.ndarray]:
+    """Mean-field Sigma_{coord,coord} against rho for KL, Fisher, score-based, S_M and the truth (Sec. 2.5).
+
+    The weight follows the target where it is defined by it (M = Lambda(rho)^{-1}, or M = Sigma);
+    a custom M stays fixed while rho moves.
+    """
+    if kind == "custom":
+        check_weight_pd(custom)
+    rhos = real_array(rhos, "The correlations rhos", finite=False, allow_empty=True)
+    out = variance_curves_2d(rhos, sd1, sd2, coord)
+    out["weighted_fisher"] = np.array([weighted_meanfield(precision_2d(float(r), sd1, sd2), kind, custom)
+                                       .variances[coord] for r in rhos])
+    return {k: out[k] for k in ("kl", "fisher", "score", "weighted_fisher", "true")}

@@ -18,13 +18,15 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy.optimize import brentq
 
-from ..checks import integer, real_array
+from ..checks import integer, real_array, real_scalar
 from ..gaussian import check_factor
 from .gaussian import check_precision
 from .stochastic import grad_fdr, grad_kl, grad_sdr
 
-__all__ = ["gradient_variance_mu", "gradient_variance_diagonal", "gradient_variance_mc"]
+__all__ = ["gradient_variance_mu", "gradient_variance_diagonal", "gradient_variance_T", "gradient_variance_mc",
+           "variance_crossings", "FIG4_LAMBDA_RANGE", "FIG4_LAMBDA_MEAN", "fig4_precision", "fig4_gradient_sd"]
 
 
 def gradient_variance_mu(precision, T) -> dict[str, np.ndarray]:
@@ -97,3 +99,153 @@ def gradient_variance_mc(key, precision, nu, mu, T, n: int = 100_000) -> dict[st
         out["mu"][name] = np.cov(gm, rowvar=False).reshape(d, d)
         out["T_diag"][name] = np.asarray(jnp.diagonal(gT, axis1=1, axis2=2)).var(0, ddof=1)
     return out
+
+
+def _affine_products_variance(terms) -> np.ndarray:
+    """Per-coordinate variance of sum_k (alpha_k + a_k . z)(beta_k + b_k . z), z ~ N(0, I_d).
+
+    ``terms``: list of (alpha (d,), a (d, d), beta (d,), b (d, d)), row i of a / b the vector of
+    coordinate i.  The sum is c + l . z + z^T P z with l = sum_k (alpha_k b_k + beta_k a_k) and
+    P = sum_k a_k b_k^T, so (Isserlis) Var = l . l + 2 tr(sym(P)^2) = l . l + tr(P^2) + tr(P P^T).
+    """
+    ell = sum(al[:, None] * b + be[:, None] * a for al, a, be, b in terms)
+    out = np.einsum("ij,ij->i", ell, ell)
+    for _, ak, _, bk in terms:
+        for _, al, _, bl in terms:
+            # tr(P^2) = sum_kl (b_k . a_l)(b_l . a_k);  tr(P P^T) = sum_kl (a_k . a_l)(b_k . b_l)
+            out = out + np.einsum("ij,ij->i", bk, al) * np.einsum("ij,ij->i", bl, ak)
+            out = out + np.einsum("ij,ij->i", ak, al) * np.einsum("ij,ij->i", bk, bl)
+    return out
+
+
+def gradient_variance_T(precision, nu, mu, T) -> dict[str, np.ndarray]:
+    """Exact variances of the single-draw T_ii-gradients of KLD, FDr and SDr for any Gaussian target.
+
+    Chen, Nott & Tan Sec. 5.4 / Supplement S2.1 give these for diagonal Lambda and T only
+    (:func:`gradient_variance_diagonal`); Fig. 4 has a dense Lambda.  With grad log h = -Lambda
+    (theta - nu), Hessian -Lambda, theta = mu + U z (U = T^{-T}, Sigma = U U^T), delta = mu - nu,
+    c = -Lambda delta and A = T - Lambda U, Table 4's steps give the score mismatch g = c + A z,
+    u = U z and the T-gradients (update-direction sign, which a variance ignores; H = -Lambda)
+
+        KL:  g_T = u (U^T g)^T                        -> [g_T]_ii = (U z)_i (U^T g)_i
+        F:   g_T = 2 (g z^T + u (U^T Lambda g)^T)     -> [g_T]_ii = 2 [g_i z_i + (U z)_i (U^T Lambda g)_i]
+        S:   g_T = 2 ((Sigma g)(z - U^T g)^T + u (U^T Lambda Sigma g)^T)
+             -> [g_T]_ii = 2 [(Sigma g)_i (z - U^T g)_i + (U z)_i (U^T Lambda Sigma g)_i]
+
+    (for a Gaussian target these are the paper's Sec. 5.4 g_T^KL, g_T^F, g_T^S).  Each entry is a sum
+    of products of two affine functions of z ~ N(0, I), i.e. const + l^T z + z^T P z, whose variance
+    is l^T l + 2 tr(sym(P)^2).  For diagonal Lambda and T this reduces to the paper's
+    Var(g_Tii^KL) = T^-4 {Lam^2 delta^2 + 2 (T - Lam/T)^2}, Var(g_Tii^F) = 4 (T^2 + Lam)^2 Var_KL,
+    Var(g_Tii^S) = 4 Lam^2 T^-8 {(3 Lam - T^2)^2 delta^2 + 8 (T - Lam/T)^2}.
+
+    Returns {"kl", "fisher", "score"}: (d,) variances of the T_ii gradients (w.r.t. T, not log T_ii),
+    the quantities :func:`gradient_variance_mc` estimates under "T_diag".
+    """
+    L = check_precision(precision)
+    d = L.shape[0]
+    mu, T = check_factor(mu, T, "T")
+    nu, _ = check_factor(nu, np.eye(d), "I")
+    if mu.shape[0] != d or nu.shape[0] != d:
+        raise ValueError(f"Dimension mismatch: the precision is {d} x {d} but mu has {mu.shape[0]} and nu "
+                         f"{nu.shape[0]} entries.")
+    U = np.linalg.inv(T).T
+    Sig = U @ U.T
+    c = -L @ (mu - nu)
+    A = T - L @ U
+    E = np.eye(d)
+    zero = np.zeros(d)
+    # (alpha + a . z) pieces, row i for coordinate i
+    Uz = (zero, U)                                 # (U z)_i
+    g = (c, A)                                     # g_i
+    Utg = (U.T @ c, U.T @ A)                       # (U^T g)_i
+    ULg = (U.T @ L @ c, U.T @ L @ A)               # (U^T Lambda g)_i
+    Sg = (Sig @ c, Sig @ A)                        # (Sigma g)_i
+    z_m_Utg = (-U.T @ c, E - U.T @ A)              # (z - U^T g)_i
+    ULSg = (U.T @ L @ Sig @ c, U.T @ L @ Sig @ A)  # (U^T Lambda Sigma g)_i
+    z = (zero, E)
+    kl = _affine_products_variance([Uz + Utg])
+    fisher = 4.0 * _affine_products_variance([g + z, Uz + ULg])
+    score = 4.0 * _affine_products_variance([Sg + z_m_Utg, Uz + ULSg])
+    return {"kl": kl, "fisher": fisher, "score": score}
+
+
+def variance_crossings(T_ii: float, dmu: float = 0.0) -> dict[str, dict[str, float]]:
+    """The Lambda_ii at which Fisher's and the score's gradient variance equals KL's (diagonal Lambda, T).
+
+    Chen, Nott & Tan Sec. 5.4: mu-gradients: Fisher larger iff Lambda_ii > 1/2, score iff
+    Lambda_ii / T_ii^2 > 1/2; T-gradients: Fisher iff T_ii^2 + Lambda_ii > 1/2, score (at mu_i = nu_i)
+    iff Lambda_ii / T_ii^2 > 1/4.  Returns {"mu": {"fisher", "score"}, "T": {"fisher", "score"}}: the
+    crossing Lambda_ii (Fisher's above KL's / the score's above KL's for larger Lambda_ii); NaN where
+    there is none (Fisher's T-gradients when T_ii^2 >= 1/2: always above; the score's T-gradients when
+    dmu != 0: the 1/4 rule assumes mu_i = nu_i).
+    """
+    t = real_scalar(T_ii, "T_ii")
+    if not t > 0:
+        raise ValueError("T_ii must be positive.")
+    dm = real_scalar(dmu, "The offset mu - nu")
+    return {"mu": {"fisher": 0.5, "score": 0.5 * t**2},
+            "T": {"fisher": 0.5 - t**2 if t**2 < 0.5 else float("nan"),
+                  "score": 0.25 * t**2 if dm == 0 else float("nan")}}
+
+
+# ---------------------------------------------------------------------------------------------
+# Fig. 4 of Chen, Nott & Tan
+
+#: Fig. 4's German-credit precision (d = 49): its diagonal runs over this range with this mean
+#: (Sec. 5.1, as quoted in the reference digest); the matrix itself (from MCMC) is not available here.
+FIG4_LAMBDA_RANGE = (0.52, 148.82)
+FIG4_LAMBDA_MEAN = 45.68
+
+
+def fig4_precision(correlation: float = 0.0, d: int = 49) -> np.ndarray:
+    """A stand-in for Fig. 4's target precision: d = 49 with the printed range and mean of diag(Lambda).
+
+    Lambda_ii = lo + (hi - lo) u_i^p, u_i = i / (d - 1) (i = 0..d-1), with p chosen so that the mean of
+    the diagonal is FIG4_LAMBDA_MEAN (lo, hi = FIG4_LAMBDA_RANGE): the smallest, largest and mean
+    Lambda_ii are the paper's, the spacing in between is ours.  Off the diagonal
+    Lambda_ij = correlation^|i-j| sqrt(Lambda_ii Lambda_jj) (an AR(1) pattern, positive definite for
+    |correlation| < 1); correlation = 0 gives the diagonal target of the paper's Sec. 5.4 formulas.
+    """
+    r = real_scalar(correlation, "The correlation")
+    if not -1.0 < r < 1.0:
+        raise ValueError(f"The correlation must lie strictly between -1 and 1; got {r:g}.")
+    d = integer(d, "The dimension d", minimum=2, maximum=2000)
+    lo, hi = FIG4_LAMBDA_RANGE
+    u = np.arange(d) / (d - 1)
+    p = brentq(lambda p: np.mean(lo + (hi - lo) * u**p) - FIG4_LAMBDA_MEAN, 0.01, 100.0)
+    lam = lo + (hi - lo) * u**p
+    i = np.arange(d)
+    R = r ** np.abs(i[:, None] - i[None, :])
+    s = np.sqrt(lam)
+    return R * np.outer(s, s)
+
+
+def fig4_gradient_sd(key, t_scale: float = 10.0, dmu: float = 0.0, correlation: float = 0.0, n: int = 1000,
+                     d: int = 49) -> dict:
+    """Fig. 4 of Chen, Nott & Tan: standard deviations of the single-draw gradients at T = t_scale I.
+
+    The paper's setting: d = 49, mu = 0 and T = 10 I ("uninformative initialisation"), 1000 draws of
+    z; target precision :func:`fig4_precision` (the paper's German-credit Lambda is not available:
+    same size and range of Lambda_ii).  mu - nu = ``dmu`` in every coordinate (the paper's nu is a
+    posterior mean we do not have; the mu-gradients do not depend on it).  Closed forms:
+    :func:`gradient_variance_mu` (diagonal) and :func:`gradient_variance_T`; Monte Carlo:
+    :func:`gradient_variance_mc` with ``key`` and ``n`` draws.
+
+    Returns {"lambda_ii": (d,), "closed": {"mu": {m: sd}, "T": {m: sd}}, "mc": same}, m in kl, fisher, score.
+    """
+    t = real_scalar(t_scale, "The scale t of T = t I")
+    if not (t > 0 and np.isfinite(t)):
+        raise ValueError(f"The scale t of T = t I must be positive and finite; got {t:g}.")
+    dm = real_scalar(dmu, "The offset mu - nu")
+    L = fig4_precision(correlation, d)
+    d = L.shape[0]
+    T = t * np.eye(d)
+    mu = np.zeros(d)
+    nu = mu - dm
+    vmu = gradient_variance_mu(L, T)
+    vT = gradient_variance_T(L, nu, mu, T)
+    mc = gradient_variance_mc(key, L, nu, mu, T, n=n)
+    names = ("kl", "fisher", "score")
+    closed = {"mu": {m: np.sqrt(np.diag(vmu[m])) for m in names}, "T": {m: np.sqrt(vT[m]) for m in names}}
+    est = {"mu": {m: np.sqrt(np.diag(mc["mu"][m])) for m in names}, "T": {m: np.sqrt(mc["T_diag"][m]) for m in names}}
+    return {"lambda_ii": np.diag(L).copy(), "closed": closed, "mc": est}

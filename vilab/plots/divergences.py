@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 from . import ellipse, label, line, look, marker, style
 
 __all__ = ["LABELS", "meanfield_ellipses", "rescaled_pair", "variance_curves", "fig1_heatmap", "univariate_densities",
-           "sdb_progression", "fixed_point_bars", "live_batch", "COUNT_COLORS", "COLLAPSE_SYMBOL"]
+           "sdb_progression", "fixed_point_bars", "live_batch", "gradient_sd", "COUNT_COLORS", "COLLAPSE_SYMBOL"]
 
 #: the readable name of each divergence code of this page (the theme's labels)
 LABELS = {k: label(k) for k in ("kl", "fisher", "score", "forward_kl", "weighted_fisher", "true", "fdb", "sdb",
@@ -32,11 +32,12 @@ def _trace_line(name: str, width: float = 2.5) -> dict:
 
 
 def meanfield_ellipses(mean, cov, variances: dict, n_std: float = 2.0, title: str | None = None,
-                       height: int = 400) -> go.Figure:
+                       height: int = 400, names: dict | None = None) -> go.Figure:
     """The target's n_std ellipse and the axis-aligned ellipses of mean-field optima.
 
     ``variances`` maps a divergence code to its (2,) optimal variances (a 0 variance, a collapse,
-    is drawn as a segment).
+    is drawn as a segment); ``names`` optionally gives a code a longer legend name (it should start
+    with the code's label, e.g. "weighted Fisher, M = I", so the trace keeps the method's look).
     """
     mean = np.asarray(mean, float)
     cov = np.asarray(cov, float)
@@ -48,7 +49,8 @@ def meanfield_ellipses(mean, cov, variances: dict, n_std: float = 2.0, title: st
     for name, v in variances.items():
         s = np.sqrt(np.maximum(np.asarray(v, float), 0.0)) * n_std
         fig.add_trace(go.Scatter(x=mean[0] + s[0] * np.cos(t), y=mean[1] + s[1] * np.sin(t), mode="lines",
-                                 name=label(name), line=_trace_line(name)))
+                                 name=(names or {}).get(name, label(name)), legendgroup=name,
+                                 line=_trace_line(name)))
     r = n_std * np.sqrt(np.diag(cov)) * 1.15
     fig.update_xaxes(range=[mean[0] - r[0], mean[0] + r[0]], title="θ₁")
     fig.update_yaxes(range=[mean[1] - r[1], mean[1] + r[1]], title="θ₂", scaleanchor="x"
@@ -84,13 +86,17 @@ def rescaled_pair(mean, cov, original: dict, mapped_back: dict, k: float, n_std:
 
 
 def variance_curves(rhos, curves: dict, title: str | None = None, ylabel: str = "Σ₁₁",
-                    height: int = 380) -> go.Figure:
+                    height: int = 380, names: dict | None = None, marked: float | None = None) -> go.Figure:
     """Optimal mean-field variance of coordinate 1 against ρ, one line per divergence plus the truth
-    (``curves`` maps a code, "true" for the target's variance, to the values)."""
+    (``curves`` maps a code, "true" for the target's variance, to the values; ``names`` optionally
+    gives a code a longer legend name; ``marked`` draws a dotted vertical line at that ρ)."""
     fig = go.Figure()
     for name, v in curves.items():
-        fig.add_trace(go.Scatter(x=rhos, y=v, mode="lines", name="true variance" if name == "true" else label(name),
+        text = "true variance" if name == "true" else (names or {}).get(name, label(name))
+        fig.add_trace(go.Scatter(x=rhos, y=v, mode="lines", name=text, legendgroup=name,
                                  line=_trace_line(name, 3 if name == "true" else 2.5)))
+    if marked is not None and np.isfinite(marked):
+        fig.add_vline(x=float(marked), line=dict(color="#888888", width=1, dash="dot"))
     fig.update_xaxes(title="correlation ρ")
     fig.update_yaxes(title=ylabel, rangemode="tozero")
     return style(fig, title=title, height=height)
@@ -271,4 +277,50 @@ def live_batch(runs: dict, target_mean: float, target_var: float, bends: dict | 
     fig.update_yaxes(title_text="variance σ²<sub>t</sub>", rangemode="tozero", row=1, col=2)
     fig = style(fig, title=title, height=height)
     fig.update_layout(margin_t=95 if title else 60, legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    return fig
+
+
+def gradient_sd(lambda_ii, closed: dict, mc: dict, marks: dict | None = None, title: str | None = None,
+                height: int = 420) -> go.Figure:
+    """Fig. 4 of Chen, Nott & Tan as curves: the standard deviation of each single-draw gradient
+    against Lambda_ii, one panel for the mean mu_i, one for the diagonal T_ii (log-log axes).
+
+    ``closed`` and ``mc``: {"mu": {code: (d,)}, "T": {code: (d,)}} (codes kl, fisher, score): the
+    closed forms drawn as lines in each method's look (sorted by Lambda_ii), the Monte Carlo estimates
+    as markers of the same colour. ``marks``: {"mu" or "T": [(x, text), ...]} dotted vertical lines
+    (where a method's curve crosses KL's).
+    """
+    lam = np.asarray(lambda_ii, float)
+    order = np.argsort(lam)
+    x = lam[order]
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+                        subplot_titles=["gradient of the mean μᵢ", "gradient of the diagonal Tᵢᵢ"])
+    for col, part in ((1, "mu"), (2, "T")):
+        for code in closed[part]:
+            first = col == 1
+            y = np.asarray(closed[part][code], float)[order]
+            fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=f"{label(code)}, formula", legendgroup=code,
+                                     showlegend=first, line=_trace_line(code),
+                                     hovertemplate=f"{label(code)}, formula<br>Λᵢᵢ %{{x:.3g}}<br>s.d. %{{y:.3g}}"
+                                                   "<extra></extra>"), 1, col)
+            ym = np.asarray(mc[part][code], float)[order]
+            fig.add_trace(go.Scatter(x=x, y=ym, mode="markers", name=f"{label(code)}, Monte Carlo",
+                                     legendgroup=code, showlegend=first,
+                                     marker=marker(code, size=7, opacity=0.85, line=dict(color="white", width=0.5)),
+                                     hovertemplate=f"{label(code)}, Monte Carlo<br>Λᵢᵢ %{{x:.3g}}<br>s.d. "
+                                                   "%{y:.3g}<extra></extra>"), 1, col)
+        ys = np.concatenate([np.asarray(v, float) for src in (closed, mc) for v in src[part].values()])
+        ys = ys[np.isfinite(ys) & (ys > 0)]
+        for xm, text in (marks or {}).get(part, []):
+            if np.isfinite(xm) and x[0] <= xm <= x[-1] and ys.size:
+                # a trace, not add_vline: a shape's annotation on a log axis is placed at 10^x
+                fig.add_trace(go.Scatter(x=[xm, xm], y=[ys.min(), ys.max()], mode="lines+text",
+                                         text=["", text], textposition="bottom left", showlegend=False,
+                                         textfont=dict(size=11, color="#555555"), hoverinfo="skip",
+                                         line=dict(color="#888888", width=1, dash="dot")), 1, col)
+        fig.update_xaxes(title_text="target precision Λᵢᵢ", type="log", row=1, col=col)
+        fig.update_yaxes(title_text="s.d. of the one-draw gradient" if col == 1 else None, type="log",
+                         row=1, col=col)
+    fig = style(fig, title=title, height=height)
+    fig.update_layout(margin_t=110 if title else 85, legend=dict(orientation="h", yanchor="bottom", y=1.1, x=0))
     return fig
