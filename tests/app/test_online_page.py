@@ -13,7 +13,8 @@ from vilab import plots
 from vilab.online import grid_names
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "60_Online_learning.py")
-TABS = ["Linear-Gaussian stream", "Conjugate families", "Digits stream", "Learning-rate and prior sweeps"]
+TABS = ["Linear-Gaussian stream", "Conjugate families", "Digits stream", "Learning-rate and prior sweeps",
+        "Drifting stream"]
 L = plots.label
 CODE = re.compile(r"\b(bong|blr|bog|bbb)-(mc|lin)-")  # a grid code such as bong-lin-hess-fc_mom
 
@@ -247,3 +248,67 @@ def test_view_and_sweep_radios_round_trip_through_the_url():
     assert not at.exception and not at.error
     assert (at.radio(key="pview").value, at.radio(key="pmod").value) == ("the four algorithms", "mlp")
     assert at.selectbox(key="dmet").value == "plug-in NLPD"
+
+
+# ----------------------------------------------------------------------------- drifting stream (predict step)
+DRIFT = "Drifting stream"
+
+
+def test_drifting_stream_default_view():
+    """Static BONG against BONG with the predict step on a random walk: one figure, the equation, a notice
+    with the run's numbers (the predict step is closer to the true parameter), every widget in the URL."""
+    at = _at(tab=DRIFT).run()
+    assert not at.exception and not at.error and not at.warning
+    assert len(at.get("plotly_chart")) == 1
+    spec = _specs(at)[0]
+    names = {t.get("name") for t in spec["data"]}
+    assert {"BONG, static", "BONG, predict step", "true θ", "±2σ"} <= names
+    assert spec["layout"]["title"]["text"] == "True θ: random walk; predict step γ = 1, Q = 0.01"
+    assert not any(CODE.search(n) for n in _on_screen_names(at))
+    assert all(at.query_params[k] for k in ("dk", "dgam", "dQ", "dT"))
+    assert (at.query_params["dk"], float(at.query_params["dgam"]), float(at.query_params["dQ"]),
+            int(at.query_params["dT"])) == ("random walk", 1.0, 0.01, 200)
+    notice = next(i.value for i in at.info if "What to notice" in i.value)
+    assert "times closer" in notice and "exact Bayes here" in notice
+    m = re.search(r"mean distance to the true θ is (\d+(?:\.\d+)?).*mean distance (\d+(?:\.\d+)?), (\d+(?:\.\d+)?) times closer",
+                  notice)
+    static, dynamic, ratio = (float(g) for g in m.groups())
+    assert dynamic < static and abs(static / dynamic - ratio) < 0.06
+    assert any("gamma" in x.value and "Sigma_{t|t-1}" in x.value for x in at.get("latex"))
+
+
+@pytest.mark.parametrize("params", [
+    dict(dk="sudden switch", dgam="0.8", dQ="0.0001", dT="20"),
+    dict(dk="sudden switch", dgam="1", dQ="1", dT="400"),
+    dict(dk="random walk", dgam="0.8", dQ="1", dT="20"),
+])
+def test_drifting_stream_extreme_sliders(params):
+    at = _at(tab=DRIFT, **params).run()
+    assert not at.exception and not at.error
+    assert len(at.get("plotly_chart")) == 1
+    assert any("What to notice" in i.value for i in at.info)
+    assert at.query_params["dk"] == params["dk"] and float(at.query_params["dQ"]) == float(params["dQ"])
+    if params["dk"] == "sudden switch":
+        assert any("after the jump at t = " in i.value for i in at.info)
+
+
+def test_drifting_stream_widgets_move_and_round_trip():
+    at = _at(tab=DRIFT).run()
+    at.slider(key="dgam").set_value(0.9).run()
+    at.radio(key="dk").set_value("sudden switch").run()
+    at.slider(key="dT").set_value(60).run()
+    assert not at.exception and not at.error
+    assert (at.query_params["dgam"], at.query_params["dk"], at.query_params["dT"]) == ("0.9", "sudden switch", "60")
+    assert any("γ = 0.9 < 1 also pulls the mean toward 0" in i.value for i in at.info)
+    again = _at(tab=DRIFT, **{k: at.query_params[k] for k in ("dk", "dgam", "dQ", "dT")}).run()
+    assert (again.slider(key="dgam").value, again.radio(key="dk").value, again.slider(key="dT").value) == (0.9, "sudden switch", 60)
+
+
+@pytest.mark.parametrize("bad", ["nan", "-1", "1e9", "<img src=x onerror=alert(1)>", "", "inf"])
+def test_drifting_stream_hostile_url_values(bad):
+    at = _at(tab=DRIFT, dk=bad, dgam=bad, dQ=bad, dT=bad).run()
+    assert not at.exception and not at.error
+    assert at.radio(key="dk").value == "random walk"
+    assert 0.8 <= at.slider(key="dgam").value <= 1.0 and 20 <= at.slider(key="dT").value <= 400
+    assert 1e-4 <= at.select_slider(key="dQ").value <= 1.0
+    assert len(at.get("plotly_chart")) == 1

@@ -9,7 +9,8 @@
 
 Modules
   grid            method names, curvature estimators (Table 1), the App. E update equations
-  families        belief states FC / Diag / DLR, Woodbury, Gram-eigh projection, DLR sampler
+  families        belief states FC / Diag / DLR, Woodbury, Gram-eigh projection, DLR sampler; the predict
+                  step theta_t ~ N(gamma theta_{t-1}, Q) (FC, Diag; DLR by LoFi's step, exact for diagonal Q)
   likelihoods     categorical (softmax) and Gaussian likelihoods in the F-form
   runner          every grid cell as a vilab.core Algorithm; stream (checkpoints, test metrics)
   reference       dense autodiff references of the defining equations, Kalman filter, batch Bayes
@@ -18,14 +19,14 @@ Modules
   digits          the scikit-learn digits stream (a scaled-down analogue of the MNIST experiment)
 """
 
-from .families import DLR, FC, Diag, dense_cov, init_belief, marginal_variances, sample
+from .families import DLR, FC, Diag, Dynamics, dense_cov, init_belief, marginal_variances, predict, sample
 from .grid import (ALGORITHMS, APPROXIMATIONS, FAMILIES, Curv, Method, curvature, grid_names, inner_step, is_cubic, make_method,
                    update)
 from .likelihoods import Likelihood, categorical, gaussian
 from .runner import METRICS, OnlineState, algorithm, belief_path, make_evaluator, stream
 
 __all__ = [
-    "ALGORITHMS", "APPROXIMATIONS", "FAMILIES", "METRICS", "Curv", "DLR", "Diag", "FC", "Likelihood", "Method",
+    "ALGORITHMS", "APPROXIMATIONS", "FAMILIES", "METRICS", "Curv", "DLR", "Diag", "Dynamics", "FC", "Likelihood", "Method",
     "OnlineState", "algorithm", "belief_path", "categorical", "curvature", "dense_cov", "gaussian", "grid_names", "init_belief", "inner_step",
-    "is_cubic", "make_evaluator", "make_method", "marginal_variances", "sample", "stream", "update",
+    "is_cubic", "make_evaluator", "make_method", "marginal_variances", "predict", "sample", "stream", "update",
 ]

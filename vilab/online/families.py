@@ -1,4 +1,5 @@
-"""Gaussian variational families of BONG and their linear algebra (Jones, Chang & Murphy Sec. 4.7).
+"""Gaussian variational families of BONG, their linear algebra (Jones, Chang & Murphy Sec. 4.7) and their
+predict step (Sec. 3).
 
 Belief states (pytrees):
 
@@ -14,6 +15,28 @@ Each belief is a state of a member of the Gaussian-family protocol (:mod:`vilab.
 precision are those members' methods; the DLR linear algebra (Woodbury solves, Eq. 305, the rank-R
 projection of Eqs. 306-308 through the small Gram matrix, the exact DLR sampler, digest [ours]) lives in
 :mod:`vilab.families_lowrank` and is re-exported here.
+
+Predict step. Alg. 1 of the paper alternates psi_{t|t-1} = predict(psi_{t-1}) and psi_t = update(psi_{t|t-1}, x_t, y_t).
+The paper's experiments assume static parameters, so its predict step (Alg. 2) is the identity. For a
+non-stationary stream the paper (Sec. 3, digest Sec. 1.1) names the Gaussian random walk
+
+    theta_t ~ N(gamma theta_{t-1}, Q):   mu_{t|t-1} = gamma mu_{t-1},   Sigma_{t|t-1} = gamma^2 Sigma_{t-1} + Q,
+
+which is also what the authors' code implements ([repo] petergchang/bong, bong/src/bong.py, predict_bong and
+predict_bong_dlr). gamma = 1, Q = 0 is the static case. The step for each belief family:
+
+* :func:`predict_fc` (FC, used by "fc" and "fc_mom"): the equation above, exact.
+* :func:`predict_diag` (Diag, "diag" and "diag_mom"): the same with a diagonal Q, exact (the predicted
+  covariance gamma^2 diag(s2) + diag(Q) is diagonal again).
+* :func:`predict_dlr` (DLR, precision diag(Upsilon) + W W^T): the predict step of LoFi (Chang, Duran-Martin,
+  Shestopaloff, Jones & Murphy 2023, "Low-rank extended Kalman filtering for online learning of neural networks
+  from streaming data"), as the BONG authors' predict_bong_dlr implements it for Q = q I. It is exact, and stays
+  exact for any diagonal Q (Woodbury; derivation in its docstring, digest [ours], checked against the dense
+  (gamma^2 Sigma + Q)^{-1} in tests/test_online_predict.py). A non-diagonal Q is refused for DLR beliefs: the
+  predicted precision is then not diagonal plus rank R in general, and no standard DLR form exists.
+
+:func:`dynamics_hyper` checks (gamma, Q) for a belief and returns them in the shape the runner keeps in
+``state.hyper`` (so that moving gamma or Q does not recompile the loop); :func:`predict` dispatches.
 """
 
 from __future__ import annotations
@@ -22,6 +45,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ..checks import integer, positive, real_array, real_scalar
 from ..families import DLRPrecFamily, MomentFamily
@@ -38,6 +62,7 @@ from ..families_lowrank import (  # noqa: F401  (re-exports)
 __all__ = [
     "FC", "Diag", "DLR", "init_belief", "marginal_variances", "mean_of", "sample", "dense_cov",
     "dense_prec", "dlr_solve", "dlr_prec_apply", "dlr_project", "dlr_noise_map", "sym", "family_of",
+    "Dynamics", "dynamics_hyper", "describe_dynamics", "predict", "predict_fc", "predict_diag", "predict_dlr",
 ]
 
 
@@ -136,3 +161,152 @@ def sample(key, b, n: int):
     (Ups + W W^T)^{-1}; U_A S comes from the R x R Gram matrix A^T A.
     """
     return family_of(b).sample(key, b, n)
+
+
+# ---------------------------------------------------------------------------------------------
+# Predict step: theta_t ~ N(gamma theta_{t-1}, Q) (Jones, Chang & Murphy Sec. 3; Alg. 1's predict)
+
+
+class Dynamics(NamedTuple):
+    """theta_t ~ N(gamma theta_{t-1}, Q) (Jones, Chang & Murphy Sec. 3). Q: a number q >= 0 (Q = q I), a
+    vector of P variances >= 0 (diagonal Q) or a P x P positive semi-definite matrix (full-covariance beliefs
+    only). The default (gamma = 1, Q = 0) is the paper's static model."""
+
+    gamma: float = 1.0
+    Q: object = 0.0
+
+
+def predict_fc(b: FC, gamma, Q) -> FC:
+    """Jones, Chang & Murphy Sec. 3 (digest Sec. 1.1): mu_{t|t-1} = gamma mu_{t-1},
+    Sigma_{t|t-1} = gamma^2 Sigma_{t-1} + Q, with Q a P x P matrix. Exact: it is the law of
+    gamma theta + N(0, Q) for theta ~ N(mu, Sigma). gamma = 1, Q = 0 returns the same numbers."""
+    return FC(gamma * b.mu, gamma**2 * b.Sigma + Q)
+
+
+def predict_diag(b: Diag, gamma, q) -> Diag:
+    """Jones, Chang & Murphy Sec. 3 for a diagonal belief: mu_{t|t-1} = gamma mu_{t-1},
+    sigma^2_{t|t-1} = gamma^2 sigma^2_{t-1} + q, with q = diag(Q) a vector (Q must be diagonal). Exact: the
+    same numbers as :func:`predict_fc` on the dense diagonal covariance."""
+    return Diag(gamma * b.mu, gamma**2 * b.s2 + q)
+
+
+def predict_dlr(b: DLR, gamma, q) -> DLR:
+    """The predict step of LoFi (Chang, Duran-Martin, Shestopaloff, Jones & Murphy 2023; the BONG authors'
+    predict_bong_dlr, [repo]) for a diagonal Q = diag(q), q a vector of P variances (or one number, Q = q I):
+
+        mu_{t|t-1} = gamma mu_{t-1}
+        Upsilon_{t|t-1} = Upsilon_{t-1} / (gamma^2 + q Upsilon_{t-1})          (= 1 / (gamma^2 / Upsilon + q))
+        W_{t|t-1} W_{t|t-1}^T = gamma^2 D W (I_R + W^T diag(q) D W)^{-1} W^T D,  D = diag(1 / (gamma^2 + q Upsilon_{t-1}))
+
+    Exact (digest [ours]): with Lambda = Upsilon + W W^T, the predicted precision is
+    (gamma^2 Lambda^{-1} + Q)^{-1} = (gamma^2 I + Lambda Q)^{-1} Lambda, and Woodbury on
+    gamma^2 I + Lambda Q = D^{-1} + W (Q W)^T, with W^T Q D W = K^{-1} - I and I - Q D Upsilon = gamma^2 D, gives
+    Upsilon_{t|t-1} + gamma^2 D W K W^T D, K = (I + W^T Q D W)^{-1}: diagonal plus rank R again, for ANY diagonal
+    Q (LoFi and the authors' code state it for Q = q I). A non-diagonal Q has no such form, hence it is refused
+    (:func:`dynamics_hyper`). Here W_{t|t-1} = gamma D W L^{-T} with L L^T = I + W^T Q D W (the authors take
+    W chol(K), the same precision up to an R x R rotation of W). Written as Upsilon / (gamma^2 + q Upsilon) so that
+    gamma = 1, q = 0 returns the same numbers.
+    """
+    d = 1.0 / (gamma**2 + q * b.ups)  # D = Upsilon_{t|t-1} / Upsilon_{t-1}
+    ups = b.ups * d
+    DW = b.W * d[:, None]
+    R = DW.shape[1]
+    M = jnp.eye(R, dtype=DW.dtype) + b.W.T @ (DW * jnp.broadcast_to(q, d.shape)[:, None])
+    L = jnp.linalg.cholesky(0.5 * (M + M.T))
+    Wn = jax.scipy.linalg.solve_triangular(L, (gamma * DW).T, lower=True).T  # gamma D W L^{-T}
+    return DLR(gamma * b.mu, ups, Wn)
+
+
+def predict(b, gamma, Q):
+    """psi_{t|t-1} = predict(psi_{t-1}) of Jones, Chang & Murphy Alg. 1 for the random walk
+    theta_t ~ N(gamma theta_{t-1}, Q) (Sec. 3): :func:`predict_fc`, :func:`predict_diag` or
+    :func:`predict_dlr` by the belief's family. Q in the shape :func:`dynamics_hyper` gives for that family
+    (FC: P x P matrix; Diag and DLR: P-vector)."""
+    if isinstance(b, FC):
+        return predict_fc(b, gamma, Q)
+    if isinstance(b, Diag):
+        return predict_diag(b, gamma, Q)
+    if isinstance(b, DLR):
+        return predict_dlr(b, gamma, Q)
+    raise ValueError(f"Not a BONG belief (FC, Diag or DLR): {type(b).__name__}.")
+
+
+def dynamics_hyper(belief, dynamics) -> dict:
+    """Check the dynamics (gamma, Q) for ``belief`` and return {"gamma": scalar, "Q": array} in the belief's
+    dtype, Q shaped for its family (FC: P x P; Diag and DLR: P variances), ready for ``state.hyper``.
+
+    ``dynamics``: a :class:`Dynamics`, a pair (gamma, Q) or a dict {"gamma": ..., "Q": ...}. Raises
+    ValueError, in a sentence, for: gamma not a finite number; Q negative, non-finite, of the wrong size, not
+    symmetric or not positive semi-definite; an off-diagonal Q for a diagonal or a diagonal-plus-low-rank belief
+    (its predicted covariance or precision would leave the family); gamma = 0 with a Q that is not positive
+    definite (the predicted covariance would be singular).
+    """
+    if isinstance(dynamics, dict):
+        unknown = set(dynamics) - {"gamma", "Q"}
+        if unknown:
+            raise ValueError(f"The dynamics take gamma and Q only; got {sorted(map(str, unknown))}.")
+        dynamics = Dynamics(dynamics.get("gamma", 1.0), dynamics.get("Q", 0.0))
+    try:
+        gamma, Q = dynamics
+    except (TypeError, ValueError) as exc:
+        raise ValueError("Give the dynamics as (gamma, Q): theta_t ~ N(gamma theta_{t-1}, Q).") from exc
+    if isinstance(belief, (FC, Diag, DLR)):
+        P, dt = int(belief.mu.shape[0]), belief.mu.dtype
+    else:
+        raise ValueError(f"Not a BONG belief (FC, Diag or DLR): {type(belief).__name__}.")
+    g = real_scalar(gamma, "The dynamics factor gamma")
+    Qa = real_array(Q, "The process noise Q")
+    if Qa.ndim == 0:
+        Qa = Qa.reshape(())
+        if Qa < 0:
+            raise ValueError(f"The process noise Q must be >= 0 (it is a variance); got {float(Qa):g}.")
+    elif Qa.ndim == 1:
+        if Qa.shape[0] != P:
+            raise ValueError(f"The process noise Q as a vector needs one variance per parameter ({P}); got {Qa.shape[0]}.")
+        if np.any(Qa < 0):
+            raise ValueError("The process noise Q must be >= 0 (its entries are variances); it has a negative entry.")
+    elif Qa.ndim == 2:
+        if Qa.shape != (P, P):
+            raise ValueError(f"The process noise Q as a matrix must be {P} x {P}; got {Qa.shape[0]} x {Qa.shape[1]}.")
+        if not np.allclose(Qa, Qa.T, rtol=1e-12, atol=1e-12 * max(1.0, float(np.max(np.abs(Qa))))):
+            raise ValueError("The process noise Q must be symmetric (it is a covariance matrix).")
+        Qa = 0.5 * (Qa + Qa.T)
+        lo = float(np.linalg.eigvalsh(Qa)[0]) if P else 0.0
+        if lo < -1e-12 * max(1.0, float(np.max(np.abs(Qa)))):
+            raise ValueError(f"The process noise Q must be positive semi-definite (a covariance); its smallest "
+                             f"eigenvalue is {lo:.3g}.")
+    else:
+        raise ValueError(f"The process noise Q must be a number, a vector or a matrix; got shape {Qa.shape}.")
+
+    if isinstance(belief, (Diag, DLR)):
+        if Qa.ndim == 2:
+            if np.count_nonzero(Qa - np.diag(np.diag(Qa))):
+                if isinstance(belief, Diag):
+                    raise ValueError("A diagonal belief takes a diagonal process noise only: off-diagonal entries of Q "
+                                     "would make the predicted covariance non-diagonal. Give Q as a vector of variances.")
+                raise ValueError("A diagonal-plus-low-rank belief takes a diagonal process noise only: with off-diagonal "
+                                 "entries in Q the predicted precision is no longer diagonal plus low rank. Give Q as "
+                                 "one number or a vector of variances.")
+            Qa = np.diag(Qa)
+        Qv = np.broadcast_to(Qa, (P,)).astype(np.float64)
+        if g == 0 and np.any(Qv <= 0):
+            raise ValueError("gamma = 0 forgets the belief, so every variance in Q must then be positive; otherwise "
+                             "the predicted covariance is singular.")
+        return {"gamma": jnp.asarray(g, dt), "Q": jnp.asarray(Qv, dt)}
+
+    Qm = Qa * np.eye(P) if Qa.ndim == 0 else (np.diag(Qa) if Qa.ndim == 1 else Qa)
+    if g == 0 and (P and float(np.linalg.eigvalsh(Qm)[0]) <= 0):
+        raise ValueError("gamma = 0 forgets the belief, so Q must then be positive definite; otherwise the predicted "
+                         "covariance is singular.")
+    return {"gamma": jnp.asarray(g, dt), "Q": jnp.asarray(Qm, dt)}
+
+
+def describe_dynamics(hyper: dict) -> dict:
+    """{"gamma": float, "Q": float or list} of the dynamics in ``hyper``, for a trace's settings."""
+    Q = np.asarray(hyper["Q"])
+    if Q.ndim == 2 and np.count_nonzero(Q - np.diag(np.diag(Q))) == 0:
+        Q = np.diag(Q)
+    if Q.ndim == 1 and Q.size and np.ptp(Q) == 0:
+        Q = Q[0]
+    return {"gamma": float(hyper["gamma"]), "Q": float(Q) if np.ndim(Q) == 0 else Q.tolist()}
+

@@ -2,8 +2,10 @@
 
 Every cell of the grid (:mod:`vilab.online.grid`) is a :class:`vilab.core.Algorithm`
 (:func:`algorithm`): its state is the belief psi_t, and one step is one time step of Jones, Chang &
-Murphy Alg. 1 for static parameters (the predict step is the identity, Alg. 2, so
-psi_{t|t-1} = psi_{t-1}) followed by the update of Alg. 3 (:func:`vilab.online.grid.update`).
+Murphy Alg. 1: the predict step, then the update of Alg. 3 (:func:`vilab.online.grid.update`). By
+default the parameters are static and the predict step is the identity (Alg. 2, psi_{t|t-1} = psi_{t-1});
+with ``dynamics=(gamma, Q)`` it is the random walk theta_t ~ N(gamma theta_{t-1}, Q) of Sec. 3
+(:func:`vilab.online.families.predict`), for non-stationary streams.
 The data stream comes in through :func:`vilab.core.run`'s ``batches``: ``(X, Yenc)`` with one
 leading entry per example. :func:`stream` runs a method over a stream with checkpoints and returns
 a :class:`vilab.core.Trace`.
@@ -34,7 +36,7 @@ from .. import core
 from ..checks import integer, real_array
 from ..core.cache import memoize
 from ..core.trace import diverged_status
-from .families import DLR, FC, marginal_variances, sample
+from .families import DLR, FC, describe_dynamics, dynamics_hyper, marginal_variances, predict, sample
 from .grid import Method, update
 from .likelihoods import encode_all
 
@@ -58,7 +60,8 @@ class OnlineState(NamedTuple):
     mark : whether ``observe`` evaluates the test metrics of this belief (set by the step from the
         optional third entry of its batch; True otherwise). :func:`stream` marks the checkpoints.
     hyper : run-time settings: {"alpha": learning rate} for blr, bog and bbb; {} for bong (alpha = 1
-        by definition, Eq. 3).
+        by definition, Eq. 3); plus {"gamma", "Q"} when the run has dynamics (the predict step,
+        :func:`vilab.online.families.dynamics_hyper`), so gamma and Q can change without recompiling.
     """
 
     belief: Any
@@ -100,12 +103,15 @@ def algorithm(method: Method, f: Callable, lik, evaluate: Callable | None = None
     follows such a belief (the moment-parameter demos show a "covariance" turning indefinite);
     non-finite values stop a run either way.
 
-    * ``init(key, prior, alpha=None) -> OnlineState``: the belief psi_0 = ``prior`` (from
+    * ``init(key, prior, alpha=None, dynamics=None) -> OnlineState``: the belief psi_0 = ``prior`` (from
       :func:`vilab.online.families.init_belief`); ``key`` is the stream's key (see
-      :class:`OnlineState`); ``alpha`` defaults to ``method.alpha``.
-    * ``step(key, state, (x_t, y_t[, mark]))``: Alg. 1 with the identity predict step (Alg. 2), then
-      the update of Alg. 3 (I inner iterations of (g, G) from Table 1 and the App. E step of the
-      method's family). y_t is encoded (:func:`vilab.online.likelihoods.encode_all`). The runner's
+      :class:`OnlineState`); ``alpha`` defaults to ``method.alpha``; ``dynamics``: None (static
+      parameters, Alg. 2) or (gamma, Q) of the random walk theta_t ~ N(gamma theta_{t-1}, Q)
+      (:class:`vilab.online.families.Dynamics`; checked, ValueError for bad values); (1, 0) is the
+      static model and runs as it (no predict step: the same bits as ``dynamics=None``).
+    * ``step(key, state, (x_t, y_t[, mark]))``: Alg. 1: the predict step (the identity without
+      dynamics, Alg. 2; else :func:`vilab.online.families.predict`, Sec. 3), then the update of Alg. 3
+      (I inner iterations of (g, G) from Table 1 and the App. E step of the method's family). y_t is encoded (:func:`vilab.online.likelihoods.encode_all`). The runner's
       ``key`` is not used: the draws come from fold_in(state.key, t) (see :class:`OnlineState`).
       Code 10 (:data:`UNHEALTHY`): the new belief has a non-finite mean or a non-positive variance.
     * ``observe(state)``: mean, marginal variances (exact for DLR), and the test metrics of
@@ -114,11 +120,17 @@ def algorithm(method: Method, f: Callable, lik, evaluate: Callable | None = None
     name = method.label
     has_alpha = method.alg != "bong"
 
-    def init(key, prior, alpha=None):
+    def init(key, prior, alpha=None, dynamics=None):
         a = method.alpha if alpha is None else float(alpha)
         if not (a > 0 and math.isfinite(a)):
             raise ValueError("The learning rate alpha must be a positive number.")
         hyper = {"alpha": jnp.asarray(a, prior.mu.dtype)} if has_alpha else {}
+        if dynamics is not None:
+            dyn = dynamics_hyper(prior, dynamics)
+            # (1, 0) is the static model: run it as such, so its numbers are the same bits as without dynamics
+            # (a compiled identity predict step can move the last bit through XLA's fusion of the update)
+            if not (float(dyn["gamma"]) == 1.0 and not np.any(np.asarray(dyn["Q"]))):
+                hyper.update(dyn)
         return OnlineState(prior, jnp.int32(0), _raw_key(key), jnp.asarray(True), hyper)
 
     def step(key, state, batch):
@@ -126,7 +138,10 @@ def algorithm(method: Method, f: Callable, lik, evaluate: Callable | None = None
         mark = jnp.asarray(batch[2], bool) if len(batch) > 2 else jnp.asarray(True)
         t = state.t + 1
         alpha = state.hyper["alpha"] if has_alpha else None
-        nb = update(method, f, lik, state.belief, x, y, jax.random.fold_in(state.key, t), alpha=alpha)
+        b = state.belief
+        if "gamma" in state.hyper:  # psi_{t|t-1} = predict(psi_{t-1}) (Alg. 1); without dynamics the identity (Alg. 2)
+            b = predict(b, state.hyper["gamma"], state.hyper["Q"])
+        nb = update(method, f, lik, b, x, y, jax.random.fold_in(state.key, t), alpha=alpha)
         code = jnp.where(_healthy(nb), 0, UNHEALTHY).astype(jnp.int32) if check else jnp.int32(0)
         return state._replace(belief=nb, t=t, mark=mark), {"code": code, "step_size": 1.0 if alpha is None else alpha}
 
@@ -232,7 +247,7 @@ def _checkpoints(checkpoints, T):
 
 def stream(method: Method, f: Callable, lik, X, Y, prior, *, key, checkpoints, evaluate: Callable | None = None,
            progress: Callable[[float], None] | None = None, on_chunk: Callable[[core.Trace], None] | None = None,
-           keep_states: bool = False, max_time: float | None = None) -> core.Trace:
+           keep_states: bool = False, max_time: float | None = None, dynamics=None) -> core.Trace:
     """Stream (X[t], Y[t]), t = 1..T, through grid method ``method``, one example per step (Alg. 1);
     record the belief and the test metrics at ``checkpoints``.
 
@@ -244,6 +259,9 @@ def stream(method: Method, f: Callable, lik, X, Y, prior, *, key, checkpoints, e
     between checkpoints (one compiled loop serves the whole run), so at least once per checkpoint.
     max_time: a time budget in seconds, checked after every chunk; a run that spends it ends with
     status "max_time" at the last chunk done (a page's live run cannot hold the server indefinitely).
+    dynamics: None (static parameters, the paper's setting) or (gamma, Q) of the random walk
+    theta_t ~ N(gamma theta_{t-1}, Q) applied before every update (the predict step, Sec. 3;
+    :class:`vilab.online.families.Dynamics`); recorded in ``settings["dynamics"]``.
 
     Returns a :class:`vilab.core.Trace` with one row per checkpoint reached: ``iterations`` the
     checkpoints (0 = the prior), ``mean`` (R, P), ``var`` (R, P) marginal variances,
@@ -291,7 +309,8 @@ def stream(method: Method, f: Callable, lik, X, Y, prior, *, key, checkpoints, e
         at = np.isin(np.asarray(rows["iterations"]), cps)
         return not all(np.all(np.isfinite(np.asarray(rows[k])[at])) for k in METRICS if k in rows)
 
-    tr = core.run(alg, key, alg.init(key, prior), T, batches=batches, record_every=L, chunk_size=L,
+    state0 = alg.init(key, prior, dynamics=dynamics)
+    tr = core.run(alg, key, state0, T, batches=batches, record_every=L, chunk_size=L,
                   progress=progress, host_stop=host_stop, on_chunk=chunk_done, max_time=max_time)
     n_done = int(tr.info["code"].shape[0])
     status = "max_time" if tr.status == "max_time" else "max_steps"
@@ -314,6 +333,8 @@ def stream(method: Method, f: Callable, lik, X, Y, prior, *, key, checkpoints, e
                 break
     out = _restrict(tr, idx, status, states, cps)
     out.extra["steps_done"] = n_done
+    if dynamics is not None:
+        out.settings["dynamics"] = describe_dynamics(dynamics_hyper(prior, dynamics))
     out.timings["seconds_per_step"] = _seconds_per_step(stamps, evaluate, tr.state.belief, cp_set)
     return out
 
@@ -353,11 +374,13 @@ def _seconds_per_step(stamps, evaluate, belief, cp_set):
     return seconds / max(sum(c[1] for c in chunks), 1)
 
 
-def belief_path(method: Method, f: Callable, lik, X, Y, prior, *, key, check: bool = False):
+def belief_path(method: Method, f: Callable, lik, X, Y, prior, *, key, check: bool = False, dynamics=None):
     """Every belief psi_0 .. psi_T of one method on a short stream, stacked (leading axis T + 1): for
     demos and tests on small models. Runs :func:`vilab.core.run` one step per chunk and keeps the
     state after each; ``check=False`` (default) follows beliefs whose variance turned negative (the
-    fc_mom demos); after a non-finite step the rest of the path is NaN."""
+    fc_mom demos); after a non-finite step the rest of the path is NaN. ``dynamics``: None (static) or
+    (gamma, Q), the predict step before each update (as in :func:`stream`); psi_t is the belief after
+    the update of step t."""
     X = _inputs(X)
     T = int(X.shape[0])
     Yenc = encode_all(lik, Y, prior.mu.dtype)
@@ -368,7 +391,7 @@ def belief_path(method: Method, f: Callable, lik, X, Y, prior, *, key, check: bo
         # examples share one compiled batch window instead of compiling one per length (a slider on T)
         pad = max(8, 1 << (T - 1).bit_length()) - T
         X, Yenc = (np.concatenate([a, np.repeat(a[-1:], pad, axis=0)]) for a in (np.asarray(X), np.asarray(Yenc)))
-    core.run(alg, key, alg.init(key, prior), T, batches=(X, Yenc), chunk_size=1,
+    core.run(alg, key, alg.init(key, prior, dynamics=dynamics), T, batches=(X, Yenc), chunk_size=1,
              on_chunk=lambda tr: seen.append(tr.state.belief))
     nan = jax.tree_util.tree_map(lambda a: np.full_like(np.asarray(a, float), np.nan).astype(np.asarray(a).dtype), seen[0])
     seen += [nan] * (T + 1 - len(seen))

@@ -8,7 +8,8 @@ from plotly.subplots import make_subplots
 
 from . import color, ellipse, label, line, look, marker, style
 
-__all__ = ["posterior_ellipses", "variance_paths", "symlog", "symlog_ticks", "sci", "linear_stream", "conjugate_densities", "metric_curves", "runtime_bars", "sweep_plot"]
+__all__ = ["posterior_ellipses", "variance_paths", "symlog", "symlog_ticks", "sci", "linear_stream", "conjugate_densities", "metric_curves", "runtime_bars", "sweep_plot",
+           "drift_tracking"]
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -292,4 +293,69 @@ def sweep_plot(series: dict, xlabel: str, baseline: tuple | None = None, title: 
     if len(series) > 3:
         fig.update_layout(legend=dict(orientation="v", yanchor="top", y=1.0, x=1.02, xanchor="left"),
                           margin_t=55 if title else 24)
+    return fig
+
+
+def _rgba(hex_colour: str, alpha: float) -> str:
+    h = hex_colour.lstrip("#")
+    return f"rgba({int(h[0:2], 16)}, {int(h[2:4], 16)}, {int(h[4:6], 16)}, {alpha})"
+
+
+def drift_tracking(t, theta, static: tuple, dynamic: tuple, names: tuple = ("BONG, static", "BONG, predict step"),
+                   code: str = "bong-lin-hess-fc", switch_at: int | None = None, title: str | None = None,
+                   height: int = 470) -> go.Figure:
+    """A drifting stream: left, each coordinate of the true parameter (black) and the two beliefs' means
+    against t (the predict-step belief with its ±2σ band); right, the tracking error |μ_t − θ_t| of both.
+
+    t (T + 1,); theta (T + 1, 2); static / dynamic: (mean (T + 1, 2), sd (T + 1, 2), error (T + 1,)) of BONG
+    without and with the predict step; names: their legend names. Both are drawn in the look of ``code``
+    (BONG's colour): the static belief wide and pale, the predict-step belief solid on top. ``switch_at``:
+    the t of a sudden switch (a dotted vertical line). Legend: static, predict step, its band, true θ."""
+    t = np.asarray(t)
+    theta = np.asarray(theta, float)
+    lk = look(code)
+    fig = make_subplots(rows=2, cols=2, specs=[[{}, {"rowspan": 2}], [{}, None]], column_widths=[0.55, 0.45],
+                        horizontal_spacing=0.15, vertical_spacing=0.1, shared_xaxes=True,
+                        subplot_titles=["θ₁ against t", "tracking error ‖μₜ − θₜ‖", "θ₂ against t"])
+
+    def clean(v):
+        v = np.asarray(v, float)
+        return [None if not np.isfinite(a) else float(a) for a in v]
+
+    (ms, ss, es), (md, sd, ed) = static, dynamic
+    ms, ss, md, sd = (np.asarray(a, float) for a in (ms, ss, md, sd))
+    for j, row in ((0, 1), (1, 2)):
+        first = j == 0
+        lo, hi = md[:, j] - 2 * sd[:, j], md[:, j] + 2 * sd[:, j]
+        fig.add_trace(go.Scatter(x=np.concatenate([t, t[::-1]]), y=clean(np.concatenate([hi, lo[::-1]])), fill="toself",
+                                 fillcolor=_rgba(lk.color, 0.15), line=dict(width=0, color=lk.color), hoverinfo="skip",
+                                 name="±2σ", legendgroup="dynamic band", showlegend=first, legendrank=3),
+                      row=row, col=1)
+        fig.add_trace(go.Scatter(x=t, y=clean(ms[:, j]), mode="lines", name=names[0], legendgroup="static",
+                                 showlegend=first, legendrank=1, line=dict(color=lk.color, width=7), opacity=0.4,
+                                 hovertemplate=f"{names[0]}<br>t = %{{x}}: μ{'₁₂'[j]} = %{{y:.3g}}<extra></extra>"),
+                      row=row, col=1)
+        fig.add_trace(go.Scatter(x=t, y=clean(md[:, j]), mode="lines", name=names[1], legendgroup="dynamic",
+                                 showlegend=first, legendrank=2, line=dict(color=lk.color, width=2.5, dash="solid"),
+                                 hovertemplate=f"{names[1]}<br>t = %{{x}}: μ{'₁₂'[j]} = %{{y:.3g}}<extra></extra>"),
+                      row=row, col=1)
+        fig.add_trace(go.Scatter(x=t, y=clean(theta[:, j]), mode="lines", name="true θ", legendgroup="truth",
+                                 showlegend=first, legendrank=4, line=dict(color="#000000", width=2, dash="dash"),
+                                 hovertemplate=f"true θ{'₁₂'[j]}<br>t = %{{x}}: %{{y:.3g}}<extra></extra>"),
+                      row=row, col=1)
+        fig.update_yaxes(title=f"θ{'₁₂'[j]}", row=row, col=1)
+    fig.add_trace(go.Scatter(x=t, y=clean(es), mode="lines", name=names[0], legendgroup="static", showlegend=False,
+                             line=dict(color=lk.color, width=7), opacity=0.4,
+                             hovertemplate=f"{names[0]}<br>t = %{{x}}: error %{{y:.3g}}<extra></extra>"), row=1, col=2)
+    fig.add_trace(go.Scatter(x=t, y=clean(ed), mode="lines", name=names[1], legendgroup="dynamic", showlegend=False,
+                             line=dict(color=lk.color, width=2.5, dash="solid"),
+                             hovertemplate=f"{names[1]}<br>t = %{{x}}: error %{{y:.3g}}<extra></extra>"), row=1, col=2)
+    if switch_at is not None:
+        for row, col in ((1, 1), (2, 1), (1, 2)):
+            fig.add_vline(x=switch_at, line=dict(color="#777777", dash="dot", width=1.5), row=row, col=col)
+    fig.update_xaxes(title="observations t", row=2, col=1)
+    fig.update_xaxes(title="observations t", row=1, col=2)
+    fig.update_yaxes(title="distance to θ", rangemode="tozero", row=1, col=2)
+    fig = style(fig, title, height=height)
+    fig.update_layout(margin_t=110 if title else 80, legend=dict(orientation="h", yanchor="bottom", y=1.09, x=0))
     return fig
