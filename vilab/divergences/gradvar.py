@@ -64,12 +64,8 @@ def gradient_variance_diagonal(Lam_ii, T_ii, dmu=0.0) -> dict[str, dict[str, np.
     }
 
 
-def gradient_variance_mc(key, precision, nu, mu, T, n: int = 100_000) -> dict[str, dict[str, np.ndarray]]:
-    """Monte Carlo variances of the KLD / FDr / SDr single-draw estimators at (mu, T).
-
-    Uses the algorithms' own gradient code (Table 4).  Returns {"mu": {method: (d, d) covariance},
-    "T_diag": {method: (d,) variances of the T_ii gradients}} (gradients w.r.t. T, not log T_ii).
-    """
+def _checked(precision, nu, mu, T):
+    """(Lambda, d, nu, mu, T) checked: a positive-definite precision, a factor T, matching dimensions."""
     L = check_precision(precision)
     d = L.shape[0]
     mu, T = check_factor(mu, T, "T")
@@ -77,6 +73,16 @@ def gradient_variance_mc(key, precision, nu, mu, T, n: int = 100_000) -> dict[st
     if mu.shape[0] != d or nu.shape[0] != d:
         raise ValueError(f"Dimension mismatch: the precision is {d} x {d} but mu has {mu.shape[0]} and nu "
                          f"{nu.shape[0]} entries.")
+    return L, d, nu, mu, T
+
+
+def gradient_variance_mc(key, precision, nu, mu, T, n: int = 100_000) -> dict[str, dict[str, np.ndarray]]:
+    """Monte Carlo variances of the KLD / FDr / SDr single-draw estimators at (mu, T).
+
+    Uses the algorithms' own gradient code (Table 4).  Returns {"mu": {method: (d, d) covariance},
+    "T_diag": {method: (d,) variances of the T_ii gradients}} (gradients w.r.t. T, not log T_ii).
+    """
+    L, d, nu, mu, T = _checked(precision, nu, mu, T)
     L, nu, mu, T = (jnp.asarray(a) for a in (L, nu, mu, T))
 
     def score(th):
@@ -141,13 +147,7 @@ def gradient_variance_T(precision, nu, mu, T) -> dict[str, np.ndarray]:
     Returns {"kl", "fisher", "score"}: (d,) variances of the T_ii gradients (w.r.t. T, not log T_ii),
     the quantities :func:`gradient_variance_mc` estimates under "T_diag".
     """
-    L = check_precision(precision)
-    d = L.shape[0]
-    mu, T = check_factor(mu, T, "T")
-    nu, _ = check_factor(nu, np.eye(d), "I")
-    if mu.shape[0] != d or nu.shape[0] != d:
-        raise ValueError(f"Dimension mismatch: the precision is {d} x {d} but mu has {mu.shape[0]} and nu "
-                         f"{nu.shape[0]} entries.")
+    L, d, nu, mu, T = _checked(precision, nu, mu, T)
     U = np.linalg.inv(T).T
     Sig = U @ U.T
     c = -L @ (mu - nu)
