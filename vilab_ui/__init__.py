@@ -8,6 +8,7 @@ unique within a page.
 
 from __future__ import annotations
 
+import atexit
 import math
 import re
 import threading
@@ -25,7 +26,7 @@ __all__ = [
     "page", "slider", "log_slider", "select", "radio", "multiselect", "number", "toggle", "checkbox",
     "text", "seed", "lecture", "show", "guard", "more", "report_status", "log_grid", "selected_point",
     "click_setter", "scope", "tabs", "link", "status_text", "columns", "notice", "explain", "table", "apply_mode", "MAIN_FIGURE",
-    "plain", "SharedStore", "TEXT_MAX_CHARS", "cache_data", "cache_resource",
+    "plain", "SharedStore", "TEXT_MAX_CHARS", "cache_data", "cache_resource", "prefetch",
 ]
 
 
@@ -506,6 +507,63 @@ def cache_resource(**kw):
     kw.setdefault("ttl", CACHE_TTL_S)
     kw.setdefault("show_spinner", False)
     return st.cache_resource(**kw)
+
+
+_PREFETCH_LOCK = threading.Lock()
+_PREFETCH_PENDING: set = set()
+_PREFETCH_THREADS: list = []
+PREFETCH_MAX_PENDING = 4
+
+
+@atexit.register
+def _join_prefetch(timeout_s: float = 30.0) -> None:
+    """Let running prefetches finish before the interpreter exits: a thread killed inside a compiled JAX call
+    aborts the process."""
+    deadline = time.monotonic() + timeout_s
+    for t in list(_PREFETCH_THREADS):
+        t.join(max(0.0, deadline - time.monotonic()))
+
+
+def prefetch(fn: Callable, *calls: tuple) -> int:
+    """Compute ``fn(*args)`` for each argument tuple in ``calls`` in a background thread, so that a later run
+    finds them in ``fn``'s cache (``fn`` is a :func:`cache_data` function): a slider moved one notch by the
+    keyboard then redraws from the cache. Best effort and bounded: at most ``PREFETCH_MAX_PENDING`` calls wait
+    at once (others are dropped), a call already waiting is not queued twice, and an error is ignored (the
+    page's own call reports it). Returns the number of calls queued."""
+    todo = []
+    with _PREFETCH_LOCK:
+        for args in calls:
+            key = (getattr(fn, "__qualname__", repr(fn)), tuple(args))
+            if key in _PREFETCH_PENDING or len(_PREFETCH_PENDING) >= PREFETCH_MAX_PENDING:
+                continue
+            _PREFETCH_PENDING.add(key)
+            todo.append((key, tuple(args)))
+    if not todo:
+        return 0
+    try:
+        from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+    except ImportError:  # pragma: no cover - an older Streamlit
+        add_script_run_ctx, ctx = None, None
+
+    def work():
+        for key, args in todo:
+            try:
+                fn(*args)
+            except Exception:  # noqa: BLE001 - best effort: the page's own call shows the error
+                pass
+            finally:
+                with _PREFETCH_LOCK:
+                    _PREFETCH_PENDING.discard(key)
+
+    t = threading.Thread(target=work, name="vilab-prefetch", daemon=True)
+    with _PREFETCH_LOCK:
+        _PREFETCH_THREADS[:] = [x for x in _PREFETCH_THREADS if x.is_alive()] + [t]
+    if add_script_run_ctx is not None and ctx is not None:
+        add_script_run_ctx(t, ctx)  # st.cache_data looks for the session's context
+    t.start()
+    return len(todo)
 
 
 class SharedStore:
