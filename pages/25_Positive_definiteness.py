@@ -6,6 +6,7 @@ import streamlit as st
 
 import vilab_ui as ui
 from vilab import definiteness
+from vilab import natgrad as ng
 from vilab.core import as_key
 from vilab.plots import pd as pdplots
 from vilab.targets.papers import bivariate_cauchy
@@ -17,7 +18,8 @@ ui.page(
 )
 
 RHO_GRID = np.round(np.linspace(0.0, 1.5, 301), 6)  # contains every value of the rho slider
-MODES = ["single update (Cauchy example)", "Monte Carlo"]
+MODES = ["single update (Cauchy example)", "Monte Carlo", "sparse factors (Fig. 5)"]
+FACTORS = ["block-diagonal C (factor of the covariance)", "arrow-shaped T (factor of the precision)"]
 
 
 @ui.cache_resource()
@@ -33,6 +35,11 @@ def _mixture(delta):
 @ui.cache_data(max_entries=64)
 def _single(theta1, theta2, s2):
     return definiteness.single_sample_updates(_cauchy(), [0.0, 0.0], s2 * np.eye(2), [theta1, theta2], RHO_GRID)
+
+
+@ui.cache_data(max_entries=32)
+def _sparse_example(factor, n_blocks, block_size, n_globals, seed):
+    return ng.sparse_natgrad_example(factor, n_blocks, block_size, n_globals, seed)
 
 
 @ui.cache_data(max_entries=32)
@@ -130,7 +137,7 @@ if mode == MODES[0]:
                    "second-order (Price) estimate of the Hessian. The defaults s² = 10, θ = (3, 0) are Tan's "
                    "Cauchy example.")
     _explain()
-else:
+elif mode == MODES[1]:
     with ctl:
         mrho = ui.log_slider("step size ρ", "mrho", 0.01, 1.0, 0.5)
         tname = ui.select("target", "tgt", ["bivariate Cauchy", "two-component mixture"], "bivariate Cauchy")
@@ -172,3 +179,79 @@ else:
                     "whose update stops being a Gaussian, for each rule of Tan (2025) Table 1 and Theorem 1: the "
                     "precision Σ⁻¹ (natural parameter), the covariance Σ, the Cholesky factor C of Σ, the "
                     "Cholesky factor T of Σ⁻¹, and T with Corollary 1. Bars: 95% binomial intervals.")
+else:
+    with ctl:
+        fac = ui.radio("sparse factor", "sfac", FACTORS, FACTORS[0],
+                       help="which Cholesky factor is kept sparse: C with Σ = C C⊤, or T with Σ⁻¹ = T T⊤")
+        is_c = fac == FACTORS[0]
+        K = ui.slider("number of blocks K", "K", 1, 6, 4, 1, help="K diagonal blocks (for T: K local blocks)")
+        bs = ui.slider("block size", "blk", 1, 4, 2, 1)
+        n_glob = 2 if is_c else ui.slider("global parameters", "nglob", 1, 3, 2, 1,
+                                       help="the last block row of T couples every local block to the globals")
+    with area, ui.guard("sparse factors"):
+        ex = _sparse_example("C" if is_c else "T", int(K), int(bs), int(n_glob), ui.seed())
+        parts, M = ex["parts"], ex["mask"]
+        F = "C" if is_c else "T"
+        code = "tan-1n" if is_c else "tan-2n"
+        names = {"C^T": "C⊤", "T": "T", "Gbar": "Ḡ", "H": f"H = {F}{'⊤' if is_c else '_d⊤'} Ḡ",
+                 "Hbarbar": "H̿",
+                 "C Hbarbar": "C H̿ (natural gradient)", "T Hbarbar": "T H̿ (natural gradient)"}
+        mats = {names[k]: v for k, v in parts.items()}
+        st.markdown(f"**Nonzero entries (shaded) of the matrices of one natural-gradient step, d = {M.shape[0]}**")
+        ui.show(pdplots.sparsity_figure(mats, code, height=400 if ui.lecture() else 440), key="sparsity", main=True)
+        free = int(M.sum())
+        nat = parts[f"{F} Hbarbar"]
+        outside = int(pdplots.nonzero_pattern(nat)[M == 0].sum())
+        g_out = int(pdplots.nonzero_pattern(ex["grad"])[M == 0].sum())
+        d = M.shape[0]
+        full = free == d * (d + 1) // 2
+        if full:
+            ui.notice(f"With these settings {F} has no structural zeros (a full lower triangle of {free} entries), "
+                      "so the sparse and the dense natural gradients are the same thing. Raise the number of blocks "
+                      "K to see the pattern.")
+        else:
+            ui.notice(
+                f"{F} has {free} free entries (its shaded pattern). The full gradient ∂L/∂{F} of this target has "
+                f"{g_out} nonzero entries outside the pattern (the target couples all coordinates), but Ḡ keeps "
+                f"only the free ones, and the natural gradient {F} H̿ has {outside} nonzero entries outside {F}'s "
+                f"pattern: the update {F} + ρ {F} H̿ stays {'block diagonal' if is_c else 'arrow shaped'}. "
+                "H itself is "
+                + ("block diagonal with full blocks; taking H̿ cuts it back to lower-triangular blocks."
+                   if is_c else "arrow shaped with full diagonal blocks; taking H̿ cuts those back to T's pattern."))
+        diff = ex["diff"]
+        nd, ns = float(np.linalg.norm(diff)), float(np.linalg.norm(ex["sparse"]))
+        st.markdown("**The sparse natural gradient against the dense one with its extra entries set to zero**")
+        ui.show(pdplots.natgrad_comparison_figure(ex["sparse"], ex["masked"], M, code, height=380), key="masking")
+        if full:
+            st.caption(f"No zeros to put in: the difference has norm {nd:.2g}.")
+        elif is_c:
+            ui.notice(
+                f"Here the two agree: the difference has norm {nd:.2g} (the sparse one has norm {ns:.3g}). At a "
+                "block-diagonal C the blocks of q are independent, so the Fisher information does not couple the "
+                "free entries with the zero ones and masking happens to be right. Switch to the arrow-shaped T "
+                "to see it fail.")
+        else:
+            ui.notice(
+                f"They differ: the difference has norm {nd:.3g}, {nd / max(ns, 1e-300):.0%} of the sparse natural "
+                f"gradient's norm {ns:.3g} (largest entry difference {float(np.abs(diff).max()):.3g}). The last "
+                "block row of T couples the free entries with the zero ones in the Fisher information, so the "
+                "dense natural gradient with zeros put in is not the natural gradient of the sparse factor.")
+        st.caption("Target: a Gaussian N(m, P⁻¹) with a dense random precision P; q has mean 0 and a random factor "
+                   "with the chosen pattern; the gradients are exact. Change the random seed in the sidebar for "
+                   "another example.")
+    with ui.explain():
+        st.markdown("Tan (2025) Sec. 7: when q's Cholesky factor is sparse, the natural gradient keeps the "
+                    "sparsity. For a block-diagonal C = blockdiag(C₁, …, C_K) (Algorithm 1S), with Ḡ the "
+                    "gradient over the free entries:")
+        st.latex(r"H = C^\top \bar G,\qquad \text{natural gradient of } C = C\,\bar{\bar H}"
+                 r"= \operatorname{blockdiag}\big(C_1\bar{\bar H}_1,\dots,C_K\bar{\bar H}_K\big)")
+        st.markdown("where H̿ keeps the lower triangle of H and halves its diagonal. For the arrow-shaped T of "
+                    "the precision (Theorem 4), with T_d the diagonal blocks of T:")
+        st.latex(r"G_i = A_i + T_i^{-\top}T_{gi}^\top G_{gi},\qquad H = T_d^\top \bar G,\qquad"
+                 r"\text{natural gradient of } T = T\,\bar{\bar H}")
+        st.markdown("Why not just compute the dense natural gradient and set the extra entries to zero? Split "
+                    "the Fisher information F into the free entries (1) and the zero ones (2):")
+        st.latex(r"\big(F^{-1}g\big)_1 = F_{11}^{-1}g_1 - F_{11}^{-1}F_{12}\,\big(F^{-1}g\big)_2"
+                 r"\;\neq\; F_{11}^{-1}g_1 \quad\text{unless } F_{12}=0.")
+        st.markdown("The right one is F₁₁⁻¹ g₁, the natural gradient of the sparse factor on its own. Setting "
+                    "entries to zero is fine for ordinary (Euclidean) gradients, not for natural ones.")

@@ -76,6 +76,7 @@ __all__ = [
     "elbo_grads_from_expectations", "gaussian_target_grads", "grad_chol_cov", "grad_chol_prec",
     "grad_h", "hess_h", "estimator_G1", "estimator_F1", "estimator_G2", "estimator_F2",
     "fisher_block_I", "fisher_block_I_inv", "sym",
+    "blockdiag_natgrad_parts", "arrow_natgrad_parts", "masked_dense_natgrad", "sparse_natgrad_example",
 ]
 
 
@@ -608,3 +609,110 @@ def fisher_block_I_inv(Lam) -> np.ndarray:
     m = vech_length(d)
     LNLinv = 2.0 * np.eye(m) - Lm @ K @ Lm.T
     return 0.5 * Lm @ np.kron(np.eye(d), Lam) @ Lm.T @ LNLinv @ Lm @ np.kron(np.eye(d), Lam.T) @ Lm.T
+
+
+# ---------------------------------------------------------------------------------------------
+# Tan (2025) Fig. 5 and Sec. 7 intro, worked on a small Gaussian target (the Positive definiteness
+# page's "sparse factors" view): the intermediate matrices of Alg. 1S / Thm 4 and the masked dense
+# natural gradient, which is NOT the natural gradient of the sparse parameterisation in general.
+
+
+def blockdiag_natgrad_parts(C, grad_C, sizes) -> dict:
+    """The matrices of Tan (2025) Fig. 5 for a block-diagonal C (Sec. 7.1, Algorithm 1S):
+    ``C^T``, ``Gbar`` (lower triangle of the gradient, restricted to the blocks: G = blockdiag(G_i)),
+    ``H = C^T Gbar``, ``Hbarbar`` (lower triangle, halved diagonal) and the natural gradient
+    ``C Hbarbar`` (= blockdiag(C_i Hbarbar_i)). All numpy arrays; C, Gbar, Hbarbar, C Hbarbar share
+    the block lower-triangular pattern, H is block diagonal with full blocks."""
+    M = block_mask(sizes)
+    C = _square(C, "The Cholesky factor C", M.shape[0]) * M
+    G = np.where(M > 0, _square(grad_C, "The gradient grad_C", M.shape[0]), 0.0)
+    H = C.T @ G
+    Hbb = np.asarray(tril_half(H))
+    return {"C^T": C.T, "Gbar": G, "H": H, "Hbarbar": Hbb, "C Hbarbar": C @ Hbb}
+
+
+def arrow_natgrad_parts(T, grad_T, local_sizes, global_size) -> dict:
+    """The matrices of Tan (2025) Theorem 4 for the arrow-shaped T of Eq. 4: ``T``, ``Gbar`` (Thm 4's
+    G with G_i = A_i + T_i^-T T_gi^T G_gi, T's pattern), ``H = T_d^T Gbar`` (T_d = blockdiag(T_1..T_n, T_g)),
+    ``Hbarbar`` (lower triangle, halved diagonal, restricted to T's pattern) and the natural gradient
+    ``T Hbarbar``, which keeps T's pattern (Tan Sec. 7.2)."""
+    local_sizes = _check_sizes(local_sizes, "local block sizes")
+    M = arrow_mask(local_sizes, global_size)
+    d = M.shape[0]
+    T = _square(T, "The Cholesky factor T", d) * M
+    E = np.where(M > 0, _square(grad_T, "The gradient grad_T", d), 0.0)
+    dl = sum(local_sizes)
+    G, Td = E.copy(), np.zeros_like(T)
+    Td[dl:, dl:] = T[dl:, dl:]
+    o = 0
+    for s in local_sizes:
+        Ti, Tgi = T[o:o + s, o:o + s], T[dl:, o:o + s]
+        G[o:o + s, o:o + s] = np.tril(E[o:o + s, o:o + s] + np.linalg.solve(Ti.T, Tgi.T @ E[dl:, o:o + s]))
+        Td[o:o + s, o:o + s] = Ti
+        o += s
+    H = Td.T @ G
+    Hbb = np.asarray(tril_half(H)) * M
+    return {"T": T, "Gbar": G, "H": H, "Hbarbar": Hbb, "T Hbarbar": T @ Hbb}
+
+
+def masked_dense_natgrad(factor: str, F, grad_F, mask) -> np.ndarray:
+    """The WRONG shortcut of Tan (2025) Sec. 7 intro: the dense natural gradient of Thm 1
+    (C tril_half(C^T Gbar) for ``factor="C"``, T tril_half(T^T Gbar) for ``"T"``), with every entry
+    outside the sparsity ``mask`` set to zero. With F = [[F11, F12], [F21, F22]] (free, structural-zero
+    entries) the dense natural gradient's free part is F11^-1 g1 - F11^-1 F12 g~2, while the sparse one
+    is F11^-1 g1: they agree only where F12 = 0."""
+    if factor not in ("C", "T"):
+        raise ValueError(f"The factor must be 'C' or 'T'; got {factor!r}.")
+    M = np.asarray(mask, float)
+    d = M.shape[0]
+    fn = natural_grad_chol_cov if factor == "C" else natural_grad_chol_prec
+    F = np.tril(_square(F, "The Cholesky factor", d) * M)
+    grad_F = np.tril(_square(grad_F, "The gradient", d))
+    return np.asarray(fn(np.zeros(d), F, np.zeros(d), grad_F)[1]) * M
+
+
+def sparse_natgrad_example(factor: str = "C", n_blocks: int = 4, block_size: int = 2, global_size: int = 2,
+                           seed: int = 0) -> dict:
+    """A small worked example of Tan (2025) Sec. 7: target N(m, P^-1) with a dense precision P (every
+    coordinate coupled), q with a sparse factor at a random point of its pattern: a block-diagonal C
+    (K = ``n_blocks`` blocks of ``block_size``, Alg. 1S) for ``factor="C"``, or the arrow T of Eq. 4
+    (``n_blocks`` local blocks, ``global_size`` globals, Thm 4) for ``factor="T"``.
+
+    Euclidean gradients are exact (digest E6): grad_mu = -P (mu - m), grad_Sigma = (Sigma^-1 - P)/2,
+    grad_C = tril(2 grad_Sigma C) or grad_T = tril(-2 Sigma grad_Sigma T^-T); the gradient with respect to
+    the free entries is their restriction (masking IS right for Euclidean gradients). Returns a dict:
+    ``mask``, ``factor`` (the matrix), ``grad`` (dense Euclidean gradient), ``sparse`` (the package's
+    sparse natural gradient of the factor), ``masked`` (:func:`masked_dense_natgrad`), ``diff`` =
+    sparse - masked, ``parts`` (:func:`blockdiag_natgrad_parts` / :func:`arrow_natgrad_parts`),
+    ``mu``, ``grad_mu``, ``nat_mu`` and the target ``m``, ``P``.
+    """
+    if factor not in ("C", "T"):
+        raise ValueError(f"The factor must be 'C' or 'T'; got {factor!r}.")
+    K, b, g = int(n_blocks), int(block_size), int(global_size)
+    if K < 1 or b < 1 or (factor == "T" and g < 1):
+        raise ValueError("Need at least one block, block size >= 1 and (for T) at least one global.")
+    sizes = (b,) * K
+    M = block_mask(sizes) if factor == "C" else arrow_mask(sizes, g)
+    d = M.shape[0]
+    rng = np.random.default_rng(int(seed))
+    A = rng.normal(size=(d, d))
+    P = A @ A.T / d + np.eye(d)  # dense target precision
+    m = rng.normal(size=d)
+    F = (np.tril(rng.normal(scale=0.3, size=(d, d)), -1) + np.diag(rng.uniform(0.7, 1.3, d))) * M
+    mu = np.zeros(d)
+    Sigma = F @ F.T if factor == "C" else np.linalg.inv(F @ F.T)
+    Sigma = 0.5 * (Sigma + Sigma.T)
+    grad_mu, grad_Sigma = (np.asarray(x) for x in gaussian_target_grads(m, P, mu, Sigma))
+    if factor == "C":
+        grad = np.asarray(grad_chol_cov(F, grad_Sigma))
+        nat_mu, sparse = natural_grad_chol_cov_blockdiag(mu, F, grad_mu, grad, sizes)
+        parts = blockdiag_natgrad_parts(F, grad, sizes)
+    else:
+        grad = np.asarray(grad_chol_prec(F, grad_Sigma))
+        nat_mu, sparse = natural_grad_chol_prec_arrow(mu, F, grad_mu, grad, sizes, g)
+        parts = arrow_natgrad_parts(F, grad, sizes, g)
+    sparse = np.asarray(sparse)
+    masked = masked_dense_natgrad(factor, F, grad, M)
+    return {"mask": M, "factor": F, "grad": grad, "sparse": sparse, "masked": masked, "diff": sparse - masked,
+            "parts": parts, "mu": mu, "grad_mu": grad_mu, "nat_mu": np.asarray(nat_mu), "m": m, "P": P,
+            "sizes": sizes, "global_size": g if factor == "T" else 0}

@@ -14,10 +14,12 @@ from typing import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
+from plotly.subplots import make_subplots
+
 from . import color, marker, style
 
 __all__ = ["quadric_level_set", "level_set_figure", "eigenvalue_figure", "pd_loss_figure", "RULE_CODES", "RULE_LABELS",
-           "rule_code"]
+           "rule_code", "nonzero_pattern", "sparsity_figure", "natgrad_comparison_figure"]
 
 #: the method look (vilab.plots.look code) of each update rule this page compares: the precision update is
 #: VN's update of the natural parameter (S_new = (1 - rho) S - rho Hessian), the T update Tan's natural
@@ -171,4 +173,67 @@ def pd_loss_figure(fractions: Mapping[str, float], n_runs: int, title: str | Non
                            error_y=dict(type="data", array=np.minimum(half, 1 - p), arrayminus=np.minimum(half, p)),
                            text=[f"{v:.1%}" for v in p], textposition="outside"))
     fig.update_yaxes(range=[0, 1.15], title="runs that lost positive definiteness", tickformat=".0%")
+    return style(fig, title=title, height=height)
+
+
+# ------------------------------------------------------------------------ sparse factors (Tan 2025 Fig. 5)
+
+def nonzero_pattern(A, rtol: float = 1e-12) -> np.ndarray:
+    """0/1 pattern of the entries of A larger than ``rtol`` times its largest entry (round-off is zero)."""
+    A = np.asarray(A, float)
+    top = float(np.max(np.abs(A))) if A.size else 0.0
+    return (np.abs(A) > rtol * max(top, 1e-300)).astype(float)
+
+
+def sparsity_figure(matrices: Mapping[str, np.ndarray], code: str = "tan-1n", rtol: float = 1e-12,
+                    title: str | None = None, height: int = 360) -> go.Figure:
+    """Tan (2025) Fig. 5: the nonzero pattern of each matrix (shaded = nonzero), side by side, rows
+    top to bottom as in a printed matrix. The shade is the colour of the method ``code``; the
+    hover shows the entry's value."""
+    names = list(matrices)
+    if not names:
+        raise ValueError("Give at least one matrix.")
+    n = len(names)
+    ncol = min(n, 3)  # three a row: a square panel per matrix stays large enough to read
+    nrow = -(-n // ncol)
+    fig = make_subplots(rows=nrow, cols=ncol, subplot_titles=names, horizontal_spacing=0.06,
+                        vertical_spacing=0.2 if nrow > 1 else 0.0)
+    shade = color(code)
+    for j, name in enumerate(names):
+        A = np.asarray(matrices[name], float)
+        if A.ndim != 2:
+            raise ValueError(f"{name!r} must be a matrix; got shape {A.shape}.")
+        Z = nonzero_pattern(A, rtol)
+        idx = np.arange(1, A.shape[0] + 1)
+        fig.add_trace(go.Heatmap(z=Z, x=np.arange(1, A.shape[1] + 1), y=idx, zmin=0, zmax=1, showscale=False,
+                                 colorscale=[[0, "#F2F2F2"], [1, shade]], customdata=A, xgap=1, ygap=1, name=name,
+                                 hovertemplate="row %{y}, column %{x}: %{customdata:.3g}<extra></extra>"),
+                      row=j // ncol + 1, col=j % ncol + 1)
+        fig.update_yaxes(range=[A.shape[0] + 0.5, 0.5], scaleanchor=f"x{j + 1 if j else ''}", showgrid=False,
+                         zeroline=False, showticklabels=j % ncol == 0, constrain="domain",
+                         row=j // ncol + 1, col=j % ncol + 1)
+        fig.update_xaxes(range=[0.5, A.shape[1] + 0.5], showgrid=False, zeroline=False, constrain="domain",
+                         row=j // ncol + 1, col=j % ncol + 1)
+    return style(fig, title=title, height=height)
+
+
+def natgrad_comparison_figure(sparse, masked, mask, code: str = "tan-2n", title: str | None = None,
+                              height: int = 400) -> go.Figure:
+    """The free entries (column-major order, labelled (row, column) from 1) of the sparse natural
+    gradient and of the masked dense natural gradient as bars, and their difference as a line."""
+    sparse, masked, M = (np.asarray(x, float) for x in (sparse, masked, mask))
+    if not sparse.shape == masked.shape == M.shape or sparse.ndim != 2:
+        raise ValueError("The two natural gradients and the mask must be matrices of one shape.")
+    cols, rows = np.nonzero(M.T)
+    labels = [f"({r + 1},{c + 1})" for r, c in zip(rows, cols)]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=labels, y=sparse[rows, cols], name="sparse natural gradient (right)",
+                         marker_color=color(code)))
+    fig.add_trace(go.Bar(x=labels, y=masked[rows, cols], name="dense natural gradient, masked (wrong)",
+                         marker_color="#999999"))
+    fig.add_trace(go.Scatter(x=labels, y=sparse[rows, cols] - masked[rows, cols], mode="lines+markers",
+                             name="difference", line=dict(color="black", width=1.5), marker=dict(size=5)))
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(title="free entry (row, column) of the factor", type="category")
+    fig.update_yaxes(title="natural-gradient entry")
     return style(fig, title=title, height=height)
