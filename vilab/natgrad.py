@@ -29,6 +29,9 @@ Sparse factors (Tan Sec. 7):
     block_mask(sizes), arrow_mask(local_sizes, global_size)              0/1 patterns
     natural_grad_chol_cov_blockdiag(mu, C, grad_mu, grad_C, sizes)       Alg. 1S
     natural_grad_chol_prec_arrow(mu, T, grad_mu, grad_T, local_sizes, global_size)  Thm 4, Alg. 2S
+    blockdiag_natgrad_parts / arrow_natgrad_parts(...) -> the matrices of one step (Fig. 5)
+    masked_dense_natgrad(factor, F, grad_F, mask) -> the dense natural gradient with zeros put in (Sec. 7:
+        not the sparse one unless F12 = 0);  sparse_natgrad_example(...) -> a worked example of both
 Euclidean gradients (Tan Sec. 2, Supp. S2; Kumar App. A):
     elbo_grads_from_expectations(Sigma, E_grad_logp, E_hess_logp) -> (grad_mu, grad_Sigma)
     gaussian_target_grads(m, P, mu, Sigma) -> exact (grad_mu, grad_Sigma) for target N(m, P^-1)
