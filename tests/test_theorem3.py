@@ -104,6 +104,6 @@ def test_theorem3_report_reads_the_runs():
     assert rep["zeta_g2"] == pytest.approx(0.09) and rep["zeta_H2"] == 0.0
     assert bi["kl"][-1] == pytest.approx(rep["settles"], rel=1e-6)
     big = gu.biased_srvn(A, tgt.mean, [-2.0, 2.5], 0.2 * np.eye(2), 50.0, 50)  # far too large a step
-    assert big["diverged"] and np.isnan(big["kl"][-1]) and big["steps_done"] < 50
+    assert big["diverged"] and big["steps_done"] < 50 and np.all(np.isfinite(big["kl"]))  # stops before the bad step
     with pytest.raises(ValueError, match="dimension"):
         gu.biased_srvn(A, tgt.mean, [0.0], 0.2 * np.eye(2), 1e-3, 10)

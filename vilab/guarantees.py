@@ -23,6 +23,7 @@ corrected constant of the digest (Sec. 6.8).
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -301,14 +302,6 @@ def theorem3_bound(t, excess0: float, rho: float, delta: float, M: float, lam_mi
             "printed": decay * excess0 + om * zg + oc * zH, "applies": applies}
 
 
-def _gaussian_kl(mu, V, m_star, A) -> np.ndarray:
-    """KL(N(mu, V) || N(m_star, A^-1)) for a stack of iterates (closed form)."""
-    r = mu - m_star
-    AV = np.einsum("ij,tjk->tik", A, V)
-    return 0.5 * (np.trace(AV, axis1=1, axis2=2) + np.einsum("ti,ij,tj->t", r, A, r) - len(m_star)
-                  - np.linalg.slogdet(AV)[1])
-
-
 def biased_srvn(A, m_star, m0, C0, rho: float, n_steps: int, b_g=None, eps_H: float = 0.0,
                 n_rows: int = 400) -> dict:
     """SR-VN (Kumar et al. (2025) Algorithm 1, Eq. 17) on the Gaussian target N(m_star, A^-1), fed the exact
@@ -316,16 +309,16 @@ def biased_srvn(A, m_star, m0, C0, rho: float, n_steps: int, b_g=None, eps_H: fl
     H + eps_H I, so ||b_g||^2 = zeta_g^2 and ||b_H C||_F^2 = eps_H^2 tr V <= eps_H^2 xi_u^2 = zeta_H^2.
     With b_g = 0 and eps_H = 0 it is the exact SR-VN run (vilab.algorithms.run("srvn", grads="exact")).
 
-    One compiled loop (lax.scan) of ``n_steps`` steps, ``n_rows`` + 1 rows kept evenly (the first and last
-    included). Assumption 4's constants are taken at *every* step: lam_min = min_t lambda_min(V_t),
-    xi_l / xi_u = min / max_t ||C_t||_F. Returns {"t" (iterations of the rows), "kl" (KL(q_t || p) there),
-    "lam_min", "xi_l", "xi_u", "diverged" (a non-finite or non-positive-definite iterate: the run stops
-    there and the rows after it are NaN)}.
+    An Algorithm (:func:`_biased_srvn_algorithm`) on the one runner (:func:`vilab.core.run`), about
+    ``n_rows`` rows kept evenly. Assumption 4's constants are taken at *every* step (carried in the state):
+    lam_min = min_t lambda_min(V_t), xi_l / xi_u = min / max_t ||C_t||_F. Returns {"t" (iterations of the
+    rows), "kl" (KL(q_t || p) there), "lam_min", "xi_l", "xi_u", "diverged" (a non-finite or
+    non-positive-definite iterate: the run stops before it), "steps_done"}.
     """
-    import jax
     import jax.numpy as jnp
 
-    from .algorithms.core import METHODS, State
+    from . import core as vcore
+    from .algorithms.core import State
 
     A = pd_matrix(A, "The target precision A")
     d = A.shape[0]
@@ -334,7 +327,7 @@ def biased_srvn(A, m_star, m0, C0, rho: float, n_steps: int, b_g=None, eps_H: fl
     C0 = real_array(C0, "The starting factor C0", ndim=2)
     if m_star.shape != (d,) or m0.shape != (d,) or C0.shape != (d, d):
         raise ValueError(f"The target mean, start mean and starting factor must have dimension {d} like A.")
-    pd_matrix(C0 @ C0.T, "The starting covariance C0 C0^T")
+    V0 = pd_matrix(C0 @ C0.T, "The starting covariance C0 C0^T")
     rho = positive(rho, "The step size rho")
     n_steps = integer(n_steps, "The number of steps", 1, 10_000_000)
     n_rows = integer(n_rows, "The number of rows kept", 1, 100_000)
@@ -342,72 +335,81 @@ def biased_srvn(A, m_star, m0, C0, rho: float, n_steps: int, b_g=None, eps_H: fl
     if b_g.shape != (d,):
         raise ValueError(f"The gradient bias b_g must have {d} entries.")
     eps_H = real_scalar(eps_H, "The Hessian bias eps_H")
-    n_rows = min(n_rows, n_steps)
-    every = -(-n_steps // n_rows)  # ceil: rows every `every` steps, the last row at n_steps
-    n_rows = -(-n_steps // every)
-    out = _biased_srvn_loop(d, n_rows, every)(jnp.asarray(A), jnp.asarray(m_star), jnp.asarray(m0), jnp.asarray(C0),
-                                              jnp.float64(rho), jnp.asarray(b_g), jnp.float64(eps_H),
-                                              jnp.int64(n_steps))
-    mus, Vs, lam_min, tr_lo, tr_hi, n_done = jax.device_get(out)
-    t = np.minimum(np.arange(n_rows + 1) * every, n_steps)
-    mus = np.concatenate([[m0], mus])
-    Vs = np.concatenate([[C0 @ C0.T], Vs])
-    ok = t <= int(n_done)
-    kl = np.full(t.shape, np.nan)
-    kl[ok] = _gaussian_kl(mus[ok], Vs[ok], m_star, A)
-    return {"t": t, "kl": kl, "lam_min": float(lam_min), "xi_l": float(np.sqrt(tr_lo)), "xi_u": float(np.sqrt(tr_hi)),
-            "diverged": int(n_done) < n_steps, "steps_done": int(n_done)}
+    every = -(-n_steps // min(n_rows, n_steps))  # ceil
+    ev0, tr0 = float(np.linalg.eigvalsh(V0)[0]), float(np.trace(V0))
+    f = jnp.float64
+    state = _BiasedSRVN(State(jnp.asarray(m0), jnp.asarray(C0)), {"rho": f(rho)}, jnp.asarray(A), jnp.asarray(m_star),
+                        jnp.asarray(b_g), f(eps_H), f(ev0), f(tr0), f(tr0))
+    tr = vcore.run(_biased_srvn_algorithm(), vcore.as_key(0), state, n_steps, record_every=every)
+    fin = tr.state
+    t = np.asarray(tr.iterations)
+    return {"t": t, "kl": np.asarray(tr.objective, float), "lam_min": float(fin.lam_min),
+            "xi_l": float(np.sqrt(fin.tr_lo)), "xi_u": float(np.sqrt(fin.tr_hi)), "diverged": bool(tr.diverged),
+            "steps_done": int(tr.n_steps)}
 
 
-_LOOPS: dict = {}
+class _BiasedSRVN(NamedTuple):
+    """The state of :func:`biased_srvn`: SR-VN's (mu, C), the step size, the target and the biases, and
+    Assumption 4's running constants (smallest eigenvalue of V, smallest and largest tr V so far)."""
+    s: Any
+    hyper: dict
+    A: Any
+    m_star: Any
+    b_g: Any
+    eps_H: Any
+    lam_min: Any
+    tr_lo: Any
+    tr_hi: Any
 
 
-def _biased_srvn_loop(d: int, n_rows: int, every: int):
-    """The compiled loop of :func:`biased_srvn` (one per shape)."""
-    key = (d, n_rows, every)
-    if key in _LOOPS:
-        return _LOOPS[key]
-    import jax
+def _biased_srvn_step(key, st, batch):
+    """One SR-VN step (Kumar Eq. 17) from g + b_g and H + eps_H I; code 2 (non-finite) or 3 (V not PD)."""
     import jax.numpy as jnp
 
-    from .algorithms.core import METHODS, State
+    from .algorithms.core import METHODS
+    from .core import NONFINITE
 
-    srvn = METHODS["srvn"]
+    s, A = st.s, st.A
+    d = A.shape[0]
+    V = s.M @ s.M.T
+    g_mu = -A @ (s.mu - st.m_star) - st.b_g  # ascent direction -(g + b_g): g = A (mu - m_star) on a Gaussian
+    G_S = 0.5 * (jnp.linalg.inv(V) - A - st.eps_H * jnp.eye(d))  # dL/dSigma = 1/2 (V^-1 - (H + b_H))
+    new = METHODS["srvn"].step(s, (g_mu, ng.grad_chol_cov(s.M, G_S)), st.hyper["rho"])
+    Vn = new.M @ new.M.T
+    ev = jnp.linalg.eigvalsh(0.5 * (Vn + Vn.T))
+    tv = jnp.trace(Vn)
+    finite = jnp.all(jnp.isfinite(new.mu)) & jnp.all(jnp.isfinite(Vn))
+    code = jnp.where(~finite, NONFINITE, jnp.where(ev[0] > 0, 0, 3)).astype(jnp.int32)
+    out = st._replace(s=new, lam_min=jnp.minimum(st.lam_min, ev[0]), tr_lo=jnp.minimum(st.tr_lo, tv),
+                      tr_hi=jnp.maximum(st.tr_hi, tv))
+    return out, {"code": code, "step_size": st.hyper["rho"]}
 
-    def run(A, m_star, m0, C0, rho, b_g, eps_H, n_steps):
-        I = jnp.eye(d)
 
-        def one(carry, _):
-            s, lam, lo, hi, k, alive = carry
-            V = s.M @ s.M.T
-            g_mu = -A @ (s.mu - m_star) - b_g  # ascent direction -(g + b_g): g = A (mu - m_star) on a Gaussian
-            G_S = 0.5 * (jnp.linalg.inv(V) - A - eps_H * I)  # dL/dSigma = 1/2 (V^-1 - (H + b_H))
-            new = srvn.step(s, (g_mu, ng.grad_chol_cov(s.M, G_S)), rho)
-            Vn = new.M @ new.M.T
-            ev = jnp.linalg.eigvalsh(0.5 * (Vn + Vn.T))
-            fine = alive & (k < n_steps) & jnp.all(jnp.isfinite(new.mu)) & jnp.all(jnp.isfinite(Vn)) & (ev[0] > 0)
-            s2 = jax.tree_util.tree_map(lambda a, b: jnp.where(fine, a, b), new, s)
-            tv = jnp.trace(Vn)
-            return (s2, jnp.where(fine, jnp.minimum(lam, ev[0]), lam), jnp.where(fine, jnp.minimum(lo, tv), lo),
-                    jnp.where(fine, jnp.maximum(hi, tv), hi), k + fine.astype(k.dtype), fine), None
+def _biased_srvn_observe(st):
+    """Mean, covariance and KL(q || p) (closed form) of the state."""
+    import jax.numpy as jnp
 
-        def row(carry, _):
-            carry, _ = jax.lax.scan(one, carry, None, length=every)
-            s = carry[0]
-            return carry, (s.mu, s.M @ s.M.T)
+    V = st.s.M @ st.s.M.T
+    r = st.s.mu - st.m_star
+    AV = st.A @ V
+    kl = 0.5 * (jnp.trace(AV) + r @ st.A @ r - r.shape[0] - jnp.linalg.slogdet(AV)[1])
+    return {"mean": st.s.mu, "cov": V, "objective": kl}
 
-        V0 = C0 @ C0.T
-        ev0 = jnp.linalg.eigvalsh(V0)
-        carry0 = (State(m0, C0), ev0[0], jnp.trace(V0), jnp.trace(V0), jnp.int64(0), jnp.asarray(True))
-        carry, (mus, Vs) = jax.lax.scan(row, carry0, None, length=n_rows)
-        _, lam, lo, hi, k, _ = carry
-        return mus, Vs, lam, lo, hi, k
 
-    fn = jax.jit(run)
-    if len(_LOOPS) > 16:
-        _LOOPS.clear()
-    _LOOPS[key] = fn
-    return fn
+def _biased_srvn_algorithm():
+    """The :class:`vilab.core.Algorithm` of :func:`biased_srvn` (one object: the runner's compiled loop is
+    shared by every call of one shape)."""
+    global _BIASED_ALG
+    if _BIASED_ALG is None:
+        from .core import Algorithm
+
+        _BIASED_ALG = Algorithm(init=lambda key, state: state, step=_biased_srvn_step, observe=_biased_srvn_observe,
+                                name="SR-VN with a biased oracle (Kumar et al. Thm 3)", objective_name="KL(q || p)",
+                                settings={"method": "srvn", "oracle": "biased"}, uses_key=False)
+    return _BIASED_ALG
+
+
+_BIASED_ALG = None
 
 
 def theorem3_report(A, m_star, m0, C0, rho: float, n_steps: int, b_g=None, eps_H: float = 0.0,
