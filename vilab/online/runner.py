@@ -111,7 +111,8 @@ def algorithm(method: Method, f: Callable, lik, evaluate: Callable | None = None
       static model and runs as it (no predict step: the same bits as ``dynamics=None``).
     * ``step(key, state, (x_t, y_t[, mark]))``: Alg. 1: the predict step (the identity without
       dynamics, Alg. 2; else :func:`vilab.online.families.predict`, Sec. 3), then the update of Alg. 3
-      (I inner iterations of (g, G) from Table 1 and the App. E step of the method's family). y_t is encoded (:func:`vilab.online.likelihoods.encode_all`). The runner's
+      (I inner iterations of (g, G) from Table 1 and the App. E step of the method's family). y_t is
+      encoded (:func:`vilab.online.likelihoods.encode_all`). The runner's
       ``key`` is not used: the draws come from fold_in(state.key, t) (see :class:`OnlineState`).
       Code 10 (:data:`UNHEALTHY`): the new belief has a non-finite mean or a non-positive variance.
     * ``observe(state)``: mean, marginal variances (exact for DLR), and the test metrics of
