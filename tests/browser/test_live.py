@@ -129,8 +129,15 @@ def test_play_pause_step_and_a_step_size_change_bend_the_path_as_a_resumed_run(s
     assert _it(page) == paused, "the run went on after Pause"
     _until(lambda: _drawn(page, "srvn") == paused + 1, what="the paused figure")
 
-    # Step: one iteration
-    _press(page, "Step", lambda: _it(page) > paused, "Step")
+    # Reset: back to iteration 0 (on a busy machine Play can run on to the end before the Pause lands, where a
+    # Step has nothing left to do; from 0 the steps below always have room)
+    _press(page, "Reset", lambda: _it(page) == 0, "Reset")
+    _until(lambda: _drawn(page, "srvn") == 1, what="the reset figure")
+
+    # Step x10, then Step: eleven iterations
+    _press(page, "Step ×10", lambda: _it(page) >= 10, "the first Step x10")
+    ten = _it(page)
+    _press(page, "Step", lambda: _it(page) > ten, "Step")
     t = _it(page)
     _until(lambda: _drawn(page, "srvn") == t + 1, what="the stepped figure")
 
