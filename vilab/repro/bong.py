@@ -211,3 +211,59 @@ def _fc_mom():
         checks.append(Check(f"R = {R:g}: posterior variance, bong-fc (= Kalman)", kf, fc, tol=1e-12))
         checks.append(Check(f"R = {R:g}: posterior variance, bong-fc_mom", mom, fm, tol=1e-12))
     return checks
+
+
+def _kalman_with_dynamics(mu0, S0, X, y, R, gamma, Q):
+    """A Kalman filter for theta_t = gamma theta_{t-1} + N(0, Q), y_t = x_t^T theta_t + N(0, R), written out in
+    numpy (predict, then the scalar-observation update): the independent reference of ``bong-predict-kalman``."""
+    mu, S = np.array(mu0, float), np.array(S0, float)
+    mus, Ss = [mu.copy()], [S.copy()]
+    for x, yt in zip(np.asarray(X, float), np.asarray(y, float)):
+        mu, S = gamma * mu, gamma**2 * S + Q
+        k = S @ x / (float(x @ S @ x) + R)  # Kalman gain
+        mu = mu + k * (yt - float(x @ mu))
+        S = S - np.outer(k, x @ S)
+        S = 0.5 * (S + S.T)
+        mus.append(mu.copy())
+        Ss.append(S.copy())
+    return np.array(mus), np.array(Ss)
+
+
+@reproduction(
+    "bong-predict-kalman",
+    paper=PAPER,
+    what="the predict step theta_t ~ N(gamma theta_{t-1}, Q) before each BONG update: on a drifting linear-Gaussian "
+         "stream bong-lin-hess-fc with it is the Kalman filter with the same dynamics, and it tracks a random walk "
+         "that static BONG (gamma = 1, Q = 0) loses",
+    settings="P = 3, T = 30, R = 0.5, gamma = 0.97, a random PSD Q (numpy seeds 3 and 1); the page's drifting stream: "
+             "random walk of variance 0.01 a step, T = 200, key 0",
+    kind="derived",
+    source="computed by us: an independent numpy Kalman filter (predict, then update); the paper's Alg. 1 has the "
+           "predict step (and the authors' code uses it) but prints no number for a drifting stream",
+)
+def _predict_kalman():
+    from ..online import FC, belief_path, gaussian, make_method
+    from ..online.linear_gaussian import drift_demo, linear_f
+
+    rng = np.random.default_rng(3)
+    P, T, R, gamma = 3, 30, 0.5, 0.97
+    X = rng.normal(size=(T, P))
+    theta = np.cumsum(rng.normal(scale=0.3, size=(T, P)), axis=0)
+    y = np.einsum("tp,tp->t", X, theta) + rng.normal(scale=np.sqrt(R), size=T)
+    A = np.random.default_rng(1).normal(size=(P, P))
+    Q = A @ A.T / P + 0.05 * np.eye(P)
+    S0 = 0.5 * np.eye(P) + 0.1
+    mu0 = np.array([0.2, -0.1, 0.3])
+    path = belief_path(make_method("bong-lin-hess-fc"), linear_f, gaussian(R), X, y, FC(jnp.asarray(mu0),
+                       jnp.asarray(S0)), key=jax.random.PRNGKey(0), dynamics=(gamma, Q))
+    mu_kf, S_kf = _kalman_with_dynamics(mu0, S0, X, y, R, gamma, Q)
+    demo = drift_demo(jax.random.PRNGKey(0), T=200, kind="random walk", Q=0.01, drift_var=0.01)["summary"]
+    st, dy = demo["static"]["mean_error_last_half"], demo["dynamic"]["mean_error_last_half"]
+    return [
+        Check("means: largest difference from the Kalman filter", 0.0,
+              float(np.abs(np.asarray(path.mu) - mu_kf).max()), tol=1e-10),
+        Check("covariances: largest difference from the Kalman filter", 0.0,
+              float(np.abs(np.asarray(path.Sigma) - S_kf).max()), tol=1e-10),
+        Check("random walk: mean error over the last half, static / with the predict step", "> 2",
+              round(st / dy, 2), passed=st > 2 * dy, note=f"static {st:.3f}, with the predict step {dy:.3f}"),
+    ]

@@ -254,3 +254,85 @@ def _model_sizes():
         Check("Epilepsy: d", 127, m.dim, **d),
     ]
     return checks
+
+
+@reproduction("tan2025-fig5-masking", paper="Tan (2025)",
+              what="Alg. 1S / Thm 4 and Sec. 7: the sparse natural gradients of a block-diagonal C and an arrow-shaped "
+                   "T equal the Fisher inverse of the free entries times their gradient; masking the dense natural "
+                   "gradient is exact for the block-diagonal C and wrong for the arrow T",
+              settings="worked example of vilab.natgrad.sparse_natgrad_example: dense target precision, C with 4 "
+                       "blocks of 2 (seed 0); T with 3 local blocks of 2 and 2 globals (seed 1)",
+              kind="derived",
+              source="computed by us: the Fisher information of the free entries by its definition (automatic "
+                     "differentiation of Sigma over the factor's pattern), numpy solves; the paper shows the "
+                     "patterns (Fig. 5) and states the masking point (Sec. 7) without numbers")
+def _fig5_masking():
+    from .. import natgrad as ng
+    from .tan_explicit import brute_force_fisher, free_entries
+
+    out = []
+    for factor, K, b, g, seed in (("C", 4, 2, 0, 0), ("T", 3, 2, 2, 1)):
+        ex = ng.sparse_natgrad_example(factor, K, b, g, seed=seed)
+        rows, cols = free_entries(ex["mask"].shape[0], ex["mask"])
+        F = brute_force_fisher(ex["factor"], "chol_cov" if factor == "C" else "chol_prec", mask=ex["mask"])
+        nat = np.zeros_like(np.asarray(ex["sparse"]))
+        nat[rows, cols] = np.linalg.solve(F, np.asarray(ex["grad"])[rows, cols])
+        scale = float(np.abs(nat).max())
+        name = "block-diagonal C" if factor == "C" else "arrow T"
+        out += [Check(f"{name}: sparse natural gradient against the brute-force Fisher (relative error)", 0.0,
+                      float(np.abs(np.asarray(ex["sparse"]) - nat).max() / scale), tol=1e-9),
+                Check(f"{name}: masked dense natural gradient against it (relative difference)",
+                      "0" if factor == "C" else "> 0.01",
+                      round(float(np.abs(np.asarray(ex["masked"]) - nat).max() / scale), 4),
+                      passed=bool(np.abs(np.asarray(ex["masked"]) - nat).max() < 1e-12 * scale) if factor == "C"
+                      else bool(np.abs(np.asarray(ex["masked"]) - nat).max() > 1e-2 * scale))]
+    return out
+
+
+@reproduction("lsk2020-pd", paper="Lin, Schmidt & Khan (2020), cited by Tan (2025)",
+              what="the positivity-preserving VN step: VN plus rho^2/2 G P^-1 G, second order in the Fisher geodesic "
+                   "(VN is first order), keeps the precision positive definite where VN loses it on single-draw "
+                   "Hessians of a heavy-tailed target",
+              settings="geodesic: random SPD P and symmetric G, d = 4 (numpy seed 1), rho = 0.02, 0.01, 0.005; runs: "
+                       "Student t (nu = 1.5, correlation 0.6), rho = 0.9, one draw a step, 300 steps, seeds 0-2",
+              kind="derived",
+              source="computed by us: the exact Fisher geodesic P^1/2 expm(rho P^-1/2 G P^-1/2) P^1/2 with scipy; "
+                     "Lin, Schmidt & Khan's Eq. for the update; no number of theirs is compared")
+def _lsk():
+    import scipy.linalg as sla
+
+    from .. import natgrad as ng
+    from ..algorithms import run
+    from ..core import as_key
+    from ..gaussian import CholCov
+    from ..targets import student_t_2d
+
+    rng = np.random.default_rng(1)
+    d = 4
+    A = rng.normal(size=(d, d))
+    P = A @ A.T + d * np.eye(d)
+    B = rng.normal(size=(d, d))
+    G_S = B + B.T
+    G = -2.0 * G_S
+    R = np.real(sla.sqrtm(P))
+    Ri = np.linalg.inv(R)
+    errs = []
+    for rho in (0.02, 0.01, 0.005):
+        _, P_new = ng.update_lambda_pd(np.zeros(d), P, np.zeros(d), G_S, rho)
+        errs.append(float(np.linalg.norm(np.asarray(P_new) - R @ sla.expm(rho * Ri @ G @ Ri) @ R)))
+    _, P_vn = ng.update_lambda(np.zeros(d), P, np.zeros(d), G_S, 0.01)
+    vn_err = float(np.linalg.norm(np.asarray(P_vn) - R @ sla.expm(0.01 * Ri @ G @ Ri) @ R))
+    tgt, init = student_t_2d(1.5, rho=0.6), CholCov(np.zeros(2), np.eye(2))
+    lost = {"vn": 0, "lsk": 0}
+    for seed in range(3):
+        for m in lost:
+            tr = run(m, tgt, init, 300, 0.9, grads="second", n_samples=1, key=as_key(seed))
+            lost[m] += "positive definite" in tr.status
+    return [
+        Check("error against the geodesic: ratio when rho halves (third order: 8)", (8.0, 8.0),
+              (round(errs[0] / errs[1], 3), round(errs[1] / errs[2], 3)), tol=1.0),
+        Check("VN's error at rho = 0.01 over this step's", "> 10", round(vn_err / errs[1], 1),
+              passed=vn_err > 10 * errs[1]),
+        Check("runs that lost positive definiteness, VN (of 3)", 3, lost["vn"]),
+        Check("runs that lost positive definiteness, this step (of 3)", 0, lost["lsk"]),
+    ]

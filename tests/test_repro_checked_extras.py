@@ -1,0 +1,34 @@
+"""Registry entries for items first checked only in the tests (issue 16): Kumar et al.'s Thm 3, Tan's sparse
+factors (Fig. 5, Sec. 7) and log-diagonal chart, Lin-Schmidt-Khan's step, the weighted Fisher divergence with a
+chosen M, Gaussian score matching, and BONG's predict step. Each runs and passes, and says its kind."""
+
+import numpy as np
+import pytest
+
+from tests.repro_check import passes
+from vilab import repro
+
+NAMES = ["kumar2025-thm3", "tan2025-fig5-masking", "tanx-logdiag", "lsk2020-pd", "chen2025-weighted-m",
+         "modi2023-gsm", "bong-predict-kalman"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_entry_passes_and_is_derived(name):
+    res = passes(name)
+    assert repro.get(name).kind == "derived"
+    assert all(c.kind == "derived" for c in res.checks)
+
+
+def test_the_brute_force_fisher_of_a_masked_factor_is_the_dense_one_restricted_for_a_diagonal_mask():
+    """A diagonal mask keeps the diagonal entries: their Fisher block is the dense one's diagonal block
+    (2 / C_ii^2 + ... couplings vanish only for a diagonal C)."""
+    from vilab.repro.tan_explicit import brute_force_fisher, free_entries
+
+    C = np.diag([0.5, 2.0, 1.5])
+    dense = brute_force_fisher(C)
+    rows, cols = free_entries(3)
+    keep = np.flatnonzero(rows == cols)
+    np.testing.assert_allclose(brute_force_fisher(C, mask=np.eye(3)), dense[np.ix_(keep, keep)], rtol=1e-12)
+    np.testing.assert_allclose(np.diag(brute_force_fisher(C, mask=np.eye(3))), 2 / np.diag(C) ** 2, rtol=1e-12)
+    r, c = free_entries(3, np.tril(np.ones((3, 3))))
+    assert list(zip(r, c)) == [(0, 0), (1, 0), (2, 0), (1, 1), (2, 1), (2, 2)]  # vech order
