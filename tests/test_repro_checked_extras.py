@@ -32,3 +32,29 @@ def test_the_brute_force_fisher_of_a_masked_factor_is_the_dense_one_restricted_f
     np.testing.assert_allclose(np.diag(brute_force_fisher(C, mask=np.eye(3))), 2 / np.diag(C) ** 2, rtol=1e-12)
     r, c = free_entries(3, np.tril(np.ones((3, 3))))
     assert list(zip(r, c)) == [(0, 0), (1, 0), (2, 0), (1, 1), (2, 1), (2, 2)]  # vech order
+
+
+def test_german_credit_from_the_package_data_and_its_exact_optimum():
+    """d = 49 as both papers print; the reproduction's optimum agrees with Monte Carlo (inside the entry)."""
+    from vilab.targets.german import german_credit, logistic_va_optimum
+
+    m = german_credit()
+    assert (m.n, m.d) == (1000, 49) and set(np.unique(m.X[:, 8:])) == {0.0, 1.0}
+    np.testing.assert_allclose(m.X[:, 1:8].mean(0), 0, atol=1e-12)
+    np.testing.assert_allclose(m.X[:, 1:8].std(0), 1, atol=1e-12)
+    assert m.y.sum() == 300  # 300 bad risks of 1000
+    res = passes("tan2025-german-credit")
+    assert {c.kind for c in res.checks} == {"paper", "derived"}
+    with pytest.raises(ValueError, match="logistic"):
+        from vilab.targets.regression import simulated_loglinear
+        logistic_va_optimum(simulated_loglinear(n=50, d=3))
+
+
+def test_a_missing_data_package_is_a_sentence(monkeypatch):
+    import importlib.util
+
+    from vilab.targets import german
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ValueError, match="make install"):
+        german.german_credit_path()
