@@ -58,3 +58,16 @@ def test_a_missing_data_package_is_a_sentence(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(ValueError, match="make install"):
         german.german_credit_path()
+
+
+def test_fig4_on_german_credit_and_a_bad_target_name():
+    from vilab.core import as_key
+    from vilab.divergences import gradvar as gv
+
+    passes("chen2025-fig4-german")
+    L, nu = gv.german_credit_gaussian()
+    assert L.shape == (49, 49) and nu.shape == (49,) and np.linalg.eigvalsh(L)[0] > 0
+    L[0, 0] = -1.0  # a copy: the cached one is untouched
+    assert gv.german_credit_gaussian()[0][0, 0] > 0
+    with pytest.raises(ValueError, match="Unknown target"):
+        gv.fig4_gradient_sd(as_key(0), target="German")
