@@ -71,3 +71,31 @@ def test_fig4_on_german_credit_and_a_bad_target_name():
     assert gv.german_credit_gaussian()[0][0, 0] > 0
     with pytest.raises(ValueError, match="Unknown target"):
         gv.fig4_gradient_sd(as_key(0), target="German")
+
+
+def test_german_mcmc_reference_was_made_by_its_script_and_converged():
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    from vilab.hierarchical.reference import ASSET_DIR, load_reference
+    from vilab.targets.german import german_credit
+
+    spec = importlib.util.spec_from_file_location(
+        "german_reference", Path(__file__).resolve().parents[1] / "scripts" / "german_reference.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    js = json.loads((ASSET_DIR / "german.json").read_text())
+    assert {k: js[k] for k in mod.SETTINGS} == mod.SETTINGS and js["seed"] == mod.SEED
+    m = german_credit()
+    assert js["dim"] == m.d and js["names"] == list(m.feature_names)
+    assert js["diagnostics"]["rhat_max"] < 1.01 and js["diagnostics"]["ess_bulk_min"] > 1000
+    ref = load_reference("german")
+    assert ref.draws.shape == (mod.SETTINGS["n_keep"], m.d)
+    cov = np.load(ASSET_DIR / "german.npz")["cov"]
+    assert cov.shape == (m.d, m.d) and np.linalg.eigvalsh(cov)[0] > 0
+    np.testing.assert_allclose(np.sqrt(np.diag(cov)), ref.sd, rtol=1e-6)
+    # the posterior mean is near the mode of the exact Gaussian approximation (a check of the data and model)
+    from vilab.targets.german import logistic_va_optimum
+    _, mu, C = logistic_va_optimum(m)
+    assert np.all(np.abs(mu - ref.mean) < 0.2 * ref.sd)

@@ -137,16 +137,17 @@ def convergence(chains: np.ndarray) -> dict:
     return {"rhat_max": float(np.max(r)), "ess_bulk_min": float(np.min(e)), "ess_bulk_median": float(np.median(e))}
 
 
-def save_reference(key: str, draws: np.ndarray, settings: dict, n_keep: int) -> Path:
+def save_reference(key: str, draws: np.ndarray, settings: dict, n_keep: int, **extra) -> Path:
     """Write assets/hierarchical/<key>.npz (summaries + thinned float32 draws) and <key>.json.
 
-    ``draws`` (N, d), all chains pooled; the summaries use every draw, ``n_keep`` evenly spaced ones are stored.
+    ``draws`` (N, d), all chains pooled; the summaries use every draw, ``n_keep`` evenly spaced ones are stored;
+    ``extra`` arrays (e.g. the covariance of every draw) are stored beside them.
     """
     ASSET_DIR.mkdir(parents=True, exist_ok=True)
     idx = np.linspace(0, draws.shape[0] - 1, n_keep).round().astype(int)
     path = ASSET_DIR / f"{key}.npz"
     np.savez_compressed(path, mean=draws.mean(0), sd=draws.std(0, ddof=1), mode=marginal_modes(draws),
-                        draws=draws[idx].astype(np.float32))
+                        draws=draws[idx].astype(np.float32), **extra)
     (ASSET_DIR / f"{key}.json").write_text(json.dumps(settings, indent=1))
     return path
 
