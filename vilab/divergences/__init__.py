@@ -11,7 +11,10 @@ inference".  Submodules:
                      through vilab.core.run (key=..., a jax PRNG key) and return Traces;
                      tail_average_variances(trace) averages a run's variances after a burn-in;
 * :mod:`.gradvar`    gradient-variance formulas of Sec. 5.4 (diagonal, and exact for a dense Lambda),
-                     their Monte Carlo counterpart and the Fig. 4 setting.
+                     their Monte Carlo counterpart and the Fig. 4 setting;
+* :mod:`.landscape`  the KL, Fisher and score-based objectives over (Sigma_11, Sigma_22) of a mean-field q
+                     (objective_landscape, digest E4) and Table 6 on the German credit data (table6, against
+                     a stored NUTS posterior).
 
 The public entry point of the mean-field comparison is
 ``meanfield_variances(precision, divergence, weight=None)``.
@@ -53,6 +56,13 @@ from .gradvar import (
     gradient_variance_T,
     variance_crossings,
 )
+from .landscape import (
+    collapse_values,
+    landscape_monte_carlo,
+    meanfield_objectives,
+    objective_landscape,
+    table6,
+)
 from .stochastic import (
     METHOD_LABELS,
     SGD_METHODS,
@@ -84,5 +94,6 @@ __all__ = [
     "weight_matrix", "weighted_meanfield", "weighted_fisher_comparison", "weighted_variance_curves_2d", "METHOD_LABELS", "SGD_METHODS", "bam_update", "batch_objectives",
     "batch_statistics", "make_mask", "run_bam", "run_sgd", "sparse_pattern", "tail_average_variances", "UnivariateOptimum",
     "accuracy", "iae", "log_inverse_gamma_optima", "univariate_objective", "univariate_optima",
-    "univariate_optimum",
+    "univariate_optimum", "objective_landscape", "meanfield_objectives", "collapse_values", "landscape_monte_carlo",
+    "table6",
 ]

@@ -14,7 +14,8 @@ from plotly.subplots import make_subplots
 from . import ellipse, label, line, look, marker, style
 
 __all__ = ["LABELS", "meanfield_ellipses", "rescaled_pair", "variance_curves", "fig1_heatmap", "univariate_densities",
-           "sdb_progression", "fixed_point_bars", "live_batch", "gradient_sd", "COUNT_COLORS", "COLLAPSE_SYMBOL"]
+           "sdb_progression", "fixed_point_bars", "live_batch", "gradient_sd", "COUNT_COLORS", "COLLAPSE_SYMBOL",
+           "objective_landscapes", "table6_bars"]
 
 #: the readable name of each divergence code of this page (the theme's labels)
 LABELS = {k: label(k) for k in ("kl", "fisher", "score", "forward_kl", "weighted_fisher", "true", "fdb", "sdb",
@@ -324,3 +325,99 @@ def gradient_sd(lambda_ii, closed: dict, mc: dict, marks: dict | None = None, ti
     fig = style(fig, title=title, height=height)
     fig.update_layout(margin_t=110 if title else 85, legend=dict(orientation="h", yanchor="bottom", y=1.1, x=0))
     return fig
+
+
+def objective_landscapes(res: dict, codes=("kl", "fisher", "score"), title: str | None = None, height: int = 430,
+                         valleys: bool = True) -> go.Figure:
+    """Digest E4: one panel per objective over (Σ₁₁, Σ₂₂) on log axes (Chen, Nott & Tan Sec. 1.3, 2.1).
+
+    ``res`` is :func:`vilab.divergences.landscape.objective_landscape`'s dict. Shade and contours: log10 of the
+    objective minus its minimum (one shared scale: dark = close to the minimum). In each panel, in the
+    method's look: the closed-form optimum (large marker), the grid's smallest value (small open marker), the
+    valley floor (the best Σ₁₁ for each Σ₂₂, dashed where ``valleys``); a black "x" marks the target's
+    marginal variances. Where the score-based valley reaches Σ₁₁ = 0 (collapse), an arrow points off the axis.
+    """
+    s11, s22 = np.asarray(res["s11"], float), np.asarray(res["s22"], float)
+    fig = make_subplots(rows=1, cols=len(codes), horizontal_spacing=0.06, shared_yaxes=True,
+                        subplot_titles=[label(c) for c in codes])
+    lo, hi = -3.0, None
+    zs = {}
+    for c in codes:
+        v = np.asarray(res["values"][c], float)
+        zs[c] = np.log10(np.maximum(v - v.min(), 10**lo))
+    hi = max(float(np.nanmax(z)) for z in zs.values())
+    hi = max(hi, lo + 1)
+    for j, c in enumerate(codes, start=1):
+        first = j == 1
+        fig.add_trace(go.Contour(
+            x=s11, y=s22, z=zs[c], coloraxis="coloraxis", contours=dict(showlines=True, start=lo, end=hi, size=0.5),
+            line=dict(width=0.6, color="rgba(255,255,255,0.6)"), name=f"{label(c)}: objective", showlegend=False,
+            legendgroup=c, hovertemplate=f"{label(c)}<br>Σ₁₁ %{{x:.3g}}<br>Σ₂₂ %{{y:.3g}}<br>log₁₀(excess) %{{z:.2f}}"
+                                         "<extra></extra>"), 1, j)
+        lk = look(c)
+        if valleys:
+            v1 = np.asarray(res["valleys"][c]["v1"], float)
+            ok = v1 > 0
+            fig.add_trace(go.Scatter(x=v1[ok], y=s22[ok], mode="lines", name=f"{label(c)}: valley (best Σ₁₁ for each Σ₂₂)",
+                                     legendgroup=c, showlegend=False,
+                                     line=dict(color=lk.color, width=2.5, dash="dash"), hoverinfo="skip"), 1, j)
+            if not ok.all() and ok.any():
+                fig.add_trace(go.Scatter(x=[s11[0]], y=[float(res["collapse_at"][0])], mode="markers+text",
+                                         text=["collapse"], textposition="middle right", legendgroup=c,
+                                         name=f"{label(c)}: valley reaches Σ₁₁ = 0", showlegend=False,
+                                         textfont=dict(color=lk.color),
+                                         marker=dict(symbol="triangle-left", size=14, color=lk.color),
+                                         hovertemplate="the valley reaches Σ₁₁ = 0 at Σ₂₂ = %{y:.3g}<extra></extra>"),
+                              1, j)
+        opt = np.asarray(res["optimum"][c], float)
+        if np.all(opt > 0):
+            fig.add_trace(go.Scatter(x=[opt[0]], y=[opt[1]], mode="markers", name=f"{label(c)}: optimum",
+                                     legendgroup=c, showlegend=True,
+                                     marker=marker(c, size=16, line=dict(color="white", width=2)),
+                                     hovertemplate=f"{label(c)} optimum<br>Σ₁₁ %{{x:.4g}}<br>Σ₂₂ %{{y:.4g}}"
+                                                   "<extra></extra>"), 1, j)
+        g = res["grid_min"][c]
+        fig.add_trace(go.Scatter(x=[g[0]], y=[g[1]], mode="markers", name=f"{label(c)}: grid minimum",
+                                 legendgroup=c, showlegend=False,
+                                 marker=dict(symbol="circle-open", size=22, color=lk.color, line=dict(width=2)),
+                                 hovertemplate=f"{label(c)}: smallest grid value<br>Σ₁₁ %{{x:.4g}}<br>Σ₂₂ %{{y:.4g}}"
+                                               "<extra></extra>"), 1, j)
+        t = np.asarray(res["true"], float)
+        fig.add_trace(go.Scatter(x=[t[0]], y=[t[1]], mode="markers", name=label("true") + " variances",
+                                 legendgroup="true", showlegend=first,
+                                 marker=dict(symbol="x", size=13, color=look("true").color,
+                                             line=dict(color="white", width=1)),
+                                 hovertemplate="target's variances<br>Σ₁₁ %{x:.4g}<br>Σ₂₂ %{y:.4g}<extra></extra>"),
+                      1, j)
+        # decades only: the 2 and 5 between them would be too small to read from the back of a room
+        fig.update_xaxes(type="log", title_text="Σ₁₁", range=[np.log10(s11[0]), np.log10(s11[-1])], dtick=1,
+                         row=1, col=j)
+        fig.update_yaxes(type="log", range=[np.log10(s22[0]), np.log10(s22[-1])], dtick=1, row=1, col=j,
+                         title_text="Σ₂₂" if first else None)
+    fig = style(fig, title=title, height=height)
+    fig.update_layout(coloraxis=dict(colorscale="Viridis", reversescale=False, cmin=lo, cmax=hi,
+                                     colorbar=dict(title=dict(text="log₁₀(objective − min)", side="right"),
+                                                   thickness=12, len=0.9)),
+                      margin_t=95 if title else 70, legend=dict(orientation="h", yanchor="bottom", y=1.1, x=0))
+    return fig
+
+
+def table6_bars(rows: dict, title: str | None = None, height: int = 380) -> go.Figure:
+    """Table 6 as horizontal bars: M* (higher is better) and the normalised mode error (lower is better),
+    mean ± s.d., one bar per method in its look, the methods' names read across (one shared axis, so they
+    stay legible in lecture mode). ``rows``: {code: {"M*": (mean, sd), "mode": (mean, sd)}}."""
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.06, shared_yaxes=True)
+    codes = list(rows)[::-1]  # the table's first method on top
+    for col, part in ((1, "M*"), (2, "mode")):
+        for code in codes:
+            c = "kld" if code == "kl" else code  # the stochastic KL method has its own look
+            m, s = rows[code][part]
+            fig.add_trace(go.Bar(y=[label(c)], x=[m], orientation="h",
+                                 error_x=dict(type="data", array=[s], visible=True),
+                                 name=label(c), legendgroup=c, showlegend=False,
+                                 marker=dict(color=look(c).color, line=dict(color="#000000", width=0.5)),
+                                 hovertemplate=f"{label(c)}: %{{x:.3g}} ± {s:.2g}<extra></extra>"), 1, col)
+    fig.update_xaxes(rangemode="tozero")
+    fig.update_xaxes(title_text="M*<br>(higher is better)", row=1, col=1)
+    fig.update_xaxes(title_text="mode error |μ − μ*| / σ*<br>(lower is better)", row=1, col=2)
+    return style(fig, title=title, height=height)
