@@ -655,11 +655,19 @@ html { font-size: 20px; }
 [data-testid="stAlertContentInfo"] p, [data-testid="stTab"] p, [data-testid="stPageLink"] p, input, textarea {
     font-size: 0.95rem !important;
 }
-button p, [data-baseweb="tag"] span, [data-testid="stSidebarNav"] span, [data-testid="stWidgetLabel"] p,
-[data-testid="stTab"] p {
+button p, [data-baseweb="tag"] span, [data-testid="stSidebarNav"] span, [data-testid="stWidgetLabel"] p {
     white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
 }
 [data-baseweb="tag"] { max-width: none !important; height: auto !important; }
+/* many tabs: whole labels on rows that wrap (a sliding underline cannot follow a wrapped row: the open tab is
+   underlined itself) */
+[data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap !important; row-gap: 0; overflow: visible !important;
+    width: 100% !important; }
+[data-testid="stTab"] { height: 2rem !important; }
+[data-testid="stTabs"] [role="tablist"] + *, [data-testid="stTabs"] [data-orientation="horizontal"] > button {
+    display: none !important; }
+[data-testid="stTab"] p { white-space: nowrap !important; overflow: visible !important; text-overflow: clip !important; }
+[data-testid="stTab"][aria-selected="true"] { box-shadow: inset 0 -3px 0 currentColor; }
 """
 
 
