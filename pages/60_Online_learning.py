@@ -12,6 +12,7 @@ from vilab.online import conjugate as cj
 from vilab.online import METRICS, grid_names
 from vilab.online import digits as dg
 from vilab.core import as_key
+from vilab.online import batch as ob
 from vilab.online.linear_gaussian import DRIFTS, drift_demo, linear_demo
 from vilab import plots
 from vilab.plots import online as po
@@ -22,8 +23,8 @@ ui.page(
 )
 L = plots.label
 TABS = ["Linear-Gaussian stream", "Conjugate families", "Digits stream", "Learning-rate and prior sweeps",
-        "Drifting stream"]
-tab_lin, tab_conj, tab_dig, tab_sweep, tab_drift = ui.tabs(TABS, "tab")
+        "Drifting stream", "Batch vs online"]
+tab_lin, tab_conj, tab_dig, tab_sweep, tab_drift, tab_batch = ui.tabs(TABS, "tab")
 
 
 def _bong_equations():
@@ -459,3 +460,130 @@ if tab_drift.open:
                     _bong_equations()
 
         drift_panel()
+
+# ----------------------------------------------------------------------------- batch vs online
+BATCH_MODEL_NAMES = {"logistic": "logistic regression (not conjugate)", "linear-Gaussian": "linear-Gaussian (conjugate)"}
+RUNTIME_FAMILY_NAMES = {"fc": "full covariance", "diag": "diagonal", "dlr-10": "diagonal + low rank (rank 10)"}
+RUNTIME_APPROX_NAMES = {"lin-hess": "linearised Hessian", "mc-ef": "sampled empirical Fisher (M = 10)"}
+# hidden widths h of the MLP 10-h-1 (P = 12 h + 1) timed per family; the full covariance stops earlier (O(P^3) cells)
+RUNTIME_WIDTHS = {"fc": [2, 5, 10, 20, 40], "diag": [5, 20, 80, 320, 1280], "dlr-10": [5, 20, 80, 320, 1280]}
+RUNTIME_BUDGET_S = float(os.environ.get("VILAB_RUNTIME_BUDGET_S", "60"))
+
+
+@ui.cache_data(max_entries=64)
+def _batch_online(seed, kind, T, lam, alpha, n_passes, damping):
+    return ob.batch_vs_online(as_key(seed), kind, T, lam, alpha, n_passes, damping)
+
+
+if tab_batch.open:
+    with tab_batch:
+
+        @st.fragment
+        def batch_panel():
+            ctl, fig = ui.columns()
+            with ctl:
+                kind = ui.radio("Model", "bm", list(BATCH_MODEL_NAMES), "logistic", format_func=BATCH_MODEL_NAMES.get)
+                alpha = ui.log_slider("Learning rate α of batch BLR", "bal", 0.01, 1.0, 0.3)
+                n_passes = ui.slider("Passes of batch BLR over the data", "bpass", 5, 200, 40, step=5)
+                T = ui.slider("Examples in the stream", "bT", 10, 200, 50, step=10)
+                lam = ui.log_slider("Prior precision λ (prior N(0, λ⁻¹I))", "blam", 0.01, 100.0, 1.0)
+                with ui.more("Implicit RVGA solver"):
+                    damping = ui.slider("Damping β of the fixed-point iteration", "bbeta", 0.1, 1.0, 0.5, step=0.05)
+            with fig, ui.guard("batch vs online"):
+                d = _batch_online(ui.seed(), kind, int(T), float(lam), float(alpha), int(n_passes), float(damping))
+                ref = "the exact posterior" if kind == "linear-Gaussian" else "the batch answer"
+                ui.show(po.batch_vs_online((d["batch"]["evals"], d["batch"]["error"]),
+                                           (d["bong"]["evals"], d["bong"]["error"]),
+                                           (d["implicit"]["evals"], d["implicit"]["error"]),
+                                           (np.arange(1, T + 1), d["gap"]), reference=ref,
+                                           title=f"{BATCH_MODEL_NAMES[kind]}, T = {T}, λ = {lam:g}",
+                                           height=400 if ui.lecture() else 450),
+                        key="bvo", main=True)
+                for nm, part in (("batch BLR", "batch"), ("implicit RVGA", "implicit")):
+                    ui.report_status(d["status"][part], nm)
+                eb = d["batch"]["error"]
+                k_close = next((i for i, e in enumerate(eb) if np.isfinite(e) and e <= 1e-3 * max(eb[0], 1e-300)), None)
+                passes = (f"it needed {k_close} passes ({k_close * T} gradient evaluations) to get 1000 times closer than "
+                          "its start" if k_close else f"after {n_passes} passes it is still {po.sci(eb[-1])} away "
+                          "(more passes or a larger α)")
+                if kind == "linear-Gaussian":
+                    tail = (f"In this conjugate model BONG's one pass already lands on the exact posterior (distance "
+                            f"{po.sci(d['bong']['error'][-1], 2)}), and the implicit RVGA takes the same steps: the "
+                            f"gap on the right stays at round-off ({po.sci(d['gap_final'], 2)}).")
+                else:
+                    tail = (f"For logistic regression the curvature moves between prior and posterior, so the explicit "
+                            f"step (gradient at the prior) and the implicit one (gradient at the posterior) differ: "
+                            f"{po.sci(d['gap_final'], 2)} after the last example. Both online answers lie "
+                            f"{po.sci(d['bong']['error'][-1], 2)} (BONG) and {po.sci(d['implicit']['error'][-1], 2)} "
+                            "(implicit) from the batch answer: one pass over the stream is not the batch fit. A larger λ "
+                            "(tighter prior) shrinks the gap.")
+                ui.notice(f"Batch BLR revisits all {T} examples every pass: {passes}. BONG sees each example once, one "
+                          f"natural-gradient step each ({T} evaluations in all); the implicit RVGA solves a fixed point per "
+                          f"example ({np.mean(d['implicit']['n_inner']):.0f} iterations on average). " + tail)
+            with ui.guard("batch vs online notes"):
+                with ui.explain():
+                    st.markdown("**Batch BLR** (the paper's App. E.6) is the BLR update with the online prior replaced "
+                                "by the fixed prior N(0, λ⁻¹I), run over the whole data set again and again; g and G "
+                                "are the expected gradient and Hessian of the log-likelihood of all examples. With one "
+                                "Monte Carlo draw it is VOGN (empirical Fisher) or VON (Hessian).")
+                    st.latex(r"\mu_i=\mu_{i-1}+\alpha\,\Sigma_i\,(g_i-\lambda\mu_{i-1}),\qquad "
+                             r"\Sigma_i^{-1}=(1-\alpha)\,\Sigma_{i-1}^{-1}+\alpha\,(\lambda I-G_i)")
+                    st.markdown("**BONG** is the explicit step: the gradient of the expected log-likelihood is taken at "
+                                "the prior ψ_{t|t−1}. The **implicit RVGA** (exact online variational Bayes) takes it at "
+                                "the posterior ψ_t, so ψ_t appears on both sides; the page solves it by damped "
+                                "fixed-point iteration (BLR steps of size β toward the online prior, until nothing moves).")
+                    st.latex(r"\text{explicit (BONG):}\ \psi_t=\psi_{t|t-1}-\nabla_{\rho_{t|t-1}}L_t(\psi_{t|t-1})"
+                             r"\qquad\text{implicit:}\ \psi_t=\psi_{t|t-1}-\nabla_{\rho_t}L_t(\psi_t)")
+                    st.markdown("All three use the linearised Hessian and a full covariance. For a linear-Gaussian model "
+                                "the gradient is linear in the mean and the Hessian constant, so the two online steps "
+                                "coincide and both are exact Bayes; for logistic regression they differ by how much "
+                                "the curvature changes between prior and posterior.")
+                    _bong_equations()
+
+        batch_panel()
+
+        with st.expander("Running time against model size (measured on this machine)"):
+            st.caption("The paper's Fig. 4 times one update against the number of parameters P on a synthetic "
+                       "regression (here y = MLP₂₀₋₂₀₋₁(x) + noise, x in R¹⁰, learned by an MLP 10-h-1). Press "
+                       "Measure to time it on the machine that serves this page: the numbers are this server's, not "
+                       "the paper's (which used a GPU). Each update is compiled first, then timed 3 times (median). "
+                       "Dotted: the paper's complexity orders (its Table 3).")
+            c1, c2, c3 = st.columns(3)
+            with c1:
+                rfam = ui.radio("Covariance family", "rfam", list(RUNTIME_FAMILY_NAMES), "diag",
+                                format_func=RUNTIME_FAMILY_NAMES.get)
+            with c2:
+                rapp = ui.radio("Curvature", "rapp", list(RUNTIME_APPROX_NAMES), "lin-hess",
+                                format_func=RUNTIME_APPROX_NAMES.get)
+            with c3:
+                rn = ui.slider("Model sizes", "rn", 2, 5, 4)
+            algs = ui.multiselect("Algorithms", "ralg", ["bong", "blr", "bog", "bbb"], ["bong", "blr", "bog", "bbb"],
+                                  format_func=str.upper)
+            widths = RUNTIME_WIDTHS[rfam][: int(rn)]
+            names = [f"{a}-{rapp}-{rfam}" for a in algs]
+            config = (tuple(names), tuple(widths))
+            st.caption("Sizes P = " + ", ".join(str(12 * w + 1) for w in widths) + ". BLR and BBB use I = 1, α = 0.1.")
+            if st.button("Measure", key="rrun", disabled=not names):
+                with ui.guard("runtime measurement"):
+                    bar = st.progress(0.0, text="compiling and timing ...")
+                    r = ob.runtime_vs_size(names, widths, key=as_key(ui.seed()), n_samples=10,
+                                           max_seconds=RUNTIME_BUDGET_S, progress=lambda f: bar.progress(min(f, 1.0)))
+                    bar.empty()
+                    st.session_state["online_runtime_last"] = {"config": config, "result": r}
+                    if any(not np.all(np.isfinite(v)) for v in r["seconds"].values()):
+                        st.warning(f"One press of Measure times for at most {RUNTIME_BUDGET_S:g} seconds: the largest "
+                                   "sizes were left out. Choose fewer sizes or algorithms.")
+            last = st.session_state.get("online_runtime_last")
+            if last is not None:
+                with ui.guard("runtime figure"):
+                    r = last["result"]
+                    if last["config"] != config:
+                        st.info("The settings changed since this measurement; press Measure to update it.")
+                    ui.show(po.runtime_vs_size(r["P"], r["seconds"], r["order"],
+                                               title=f"One update, measured on this server ({r['device']})",
+                                               height=380 if ui.lecture() else 420), key="rfig")
+                    ui.notice("Each line is one update of one method, measured here. The dotted lines are slopes, not "
+                              "measurements: P (diagonal and low-rank families), P² (BONG and BOG with a full "
+                              "covariance) and P³ (BLR and BBB with a full covariance must invert the prior's "
+                              "precision). Small models are dominated by fixed overheads, so the slopes show only at "
+                              "larger P.")

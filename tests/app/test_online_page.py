@@ -14,7 +14,7 @@ from vilab.online import grid_names
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "60_Online_learning.py")
 TABS = ["Linear-Gaussian stream", "Conjugate families", "Digits stream", "Learning-rate and prior sweeps",
-        "Drifting stream"]
+        "Drifting stream", "Batch vs online"]
 L = plots.label
 CODE = re.compile(r"\b(bong|blr|bog|bbb)-(mc|lin)-")  # a grid code such as bong-lin-hess-fc_mom
 
@@ -312,3 +312,63 @@ def test_drifting_stream_hostile_url_values(bad):
     assert 0.8 <= at.slider(key="dgam").value <= 1.0 and 20 <= at.slider(key="dT").value <= 400
     assert 1e-4 <= at.select_slider(key="dQ").value <= 1.0
     assert len(at.get("plotly_chart")) == 1
+
+
+# ----------------------------------------------------------------------------- batch BLR vs BONG vs implicit RVGA
+BATCH = "Batch vs online"
+
+
+def test_batch_vs_online_default_view():
+    """Logistic regression: one figure (distance to the batch answer against gradient evaluations; the implicit -
+    explicit gap), a notice with the run's numbers, both equations, every widget in the URL."""
+    at = _at(tab=BATCH).run()
+    assert not at.exception and not at.error and not at.warning
+    assert len(at.get("plotly_chart")) == 1
+    spec = _specs(at)[0]
+    names = {t.get("name") for t in spec["data"]}
+    assert {"batch BLR (one point per pass)", "BONG (one step per example)", "implicit RVGA"} <= names
+    assert not any(CODE.search(n) for n in _on_screen_names(at))
+    assert (at.query_params["bm"], float(at.query_params["bal"]), int(at.query_params["bpass"]),
+            int(at.query_params["bT"]), float(at.query_params["blam"])) == ("logistic", 0.3, 40, 50, 1.0)
+    notice = next(i.value for i in at.info if "What to notice" in i.value)
+    assert "passes" in notice and "differ" in notice
+    assert any("lambda" in x.value for x in at.get("latex")) and any("rho_t" in x.value for x in at.get("latex"))
+    # the runtime measurement waits for its button: nothing is timed on page load
+    assert at.button(key="rrun") is not None and not any("measured on this server" in n for n in _on_screen_names(at))
+
+
+def test_batch_vs_online_conjugate_model_and_extreme_widgets():
+    at = _at(tab=BATCH, bm="linear-Gaussian", bT="10", bpass="5", bal="0.01", blam="100", bbeta="1").run()
+    assert not at.exception and not at.error
+    notice = next(i.value for i in at.info if "What to notice" in i.value)
+    assert "exact posterior" in notice and "round-off" in notice
+    at = _at(tab=BATCH, bm="logistic", bT="200", bpass="200", bal="1", blam="0.01", bbeta="0.1").run()
+    assert not at.exception and not at.error
+    assert len(at.get("plotly_chart")) == 1
+
+
+@pytest.mark.parametrize("bad", ["nan", "-1", "<img src=x onerror=alert(1)>", "inf"])
+def test_batch_vs_online_hostile_url_values(bad):
+    at = _at(tab=BATCH, bm=bad, bal=bad, bpass=bad, bT=bad, blam=bad, bbeta=bad, rfam=bad, rapp=bad, rn=bad, ralg=bad).run()
+    assert not at.exception and not at.error
+    assert at.radio(key="bm").value == "logistic" and 5 <= at.slider(key="bpass").value <= 200
+    assert len(at.get("plotly_chart")) == 1
+
+
+def test_runtime_measurement_on_a_button():
+    """Two tiny sizes, one algorithm: finite positive times drawn with the reference slopes, said to be this server's."""
+    at = _at(tab=BATCH, rfam="diag", rapp="lin-hess", rn="2", ralg="bong").run()
+    at.button(key="rrun").click().run()
+    assert not at.exception and not at.error
+    specs = _specs(at)
+    assert len(specs) == 2
+    rt = specs[1]
+    assert "measured on this server" in rt["layout"]["title"]["text"]
+    names = [t.get("name") for t in rt["data"]]
+    assert L("bong-lin-hess-diag") in names and any("Table 3" in n for n in names)
+
+
+def test_batch_vs_online_in_lecture_mode():
+    at = _at(tab=BATCH, lecture="1").run()
+    assert not at.exception and not at.error
+    assert len(at.get("plotly_chart")) == 1 and any("What to notice" in i.value for i in at.info)

@@ -17,6 +17,8 @@ Modules
   conjugate       Prop. 4.1: Bernoulli/logistic-Beta, Poisson/log-Gamma, normal-normal
   linear_gaussian linear-Gaussian streams (bong-fc = KF = batch; fc_mom is not exact)
   digits          the scikit-learn digits stream (a scaled-down analogue of the MNIST experiment)
+  batch           batch BLR (App. E.6) and the implicit RVGA (Eq. 77) from the grid's pieces; runtime against
+                  model size (App. B.1, Fig. 4)
 """
 
 from .families import DLR, FC, Diag, Dynamics, dense_cov, init_belief, marginal_variances, predict, sample
@@ -24,9 +26,11 @@ from .grid import (ALGORITHMS, APPROXIMATIONS, FAMILIES, Curv, Method, curvature
                    update)
 from .likelihoods import Likelihood, categorical, gaussian
 from .runner import METRICS, OnlineState, algorithm, belief_path, make_evaluator, stream
+from .batch import batch_blr, fit_batch_blr, implicit_rvga, implicit_stream, implicit_update, runtime_vs_size
 
 __all__ = [
     "ALGORITHMS", "APPROXIMATIONS", "FAMILIES", "METRICS", "Curv", "DLR", "Diag", "Dynamics", "FC", "Likelihood", "Method",
     "OnlineState", "algorithm", "belief_path", "categorical", "curvature", "dense_cov", "gaussian", "grid_names", "init_belief", "inner_step",
-    "is_cubic", "make_evaluator", "make_method", "marginal_variances", "predict", "sample", "stream", "update",
+    "is_cubic", "make_evaluator", "batch_blr", "fit_batch_blr", "implicit_rvga", "implicit_stream", "implicit_update",
+    "runtime_vs_size", "make_method", "marginal_variances", "predict", "sample", "stream", "update",
 ]

@@ -9,7 +9,7 @@ from plotly.subplots import make_subplots
 from . import color, ellipse, label, line, look, marker, style
 
 __all__ = ["posterior_ellipses", "variance_paths", "symlog", "symlog_ticks", "sci", "linear_stream", "conjugate_densities", "metric_curves", "runtime_bars", "sweep_plot",
-           "drift_tracking"]
+           "drift_tracking", "batch_vs_online", "runtime_vs_size"]
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -358,4 +358,76 @@ def drift_tracking(t, theta, static: tuple, dynamic: tuple, names: tuple = ("BON
     fig.update_yaxes(title="distance to θ", rangemode="tozero", row=1, col=2)
     fig = style(fig, title, height=height)
     fig.update_layout(margin_t=110 if title else 80, legend=dict(orientation="h", yanchor="bottom", y=1.09, x=0))
+    return fig
+
+
+def _pos(v, floor: float = 1e-16):
+    """Values for a log axis: non-finite -> None, below ``floor`` -> floor."""
+    return [None if not np.isfinite(a) else max(float(a), floor) for a in np.asarray(v, float)]
+
+
+def batch_vs_online(batch: tuple, bong: tuple, implicit: tuple, gap: tuple, bong_code: str = "bong-lin-hess-fc",
+                    reference: str = "the batch posterior", title: str | None = None, height: int = 430) -> go.Figure:
+    """Left: the distance |mu - mu_ref| of each method's mean to the reference posterior against the number of
+    per-example gradient evaluations spent (log-log); batch BLR after each pass over the data, BONG after each
+    example, the implicit RVGA after each example (its fixed-point iterations counted). Right: the gap
+    max |mu_t(implicit) - mu_t(BONG)| after each example t (log y; 0 drawn at 1e-16).
+
+    batch / bong / implicit: (evaluations, distances); gap: (t, gaps); bong_code: BONG's grid code (its look);
+    batch BLR and the implicit RVGA in their looks ("batch-blr", "implicit-rvga")."""
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.58, 0.42], horizontal_spacing=0.16,
+                        subplot_titles=[f"distance to {reference}", "implicit − BONG"])
+    for code, name, (ev, err), mode in (("batch-blr", "batch BLR (one point per pass)", batch, "lines+markers"),
+                                        (bong_code, "BONG (one step per example)", bong, "lines"),
+                                        ("implicit-rvga", "implicit RVGA", implicit, "lines")):
+        ev, err = np.asarray(ev, float), np.asarray(err, float)
+        keep = ev > 0
+        fig.add_trace(go.Scatter(x=ev[keep], y=_pos(err[keep]), mode=mode, name=name, legendgroup=code,
+                                 line=line(code, width=3.5 if code == bong_code else 2.5), marker=marker(code, size=7),
+                                 hovertemplate=f"{name}<br>%{{x:.0f}} gradient evaluations: distance %{{y:.3g}}"
+                                               "<extra></extra>"), row=1, col=1)
+    t, g = gap
+    fig.add_trace(go.Scatter(x=list(np.asarray(t)), y=_pos(g), mode="lines+markers", name="implicit − BONG",
+                             legendgroup="implicit-rvga", showlegend=False, line=line("implicit-rvga"),
+                             marker=marker("implicit-rvga", size=6),
+                             hovertemplate="after example %{x}: max |μ(implicit) − μ(BONG)| = %{y:.3g}<extra></extra>"),
+                  row=1, col=2)
+    fig.update_xaxes(title="per-example gradient evaluations", type="log", dtick=1, row=1, col=1)
+    fig.update_yaxes(title="‖μ − μ_ref‖", type="log", dtick=1, exponentformat="power", row=1, col=1)
+    fig.update_xaxes(title="examples seen t", zeroline=False, row=1, col=2)
+    fig.update_yaxes(title="largest gap in μ", type="log", dtick=1, exponentformat="power", row=1, col=2)
+    fig = style(fig, title, height=height)
+    fig.update_layout(margin_t=110 if title else 80, legend=dict(orientation="h", yanchor="bottom", y=1.1, x=0))
+    return fig
+
+
+def runtime_vs_size(P, seconds: dict, orders: dict, title: str | None = None, height: int = 420) -> go.Figure:
+    """Seconds per update against the number of parameters P (log-log), one line per method code ({code: (len(P),)},
+    NaN = not measured), with dotted reference slopes P^k for every power k in ``orders`` ({code: k}, the
+    paper's Table 3), each drawn through the median of its methods' first measured point."""
+    P = np.asarray(P, float)
+    fig = go.Figure()
+    for code, s in seconds.items():
+        fig.add_trace(go.Scatter(x=P, y=_pos(s, 1e-9), mode="lines+markers", name=label(code), legendgroup=code,
+                                 line=line(code), marker=marker(code, size=8),
+                                 hovertemplate=f"{label(code)}<br>P = %{{x:.0f}}: %{{y:.3g}} s<extra></extra>"))
+    for k in sorted(set(orders.values())):
+        firsts = []
+        for code, s in seconds.items():
+            s = np.asarray(s, float)
+            ok = np.where(np.isfinite(s) & (s > 0))[0]
+            if orders.get(code) == k and ok.size:
+                firsts.append((P[ok[0]], s[ok[0]]))
+        if not firsts:
+            continue
+        p0 = min(p for p, _ in firsts)
+        s0 = float(np.median([v * (p0 / p) ** k for p, v in firsts]))
+        fig.add_trace(go.Scatter(x=P, y=s0 * (P / p0) ** k, mode="lines", name=f"∝ P{str(k).translate(_SUPERSCRIPT)} (Table 3)",
+                                 line=dict(color="#777777", dash="dot", width=1.5 + 0.5 * k), hoverinfo="skip"))
+    fig.update_xaxes(title="number of parameters P", type="log", tickvals=list(P), ticktext=[f"{p:.0f}" for p in P])
+    fig.update_yaxes(title="seconds per update", type="log", exponentformat="power")
+    fig = style(fig, title, height=height)
+    if len(seconds) > 3:
+        fig.update_layout(legend=dict(orientation="v", yanchor="top", y=1.0, x=1.02, xanchor="left"),
+                          margin_t=55 if title else 24)
     return fig

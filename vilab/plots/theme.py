@@ -241,3 +241,12 @@ pio.templates[LECTURE_TEMPLATE] = _make(LECTURE_FONT_PX)
 def template(lecture: bool = False) -> str:
     """Name of the registered Plotly template for normal or lecture mode."""
     return LECTURE_TEMPLATE if lecture else TEMPLATE
+
+
+# Jones, Chang & Murphy App. D and E.6 (vilab.online.batch): batch BLR in BLR's green, the implicit RVGA in a blue
+# beside BONG's (both natural-gradient methods, solid).
+LOOKS.update({
+    "batch-blr": _L("batch BLR", "#009E73", "natural", "square"),
+    "implicit-rvga": _L("implicit RVGA", "#56B4E9", "natural", "diamond"),
+})
+_BY_LABEL.update({LOOKS[k].label.lower(): k for k in ("batch-blr", "implicit-rvga")})
