@@ -10,7 +10,9 @@ from streamlit.testing.v1 import AppTest
 from vilab import plots
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "30_Adam_vs_SNNGM.py")
-VIEWS = ["1-D crab toy (Fig. 3)", "2-D logistic regression", "Step by step", "Real data", "Notes on the optimizers"]
+VIEWS = ["1-D crab toy (Fig. 3)", "2-D logistic regression", "Step by step", "Real data",
+         "Does SNNGM converge? (Theorem 3)", "Logistic regression (Table 8)", "Notes on the optimizers"]
+NOTES, THM3, TAB8 = VIEWS[6], VIEWS[4], VIEWS[5]
 
 
 def _app(**params):
@@ -67,8 +69,8 @@ def test_default_view_shows_fig3_with_divergence():
 
 
 def test_every_view_round_trips_through_the_url_and_hostile_values_fall_back():
-    at = _app(view=VIEWS[4], N="100", beta="0.99")
-    assert at.radio(key="view").value == VIEWS[4] and at.query_params["view"] in (VIEWS[4], [VIEWS[4]])
+    at = _app(view=NOTES, N="100", beta="0.99")
+    assert at.radio(key="view").value == NOTES and at.query_params["view"] in (NOTES, [NOTES])
     assert at.slider(key="N").value == 100 and at.slider(key="beta").value == 0.99
     at = _app(view="<script>", aa="1e400", an="-1", **{"as": "nan"})
     assert at.radio(key="view").value == VIEWS[0]
@@ -145,7 +147,7 @@ def test_real_data_table8_and_notes():
     assert not at.exception, at.exception
     assert any("at least one" in str(w.value) for w in at.warning)
 
-    at.radio(key="view").set_value(VIEWS[4]).run()
+    at.radio(key="view").set_value(NOTES).run()
     assert len(at.latex) >= 8  # the header's SNNGM rule and each optimizer's update
     assert "not Nesterov" in _text(at)
     at.slider(key="N").set_value(100).run()
@@ -177,3 +179,88 @@ def test_fig3_paths_are_thinned_but_keep_their_ends_and_spikes():
     assert all(50 < n <= 401 for n in sizes), sizes
     lo = min(min(_values(d["y"])) for d in paths)
     assert lo < 2e-4  # the deepest dip of Adam's path from (2, 0.01) is drawn (the axis starts near 1e-4)
+
+
+def test_theorem3_view_bound_above_observed_and_widgets():
+    """Theorem 3: SNNGM's tau-weighted squared gradient norm against the bound over N (log-log), in SNNGM's look."""
+    import numpy as np
+
+    at = _app(view=THM3)
+    fig = _fig(at, 0)
+    assert fig["layout"]["xaxis"]["type"] == "log" and fig["layout"]["yaxis"]["type"] == "log"
+    obs = next(d for d in fig["data"] if d["name"].startswith("SNNGM"))
+    bnd = next(d for d in fig["data"] if d["name"] == "Theorem 3's bound")
+    assert obs["line"]["color"] == plots.color("snngm")
+    assert np.all(_values(obs["y"]) < _values(bnd["y"])) and len(_values(obs["y"])) == 7
+    text = _text(at)
+    assert "stays below" in text and "not globally" in text and len(at.latex) >= 1
+    # URL-set widgets, extreme values, the other target
+    at = _app(view=THM3, th="crab", tc="0.3", tb="0.98")
+    assert at.radio(key="th").value == "crab" and at.select_slider(key="tc").value == 0.3
+    assert at.slider(key="tb").value == 0.98
+    assert "left the parameter space" in _text(at)
+    at.slider(key="tb").set_value(0.0).run()
+    at.select_slider(key="tc").set_value(1e-3).run()
+    assert not at.exception, at.exception
+    at.radio(key="th").set_value("gaussian").run()
+    at.select_slider(key="tc").set_value(10.0).run()
+    assert not at.exception, at.exception
+    # lecture mode: the same view in large type (a plain table instead of the interactive one)
+    at = _app(view=THM3, lecture="1")
+    assert len(at.get("plotly_chart")) == 1 and len(at.table) == 1
+    at = _app(view=TAB8, lecture="1")
+    assert len(at.get("plotly_chart")) == 1 and len(at.table) == 1
+    # hostile URL values fall back to the defaults
+    at = _app(view=THM3, th="<img src=x>", tc="inf", tb="nan")
+    assert at.radio(key="th").value == "gaussian" and at.select_slider(key="tc").value == 1.0
+    assert at.slider(key="tb").value == 0.9
+    at = _app(view=THM3, tc="-1", tb="-3")
+    assert at.select_slider(key="tc").value == 1.0 and 0.0 <= at.slider(key="tb").value <= 0.98
+
+
+def test_table8_view_shows_the_paper_at_once_and_runs_on_click(monkeypatch):
+    """Table 8: the paper's orderings without waiting; our runs only on click (here a stand-in for the runs)."""
+    at = _app(view=TAB8)
+    assert len(at.get("plotly_chart")) == 1 and "Run the simulation" in _text(at)
+    df = at.dataframe[0].value
+    assert list(df["optimizer"])[:3] == ["Adam 1", "ProxGenAdam 1", "SNNGM 1"] and "-71165" in df.to_string()
+    at = _app(view=TAB8, t8c=["<b>x</b>"])
+    assert at.multiselect(key="t8c").value == ["diagonal", "full"]
+    at.multiselect(key="t8c").set_value([]).run()
+    assert not at.exception and any("at least one" in str(i.value) for i in at.info)
+
+    import numpy as np
+    import streamlit as st
+
+    from vilab.repro import tan2025_table8 as rep8
+
+    calls = []
+
+    def fake(diagonal, progress=None, **kw):  # the paper's numbers / 10 in the summaries' shape, Adam 1 full diverged
+        calls.append(diagonal)
+        out = {}
+        for (o, e, d), v in rep8.TABLE8_SIM.items():
+            if d == diagonal:
+                bad = (o, e, d) == ("adam", "first", False)
+                out[(o, e, d)] = dict(final=np.nan if bad else v / 10, se=0.1, time=1.0, compile=1.0, iterations=1000,
+                                      status="diverged: covariance collapsed" if bad else "max_steps", epochs=50.0,
+                                      elbo_epoch=np.zeros(50))
+                if progress is not None:
+                    progress(0.5, o)
+        return out
+
+    monkeypatch.setattr(rep8, "table8_sim", fake)
+    try:
+        at = _app(view=TAB8, t8c=["full"])
+        at.button(key="t8_run").click().run()
+        assert not at.exception, at.exception
+        assert calls == [False]
+        fig = _fig(at, 0)
+        assert "xaxis2" in fig["layout"] and len(fig["layout"]["annotations"]) >= 2  # the paper's panel and ours
+        snngm = [d for d in fig["data"] if (d.get("name") or "").startswith("SNNGM")]
+        assert snngm and all(d["marker"]["color"] == plots.color("snngm") for d in snngm)
+        df = at.dataframe[0].value
+        assert "here, full" in df.columns and "diverged" in df.to_string() and "here, diagonal" not in df.columns
+        assert any("Adam 1, full" in str(w.value) for w in at.warning)
+    finally:
+        st.cache_resource.clear()

@@ -15,7 +15,8 @@ from vilab.plots import color, ellipse, line, marker, style
 from vilab.plots.fields import arrow_segments
 
 __all__ = ["code", "label", "fig3_view", "thin_index", "field_panel", "field_paths", "posterior_contours", "mean_paths_2d", "elbo_curves", "alpha_sweep", "tau_weights_figure",
-           "ORDER_SUFFIX", "comparison_specs", "comparison_summary", "run_label", "table8"]
+           "ORDER_SUFFIX", "comparison_specs", "comparison_summary", "run_label", "table8", "theorem3_figure",
+           "TABLE8_ROWS", "table8_sim_figure", "table8_sim_table"]
 
 _KEYMAP = {"adam": "adam", "adam-natural": "nadam", "snngm": "snngm", "nagm": "nagm", "pga": "pga", "vogn": "vogn"}
 _START_SYMBOLS = ["square", "diamond", "triangle-up", "pentagon", "star"]
@@ -407,3 +408,129 @@ def table8(results: dict):
     df = pd.DataFrame.from_dict(rows, orient="index", columns=cols).fillna("")
     df.index.name = "optimizer"
     return df.reset_index()
+
+
+# ------------------------------------------------------------------ Tan (2025) Theorem 3
+def theorem3_figure(sweep: dict, title=None, height=420):
+    """Tan (2025) Theorem 3 on a log-log plot against N: SNNGM's tau-weighted mean of ||g_t||^2 along
+    a run (its look) and the theorem's bound (black, dash-dot), with a 1/sqrt(N) guide (grey, dotted)
+    through the first observed point. ``sweep``: the dict of :func:`vilab.snngm_theory.theorem3_sweep`.
+    Runs that left the parameter space (NaN) are left out of the lines and marked by crosses on the N axis.
+    """
+    N = np.asarray(sweep["N"], float)
+    obs, bnd = np.asarray(sweep["observed"], float), np.asarray(sweep["bound"], float)
+    ok = np.isfinite(obs) & np.isfinite(bnd)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=N[ok], y=bnd[ok], mode="lines+markers", name="Theorem 3's bound",
+                             line=dict(color="#1a1a1a", width=2.5, dash="dashdot"),
+                             marker=dict(symbol="diamond", size=9, color="#1a1a1a"),
+                             hovertemplate="N %{x:.0f}<br>bound %{y:.3g}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=N[ok], y=obs[ok], mode="lines+markers", name="SNNGM: E‖g_τ‖² along the run",
+                             line=line("snngm", width=2.5), marker=marker("snngm", size=9),
+                             hovertemplate="N %{x:.0f}<br>E‖g_τ‖² %{y:.3g}<extra></extra>"))
+    if ok.any():
+        i = int(np.argmax(ok))
+        fig.add_trace(go.Scatter(x=N[ok], y=obs[i] * np.sqrt(N[i] / N[ok]), mode="lines", name="∝ 1/√N",
+                                 line=dict(color="#9a9a9a", width=1.5, dash="dot"), hoverinfo="skip"))
+        lo = float(np.nanmin(obs[ok])) / 3
+    else:
+        lo = 1e-3
+    if (~ok).any():
+        fig.add_trace(go.Scatter(x=N[~ok], y=np.full((~ok).sum(), lo), mode="markers",
+                                 name="run left the parameter space (σ² < 0)",
+                                 marker=dict(symbol="x", size=12, color="#1a1a1a")))
+    fig.update_xaxes(title_text="N, the number of iterations (α = c/√N)", type="log", exponentformat="power", dtick=1)
+    fig.update_yaxes(title_text="‖∇L‖², log scale", type="log", exponentformat="power", dtick=1)
+    return _legend_below(style(fig, title, height=height))
+
+
+# ---------------------------------------------------------- Tan (2025) Table 8, simulation
+#: the rows of Tan's Table 8 shown for the simulation (NAdam left out): (optimizer, estimator)
+TABLE8_ROWS = (("adam", "first"), ("pga", "first"), ("snngm", "first"), ("nagm", "first"), ("adam", "second"),
+               ("pga", "second"), ("snngm", "second"), ("nagm", "second"), ("vogn", None))
+
+
+def _sim_values(results: dict, ours: bool) -> dict:
+    """{(optimizer, estimator, diagonal): final ELBO or -inf (diverged)} of paper numbers or run summaries."""
+    out = {}
+    for k, r in results.items():
+        if ours:
+            bad = r["status"].startswith("diverged") or not np.isfinite(r["final"])
+            out[k] = -np.inf if bad else float(r["final"])
+        else:
+            out[k] = float(r)
+    return out
+
+
+def table8_sim_figure(paper: dict, ours: dict | None = None, titles=("Tan (2025), n = 10⁵", "here"), height=460):
+    """Tan (2025) Table 8's simulation columns as orderings: for each row (optimizer and gradient order), how
+    far its final ELBO lies below the best run of its column (log axis, +1 nat so the best sits at 1).
+
+    paper : {(optimizer, estimator, diagonal): ELBO} (Tan's values); ours : {(optimizer, estimator,
+    diagonal): :func:`comparison_summary`} or None (then only the paper's panel). Filled markers: diagonal
+    covariance, open: full; each optimizer in its look; a run that diverged is a cross at the right edge.
+    """
+    panels = [("paper", _sim_values(paper, False))] + ([("ours", _sim_values(ours, True))] if ours else [])
+    fig = make_subplots(rows=1, cols=len(panels), shared_yaxes=True, horizontal_spacing=0.05,
+                        subplot_titles=list(titles[: len(panels)]))
+    rows = [run_label(o, e) for o, e in TABLE8_ROWS]
+    top = 1.0
+    for vals in (v for _, v in panels):
+        for diag in (True, False):
+            col = [v for k, v in vals.items() if k[2] == diag and np.isfinite(v)]
+            if col:
+                top = max(top, max(col) - min(col) + 1.0)
+    top *= 3.0
+    for j, (_, vals) in enumerate(panels, start=1):
+        for diag in (True, False):
+            col = {k[:2]: v for k, v in vals.items() if k[2] == diag}
+            fin = [v for v in col.values() if np.isfinite(v)]
+            if not fin:
+                continue
+            best = max(fin)
+            for name in ("adam", "pga", "snngm", "nagm", "vogn"):
+                keys = [k for k in TABLE8_ROWS if k[0] == name and k in col]
+                if not keys:
+                    continue
+                x = [best - col[k] + 1.0 if np.isfinite(col[k]) else top for k in keys]
+                sym = plots.look(code(name)).symbol.replace("-open", "")
+                sym = sym if diag else sym + "-open"
+                text = [f"{col[k]:.1f}" if np.isfinite(col[k]) else "diverged" for k in keys]
+                mk = marker(code(name), size=13, line=dict(width=2, color=_col(name)))
+                mk["symbol"] = [sym if np.isfinite(col[k]) else "x-thin-open" for k in keys]
+                fig.add_trace(go.Scatter(
+                    x=x, y=[run_label(*k) for k in keys], mode="markers", name=f"{label(name)}, "
+                    f"{'diagonal' if diag else 'full'}", legendgroup=label(name), showlegend=False, text=text,
+                    marker=mk,
+                    hovertemplate="%{y}, " + ("diagonal" if diag else "full") + "<br>final ELBO %{text}<extra></extra>"),
+                    row=1, col=j)
+        fig.update_xaxes(type="log", exponentformat="power", dtick=1, title_text="best of its column − ELBO + 1", row=1, col=j)
+    for diag, sym in ((True, "circle"), (False, "circle-open")):
+        fig.add_trace(go.Scatter(x=[None], y=[rows[0]], mode="markers", name="diagonal" if diag else "full covariance",
+                                 marker=dict(symbol=sym, size=12, color="#1a1a1a", line=dict(width=2))))
+    fig.update_yaxes(categoryorder="array", categoryarray=rows[::-1], row=1, col=1)
+    fig = style(fig, None, height=height)
+    # the legend (marker fill = covariance) under the plots: above them sit the panels' titles
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.2, x=0), margin=dict(b=40))
+    return fig
+
+
+def table8_sim_table(paper: dict, ours: dict | None = None):
+    """A DataFrame of Table 8's simulation rows: the paper's final ELBO per covariance and, where run, ours
+    ("final ELBO (time in s)", "diverged")."""
+    import pandas as pd
+
+    out = []
+    for o, e in TABLE8_ROWS:
+        row = {"optimizer": run_label(o, e)}
+        for diag in (True, False):
+            cov = "diagonal" if diag else "full"
+            if (o, e, diag) in paper:
+                row[f"Tan (2025), {cov}"] = f"{paper[(o, e, diag)]:.0f}"
+            if ours is not None:
+                r = ours.get((o, e, diag))
+                if r is not None:
+                    row[f"here, {cov}"] = ("diverged" if r["status"].startswith("diverged")
+                                           else f"{r['final']:.1f} ({r['time']:.1f})")
+        out.append(row)
+    return pd.DataFrame(out).fillna("")

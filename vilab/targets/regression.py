@@ -434,3 +434,30 @@ def loglinear_optimum(model: GLMModel, diagonal: bool = False, max_iter: int = 5
         if change < tol * abs(L):
             break
     return mu, np.linalg.inv(S), float(L)
+
+
+def simulated_logistic(n: int = 100_000, d: int = 100, seed: int = 0, prior_var: float = 100.0) -> GLMModel:
+    """The simulated logistic regression of Tan (2025) Sec. 8.2 (Table 8, "Sim." columns).
+
+    x_i = (1, z_i), z_i ~ N(0, I_{d-1}) (standard-normal covariates, an intercept); true
+    coefficients evenly spread on [-1, 1]; y_i ~ Bernoulli(sigmoid(x_i^T theta)). The paper
+    uses n = 1e5 and d = 100. numpy ``default_rng(seed)`` draws X first, then y.
+    """
+    n = integer(n, "The number of observations n of the logistic simulation", minimum=1)
+    d = integer(d, "The dimension d of the logistic simulation", minimum=2)
+    seed = integer(seed, "The seed", minimum=0)
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([np.ones(n), rng.standard_normal(size=(n, d - 1))])
+    theta = np.linspace(-1.0, 1.0, d)
+    p = 1.0 / (1.0 + np.exp(-(X @ theta)))
+    y = (rng.uniform(size=n) < p).astype(float)
+    return GLMModel(
+        f"simulated logistic regression (n = {n}, d = {d})",
+        X,
+        y,
+        "bernoulli",
+        prior_var,
+        feature_names=tuple(f"x{j}" for j in range(d)),
+        source=f"Tan (2025) Sec. 8.2 simulation, seed {seed}",
+        info={"theta_true": theta},
+    )
