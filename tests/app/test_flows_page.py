@@ -32,7 +32,7 @@ def test_flows_default_view():
     Theorem 1 bounds; Lemma 1 holds (lambda_min = 0.029 < 1); at rho = 1 VN takes 1 step, SR-VN 7."""
     at = _app()
     assert not at.exception and not _errors(at)
-    assert len(at.get("plotly_chart")) == 5  # KL, two path panels, the O(rho^2) gap, Thms 2-3
+    assert len(at.get("plotly_chart")) == 7  # KL, two path panels, the O(rho^2) gap, Thms 2-3, convexity (2)
     fig = json.loads(_spec(at, 0))
     names = [d["name"] for d in fig["data"]]
     assert names == ["natural flow", "Wasserstein flow", "Euclidean (m, V) flow", "VN", "SR-VN", "BW-GD",
@@ -57,6 +57,12 @@ def test_flows_default_view():
     assert any("0.0259" in i.value or "0.026" in i.value for i in at.info)
     text = " ".join(str(m.value) for m in list(at.markdown) + list(at.caption) + list(at.info))
     assert "digest" not in text and "vilab." not in text
+    # the convexity tab opens by default: |theta| at m = 0, where d2L/dv2 < 0 from v = 2 pi on
+    notices = [i.value for i in at.info if "What to notice" in i.value]
+    assert "v ≥ 6.3" in next(n for n in notices if "bend downward" in n)
+    assert any("positive on the whole grid" in n for n in notices)
+    assert [d["name"] for d in json.loads(_spec(at, 5))["data"]] == ["L against the scale σ",
+                                                                     "L against the variance v = σ²"]
 
 
 def test_flows_page_says_where_lemma1_fails():
@@ -86,26 +92,28 @@ def test_flows_widgets_round_trip_through_the_url():
     assert any("What to notice" in i.value and "e^(-2 λ_min t)" in i.value for i in at.info)
 
 
-@pytest.mark.parametrize("params", [dict(T="inf", rho="-1", fl=["nope"], dm=["<script>"], tgt="x", m1="nan"),
-                                    dict(T="1e400", c0="0", kappa="1e9", rs="abc", rl="2")])
+@pytest.mark.parametrize("params", [dict(T="inf", rho="-1", fl=["nope"], dm=["<script>"], tgt="x", m1="nan",
+                                         lt="<img src=x>", cl="[a](javascript:x)", cw="nan", cm="inf"),
+                                    dict(T="1e400", c0="0", kappa="1e9", rs="abc", rl="2", lt="Logistic", cl="abs",
+                                         cw="-3", cm="1e9", ds="iris", lit="-5", sx="abc", nc="maybe")])
 def test_flows_hostile_url_values_fall_back(params):
     at = _app(**params)
     assert not at.exception and not _errors(at)
-    assert len(at.get("plotly_chart")) == 5
+    assert len(at.get("plotly_chart")) == 7
 
 
 @pytest.mark.parametrize("params", [
     dict(rho=1e-3, dm=["vn", "srvn", "gd-mv", "gd-mc", "bwgd", "fbgvi"], T=20.0, rs=1e-2, rl=0.1),
     dict(rho=1.0, dm=["vn", "srvn", "gd-mv", "gd-mc", "bwgd", "fbgvi"], fl=["natural", "Euclidean (m, C)"], T=1.0),
-    dict(c0=5.0, m1=10.0, m2=-10.0, rs=1e-4, rl=0.5),
-    dict(c0=0.05, fl=["Wasserstein"], dm=["gd-mv"], rho=1.0),
+    dict(c0=5.0, m1=10.0, m2=-10.0, rs=1e-4, rl=0.5, cl="logistic", cw=100.0, cm=-3.0),
+    dict(c0=0.05, fl=["Wasserstein"], dm=["gd-mv"], rho=1.0, cl="logistic", cw=0.1, cm=3.0),
     dict(tgt="correlated Gaussian", kappa=1000.0, scale=0.1, rho=1e-3, rl=1.0),
     dict(tgt="correlated Gaussian", kappa=1.0, scale=10.0, c0=5.0, fl=[], dm=[]),
 ])
 def test_flows_extremes(params):
     at = _app(**params)
     assert not at.exception and not _errors(at)
-    assert len(at.get("plotly_chart")) == 5
+    assert len(at.get("plotly_chart")) == 7
 
 
 def _thm3_notice(at):
@@ -151,3 +159,24 @@ def test_theorems_2_and_3_hostile_and_extreme_values(params):
     at = _app(**params)
     assert not at.exception and not _errors(at)
     assert _thm3_names(at)[0] == "SR-VN, exact oracle"
+
+
+LR_TAB = "Logistic regression (Sec. 6)"
+
+
+@pytest.mark.parametrize("params", [dict(lit=200, nc="1", sx=100.0)])
+def test_logistic_tab_extreme_steps_and_the_nonconvex_term(params):
+    """The logistic tab from the URL with 100 x Table 2's steps and App. H's term: no exception; a run that
+    leaves the Gaussian family is reported, never raised; VN, SR-VN and BW-GD keep their looks."""
+    at = _app(lt=LR_TAB, **params)
+    assert not at.exception and not _errors(at)
+    assert at.query_params["lt"] == [LR_TAB] or at.query_params["lt"] == LR_TAB
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    elbo = next(f for f in specs if "negative ELBO" in json.dumps(f["layout"].get("yaxis", {})))
+    lines = {d["name"]: d for d in elbo["data"] if d.get("mode") == "lines"}
+    assert set(lines) <= {"VN", "SR-VN", "BW-GD"} and "VN" in lines
+    assert lines["VN"]["line"]["color"] == plots.color("vn")
+    assert any("Test NLL is a sum" in i.value for i in at.info)
+    assert any("diverged" in w.value.lower() or "left" in w.value.lower() for w in at.warning)  # SR-VN at rho = 0.5
+    text = " ".join(str(m.value) for m in list(at.markdown) + list(at.caption) + list(at.info))
+    assert "vilab." not in text and "srvn" not in text

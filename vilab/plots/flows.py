@@ -2,7 +2,10 @@
 
 Pure data in, ``go.Figure`` out: log KL against continuous time for the flows, discrete methods
 placed at t = rho k, the e^{-2t} reference and the Theorem 1 bounds; and the VN vs SR-VN gap
-against rho on log-log axes with a slope-2 reference.
+against rho on log-log axes with a slope-2 reference. For Sec. 6 / App. F.1 / Sec. 3.6: Fig. 2-style
+excess curves with min-max bands (:func:`excess_figure`), the flop counts and measured times of Fig. 5
+(:func:`cost_figure`), and the convexity panel in v vs sigma (:func:`scale_curve_figure`,
+:func:`curvature_sign_figure`).
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ from typing import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
-from . import color, line, marker, style
+from . import color, label, line, look, marker, style
 
-__all__ = ["log_kl_figure", "order_gap_figure"]
+__all__ = ["log_kl_figure", "order_gap_figure", "excess_figure", "cost_figure", "scale_curve_figure",
+           "curvature_sign_figure"]
 
 
 def _pos(t, y):
@@ -126,3 +130,106 @@ def order_gap_figure(rhos, gaps, reference_slope: float = 2.0, title: str | None
     fig.update_layout(xaxis=dict(type="log", title="step size ρ", exponentformat="power", dtick=_decades(rhos)),
                       yaxis=dict(type="log", title=ylabel, exponentformat="power", dtick=_decades(ys)))
     return style(fig, title=title, height=height)
+
+
+def _rgba(hex_colour: str, alpha: float) -> str:
+    h = hex_colour.lstrip("#")
+    r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def excess_figure(curves: Mapping[str, tuple], title: str | None = None, ylabel: str = "value − best",
+                  xlabel: str = "iteration", floor: float = 1e-12, height: int = 400) -> go.Figure:
+    """Kumar et al. Fig. 2: for each method (a code of :func:`vilab.plots.look`), its mean over the starts
+    as a line and the min-max band around it, on a log y axis. ``curves``: code -> (iterations, mean, lo, hi)
+    (e.g. :func:`vilab.kumar_logistic.excess_curves`); values at or below ``floor`` are clipped to it (they
+    sit at round-off)."""
+    traces = []
+    for code, (it, mean, lo, hi) in curves.items():
+        it = np.asarray(it, float)
+        mean, lo, hi = (np.clip(np.asarray(a, float), floor, None) for a in (mean, lo, hi))
+        ok = np.isfinite(mean) & np.isfinite(lo) & np.isfinite(hi)
+        it, mean, lo, hi = it[ok], mean[ok], lo[ok], hi[ok]
+        if it.size == 0:
+            continue
+        c = look(code).color
+        traces.append(go.Scatter(x=np.concatenate([it, it[::-1]]), y=np.concatenate([hi, lo[::-1]]), fill="toself",
+                                 fillcolor=_rgba(c, 0.18), line=dict(width=0), hoverinfo="skip", showlegend=False,
+                                 name=f"{label(code)} (min–max)"))
+        traces.append(go.Scatter(x=it, y=mean, mode="lines", name=label(code), line=line(code, width=3)))
+    if not traces:
+        raise ValueError("No finite values to plot.")
+    fig = go.Figure(data=traces)
+    ys = np.concatenate([np.asarray(t.y, float) for t in traces])
+    fig.update_layout(yaxis=dict(type="log", title=ylabel, exponentformat="power", dtick=_decades(ys)),
+                      xaxis=dict(title=xlabel))
+    return style(fig, title=title, height=height)
+
+
+def cost_figure(ds, flop_counts: Mapping[str, np.ndarray], measured: Mapping[str, np.ndarray] | None = None,
+                title: str | None = None, height: int = 400) -> go.Figure:
+    """Kumar et al. Fig. 5: per-step flop counts against d (lines, left axis) and, when given, the measured
+    seconds per step on this machine (markers, right axis), log-log. Keys are method codes."""
+    ds = np.asarray(ds, float)
+    traces = []
+    for code, f in flop_counts.items():
+        traces.append(go.Scatter(x=ds, y=np.asarray(f, float), mode="lines", name=f"{label(code)}: flop count",
+                                 line=line(code, width=3)))
+    measured = dict(measured or {})
+    dm = np.asarray(measured.pop("d", ds), float)
+    for code, t in measured.items():
+        traces.append(go.Scatter(x=dm, y=np.asarray(t, float), mode="markers", name=f"{label(code)}: measured",
+                                 marker=marker(code, size=11), yaxis="y2"))
+    fig = go.Figure(data=traces)
+    fig.update_layout(xaxis=dict(type="log", title="dimension d"),
+                      yaxis=dict(type="log", title="flops per step", exponentformat="power"))
+    if measured:
+        fig.update_layout(yaxis2=dict(type="log", title="seconds per step (this machine)", overlaying="y",
+                                      side="right", exponentformat="power", showgrid=False))
+    fig = style(fig, title=title, height=height)
+    if measured:
+        fig.update_layout(margin=dict(r=80))
+    return fig
+
+
+def scale_curve_figure(s, L_s, L_v, title: str | None = None, height: int = 380) -> go.Figure:
+    """Sec. 3.6: the same L drawn against the scale s (lower axis) and against the variance v = s^2 (upper
+    axis): convex along s, not along v. ``L_s`` and ``L_v`` are the values at s and at v = s^2."""
+    s = np.asarray(s, float)
+    fig = go.Figure([
+        go.Scatter(x=s, y=np.asarray(L_s, float), mode="lines", name="L against the scale σ",
+                   line=dict(color="#0072B2", width=3)),
+        go.Scatter(x=s**2, y=np.asarray(L_v, float), mode="lines", name="L against the variance v = σ²",
+                   line=dict(color="#D55E00", width=3, dash="dash"), xaxis="x2"),
+    ])
+    fig.update_layout(xaxis=dict(title="scale σ", color="#0072B2"),
+                      xaxis2=dict(title="variance v", overlaying="x", side="top", color="#D55E00"),
+                      yaxis=dict(title="L(m, ·)"))
+    fig = style(fig, title=title, height=height)
+    fig.update_layout(margin=dict(t=90), legend=dict(y=-0.25, yanchor="top"))
+    return fig
+
+
+def curvature_sign_figure(ms, ss, d2_s, d2_v, title: str | None = None, height: int = 380) -> go.Figure:
+    """Sec. 3.6: where the curvature of L is negative, for d2L/ds2 (left) and d2L/dv2 (right), on the grid
+    ms x ss (arrays (len(ss), len(ms))): blue where positive (convex), vermilion where negative."""
+    from plotly.subplots import make_subplots
+
+    ms, ss = np.asarray(ms, float), np.asarray(ss, float)
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.06,
+                        subplot_titles=("sign of ∂²L/∂σ²", "sign of ∂²L/∂v²"))
+    scale = [[0.0, "#D55E00"], [0.5, "#D55E00"], [0.5, "#56B4E9"], [1.0, "#56B4E9"]]
+    for j, d2 in enumerate((d2_s, d2_v), start=1):
+        sign = np.sign(np.asarray(d2, float))
+        fig.add_trace(go.Heatmap(x=ms, y=ss, z=sign, zmin=-1, zmax=1, colorscale=scale, showscale=False,
+                                 name="sign", hovertemplate="m %{x:.2f}, σ %{y:.2f}: %{z:+.0f}<extra></extra>"),
+                      row=1, col=j)
+        fig.update_xaxes(title_text="mean m", row=1, col=j)
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="convex (> 0)",
+                             marker=dict(symbol="square", size=14, color="#56B4E9")))
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="negative curvature (< 0)",
+                             marker=dict(symbol="square", size=14, color="#D55E00")))
+    fig.update_yaxes(title_text="scale σ", row=1, col=1)
+    fig = style(fig, title=title, height=height)
+    fig.update_layout(margin=dict(t=70))
+    return fig
