@@ -244,8 +244,18 @@ def test_weighted_fisher_hostile_url_values(bad):
 # ------------------------------------------------------------------ gradient noise tab (issue 16)
 
 
-def test_gradient_noise_default_view_is_the_papers_setting():
+def test_gradient_noise_default_view_is_the_papers_german_credit_target():
     at = _run(tab="Gradient noise")
+    assert not at.exception and not _texts(at)
+    assert at.query_params["gtg"] == "German credit" and at.query_params["gT"] == "10"
+    note = next(i.value for i in at.info if "Median standard deviation" in i.value)
+    # the paper's Fig. 4: KL least noisy, then score-based, Fisher far above, for mu and for T
+    assert note.count("(KL(q‖p) < score-based < Fisher)") == 2
+    assert any("German-credit posterior" in c.value and "0.52 to 148.82" in c.value for c in at.caption)
+
+
+def test_gradient_noise_stand_in_view():
+    at = _run(tab="Gradient noise", gtg="stand-in")
     assert not at.exception and not _texts(at)
     assert at.query_params["gT"] == "10" and at.query_params["gn"] == "1000"
     names = _names(at)
@@ -262,7 +272,9 @@ def test_gradient_noise_default_view_is_the_papers_setting():
     assert any("0.52 to 148.8" in c.value and "45.68" in c.value for c in at.caption)
 
 
-@pytest.mark.parametrize("params", [dict(gT=0.1, gcor=0.9, gn=4000, gdm=2), dict(gT=100, gcor=-0.9, gn=250, gdm=-2)])
+@pytest.mark.parametrize("params", [dict(gT=0.1, gcor=0.9, gn=4000, gdm=2, gtg="stand-in"),
+                                    dict(gT=100, gcor=-0.9, gn=250, gdm=-2, gtg="stand-in"), dict(gT=0.1, gn=250),
+                                    dict(gT=100, gn=4000)])
 def test_gradient_noise_extremes(params):
     at = _run(tab="Gradient noise", **params)
     assert not at.exception and not _texts(at)
@@ -271,7 +283,7 @@ def test_gradient_noise_extremes(params):
 
 
 def test_gradient_noise_widgets_move():
-    at = _run(tab="Gradient noise")
+    at = _run(tab="Gradient noise", gtg="stand-in")
     at.select_slider(key="gT").set_value(0.1).run()
     at.slider(key="gcor").set_value(0.9).run()
     at.selectbox(key="gn").set_value(250).run()
@@ -285,7 +297,7 @@ def test_gradient_noise_widgets_move():
 
 @pytest.mark.parametrize("bad", ["<script>alert(1)</script>", "nan", "1e400", "-5", "7"])
 def test_gradient_noise_hostile_url_values(bad):
-    at = _run(tab="Gradient noise", gT=bad, gcor=bad, gn=bad, gdm=bad)
+    at = _run(tab="Gradient noise", gT=bad, gcor=bad, gn=bad, gdm=bad, gtg=bad)
     assert not at.exception and not _texts(at)
     assert at.query_params["gn"] == "1000"
     assert any("Median standard deviation" in i.value for i in at.info)

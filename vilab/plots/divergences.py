@@ -282,14 +282,15 @@ def live_batch(runs: dict, target_mean: float, target_var: float, bends: dict | 
 
 
 def gradient_sd(lambda_ii, closed: dict, mc: dict, marks: dict | None = None, title: str | None = None,
-                height: int = 420) -> go.Figure:
+                height: int = 420, curves: bool = True) -> go.Figure:
     """Fig. 4 of Chen, Nott & Tan as curves: the standard deviation of each single-draw gradient
     against Lambda_ii, one panel for the mean mu_i, one for the diagonal T_ii (log-log axes).
 
     ``closed`` and ``mc``: {"mu": {code: (d,)}, "T": {code: (d,)}} (codes kl, fisher, score): the
     closed forms drawn as lines in each method's look (sorted by Lambda_ii), the Monte Carlo estimates
     as markers of the same colour. ``marks``: {"mu" or "T": [(x, text), ...]} dotted vertical lines
-    (where a method's curve crosses KL's).
+    (where a method's curve crosses KL's). ``curves=False`` (a dense Lambda, whose s.d.s are no function of
+    Lambda_ii alone): the closed forms as large open markers, one per coordinate, instead of a line.
     """
     lam = np.asarray(lambda_ii, float)
     order = np.argsort(lam)
@@ -300,8 +301,11 @@ def gradient_sd(lambda_ii, closed: dict, mc: dict, marks: dict | None = None, ti
         for code in closed[part]:
             first = col == 1
             y = np.asarray(closed[part][code], float)[order]
-            fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=f"{label(code)}, formula", legendgroup=code,
-                                     showlegend=first, line=_trace_line(code),
+            lk = look(code)
+            fig.add_trace(go.Scatter(x=x, y=y, mode="lines" if curves else "markers", name=f"{label(code)}, formula",
+                                     legendgroup=code, showlegend=first, line=_trace_line(code),
+                                     marker=dict(color=lk.color, size=13, symbol=f"{lk.symbol}-open",
+                                                 line=dict(width=1.5)),
                                      hovertemplate=f"{label(code)}, formula<br>Λᵢᵢ %{{x:.3g}}<br>s.d. %{{y:.3g}}"
                                                    "<extra></extra>"), 1, col)
             ym = np.asarray(mc[part][code], float)[order]
@@ -319,8 +323,8 @@ def gradient_sd(lambda_ii, closed: dict, mc: dict, marks: dict | None = None, ti
                                          text=["", text], textposition="bottom left", showlegend=False,
                                          textfont=dict(size=11, color="#555555"), hoverinfo="skip",
                                          line=dict(color="#888888", width=1, dash="dot")), 1, col)
-        fig.update_xaxes(title_text="target precision Λᵢᵢ", type="log", row=1, col=col)
-        fig.update_yaxes(title_text="s.d. of the one-draw gradient" if col == 1 else None, type="log",
+        fig.update_xaxes(title_text="target precision Λᵢᵢ", type="log", dtick=1, row=1, col=col)
+        fig.update_yaxes(title_text="s.d. of the one-draw gradient" if col == 1 else None, type="log", dtick=1,
                          row=1, col=col)
     fig = style(fig, title=title, height=height)
     fig.update_layout(margin_t=110 if title else 85, legend=dict(orientation="h", yanchor="bottom", y=1.1, x=0))
