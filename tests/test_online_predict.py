@@ -3,7 +3,7 @@ vilab.online.families (Dynamics, predict_*) and its wiring into the online runne
 
 * Default settings unchanged: a run without the option and a run with gamma = 1, Q = 0 give the same bits.
 * Exactness: on a linear-Gaussian stream, bong-lin-hess-fc with the predict step is the Kalman filter with
-  the same dynamics, written here independently in numpy (predict + update), to 1e-10.
+  the same dynamics, written independently in numpy (predict + update; vilab.repro.bong), to 1e-10.
 * Diag against FC on diagonal cases; DLR (LoFi's predict step) against the dense predicted precision
   (gamma^2 Sigma + Q)^{-1} (exact for any diagonal Q) and against the BONG authors' own form.
 * Bad dynamics are ValueErrors with a sentence; the drifting-stream demo of the page.
@@ -22,27 +22,10 @@ from vilab.online.families import dense_cov, dense_prec, dynamics_hyper, predict
 from vilab.online.linear_gaussian import DRIFTS, drift_demo, drifting_stream, linear_f
 from vilab.online.runner import algorithm
 from vilab.plots import look
+from vilab.repro.bong import kalman_with_dynamics  # an independent numpy Kalman filter with dynamics
 from vilab.plots import online as po
 
 KEY = jax.random.PRNGKey(0)
-
-
-def _kalman_with_dynamics(mu0, S0, X, y, R, gamma, Q):
-    """An independent Kalman filter for theta_t = gamma theta_{t-1} + N(0, Q), y_t = x_t^T theta_t + N(0, R):
-    predict (mu <- gamma mu, S <- gamma^2 S + Q), then the scalar-observation update. Rows: prior, then the
-    filtered belief after each y_t."""
-    mu, S = np.array(mu0, float), np.array(S0, float)
-    mus, Ss = [mu.copy()], [S.copy()]
-    for x, yt in zip(np.asarray(X, float), np.asarray(y, float)):
-        mu, S = gamma * mu, gamma**2 * S + Q
-        s = float(x @ S @ x) + R  # innovation variance
-        k = S @ x / s  # Kalman gain
-        mu = mu + k * (yt - float(x @ mu))
-        S = S - np.outer(k, x @ S)
-        S = 0.5 * (S + S.T)
-        mus.append(mu.copy())
-        Ss.append(S.copy())
-    return np.array(mus), np.array(Ss)
 
 
 def _linear_stream(T=25, P=3, seed=3, noise=0.5):
@@ -114,7 +97,7 @@ def test_bong_fc_with_the_predict_step_is_the_kalman_filter(gamma, Q):
     prior = FC(jnp.asarray([0.2, -0.1, 0.3]), jnp.asarray(S0))
     path = belief_path(make_method("bong-lin-hess-fc"), linear_f, gaussian(R), X, y, prior, key=KEY,
                        check=True, dynamics=(gamma, Qarg))
-    mu_kf, S_kf = _kalman_with_dynamics(np.asarray(prior.mu), S0, X, y, R, gamma, Qdense)
+    mu_kf, S_kf = kalman_with_dynamics(np.asarray(prior.mu), S0, X, y, R, gamma, Qdense)
     assert np.max(np.abs(np.asarray(path.mu) - mu_kf)) < 1e-10
     assert np.max(np.abs(np.asarray(path.Sigma) - S_kf)) < 1e-10
     if gamma == 1.0 and np.ndim(Q) == 0:  # Q > 0 keeps the variances from collapsing like 1/t
@@ -129,7 +112,7 @@ def test_the_stream_runner_gives_the_kalman_filter_at_its_checkpoints():
     prior = init_belief("fc", jnp.zeros(P), 2.0)
     tr = stream(make_method("bong-lin-hess-fc"), linear_f, gaussian(R), X, y, prior, key=KEY,
                 checkpoints=[10, 25], dynamics=(gamma, Q))
-    mu_kf, S_kf = _kalman_with_dynamics(np.zeros(P), 2.0 * np.eye(P), X, y, R, gamma, Q)
+    mu_kf, S_kf = kalman_with_dynamics(np.zeros(P), 2.0 * np.eye(P), X, y, R, gamma, Q)
     it = np.asarray(tr.iterations)
     assert list(it) == [0, 10, 25, 40]
     assert np.max(np.abs(tr.mean - mu_kf[it])) < 1e-10
@@ -166,7 +149,7 @@ def test_diag_and_fc_bong_agree_with_the_predict_step_on_axis_aligned_inputs():
     assert np.max(np.abs(S - np.einsum("tij,ij->tij", S, np.eye(P)))) == 0.0
     assert np.max(np.abs(np.asarray(pd.mu) - np.asarray(pf.mu))) < 1e-12
     assert np.max(np.abs(np.asarray(pd.s2) - np.diagonal(S, axis1=1, axis2=2))) < 1e-12
-    mu_kf, _ = _kalman_with_dynamics(np.zeros(P), np.eye(P), X, y, R, gamma, np.diag(q))
+    mu_kf, _ = kalman_with_dynamics(np.zeros(P), np.eye(P), X, y, R, gamma, np.diag(q))
     assert np.max(np.abs(np.asarray(pd.mu) - mu_kf)) < 1e-10
 
 
@@ -227,7 +210,7 @@ def test_full_rank_dlr_bong_with_the_predict_step_is_the_kalman_filter():
     prior = init_belief("dlr", jnp.zeros(P), 1.0, rank=P)
     path = belief_path(make_method(f"bong-lin-hess-dlr-{P}"), linear_f, gaussian(R), X, y, prior, key=KEY,
                        dynamics=(gamma, q))
-    mu_kf, S_kf = _kalman_with_dynamics(np.zeros(P), np.eye(P), X, y, R, gamma, np.diag(q))
+    mu_kf, S_kf = kalman_with_dynamics(np.zeros(P), np.eye(P), X, y, R, gamma, np.diag(q))
     assert np.max(np.abs(np.asarray(path.mu) - mu_kf)) < 1e-9
     for t in range(X.shape[0] + 1):
         b = DLR(path.mu[t], path.ups[t], path.W[t])
@@ -307,10 +290,10 @@ def test_drifting_streams_are_reproducible_and_drift():
 
 def test_drift_demo_is_the_kalman_filter_and_tracks_better():
     d = drift_demo(KEY, 120, "random walk", 1.0, 0.01, drift_var=0.01, noise_var=0.25)
-    mu_kf, S_kf = _kalman_with_dynamics(np.zeros(2), np.eye(2), d["X"], d["y"], 0.25, 1.0, 0.01 * np.eye(2))
+    mu_kf, S_kf = kalman_with_dynamics(np.zeros(2), np.eye(2), d["X"], d["y"], 0.25, 1.0, 0.01 * np.eye(2))
     assert np.max(np.abs(d["dynamic"]["mean"] - mu_kf)) < 1e-10
     assert np.max(np.abs(d["dynamic"]["sd"] ** 2 - np.diagonal(S_kf, axis1=1, axis2=2))) < 1e-10
-    mu_st, _ = _kalman_with_dynamics(np.zeros(2), np.eye(2), d["X"], d["y"], 0.25, 1.0, np.zeros((2, 2)))
+    mu_st, _ = kalman_with_dynamics(np.zeros(2), np.eye(2), d["X"], d["y"], 0.25, 1.0, np.zeros((2, 2)))
     assert np.max(np.abs(d["static"]["mean"] - mu_st)) < 1e-10
     assert np.allclose(d["dynamic"]["error"], np.linalg.norm(mu_kf - d["theta"], axis=1))
     for kind in DRIFTS:

@@ -68,7 +68,7 @@ from ..core.trace import diverged_status
 from .families import DLR, FC, Diag, init_belief, marginal_variances
 from .grid import Curv, Method, curvature, inner_step, is_cubic, make_method, update
 from .likelihoods import categorical, encode_all, gaussian
-from .runner import UNHEALTHY, _healthy, _inputs, _raw_key, belief_path
+from .runner import UNHEALTHY, _healthy, _inputs, _raw_key, belief_path, stream_inputs
 
 __all__ = [
     "BatchState", "ImplicitState", "batch_curvature", "batch_blr", "fit_batch_blr", "lambda_prior",
@@ -358,13 +358,7 @@ def implicit_stream(method, f, lik, X, Y, prior, *, key, damping: float = 0.5, t
     method = _as_method(method)
     max_inner = integer(max_inner, "The largest number of fixed-point iterations", minimum=1)
     tol = positive(tol, "The tolerance")
-    X = _inputs(X)
-    T = int(X.shape[0])
-    if T < 1:
-        raise ValueError("The data stream is empty: give at least one (x, y) pair.")
-    Yenc = encode_all(lik, Y, prior.mu.dtype)
-    if Yenc.shape[0] != T:
-        raise ValueError("X and Y must have the same number of examples.")
+    X, Yenc, T = stream_inputs(lik, X, Y, prior)
     alg = implicit_rvga(method, f, lik, tol, max_inner)
     return core.run(alg, core.as_key(0), alg.init(key, prior, damping), T, batches=(X, Yenc))
 

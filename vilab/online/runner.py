@@ -246,6 +246,18 @@ def _checkpoints(checkpoints, T):
     return cps
 
 
+
+def stream_inputs(lik, X, Y, prior):
+    """(X, encoded Y, T) of a data stream, checked: at least one example, as many responses as inputs."""
+    X = _inputs(X)
+    T = int(X.shape[0])
+    if T < 1:
+        raise ValueError("The data stream is empty: give at least one (x, y) pair.")
+    Yenc = encode_all(lik, Y, prior.mu.dtype)
+    if Yenc.shape[0] != T:
+        raise ValueError("X and Y must have the same number of examples.")
+    return X, Yenc, T
+
 def stream(method: Method, f: Callable, lik, X, Y, prior, *, key, checkpoints, evaluate: Callable | None = None,
            progress: Callable[[float], None] | None = None, on_chunk: Callable[[core.Trace], None] | None = None,
            keep_states: bool = False, max_time: float | None = None, dynamics=None) -> core.Trace:
@@ -275,13 +287,7 @@ def stream(method: Method, f: Callable, lik, X, Y, prior, *, key, checkpoints, e
     (the trace keeps the beliefs before it), or a checkpoint whose metrics are not finite (the
     covariance is not positive definite; the prior cannot be evaluated).
     """
-    X = _inputs(X)
-    T = int(X.shape[0])
-    if T < 1:
-        raise ValueError("The data stream is empty: give at least one (x, y) pair.")
-    Yenc = encode_all(lik, Y, prior.mu.dtype)
-    if Yenc.shape[0] != T:
-        raise ValueError("X and Y must have the same number of examples.")
+    X, Yenc, T = stream_inputs(lik, X, Y, prior)
     cps = _checkpoints(checkpoints, T)
     cp_set = set(cps)
     L = reduce(math.gcd, [b - a for a, b in zip(cps[:-1], cps[1:])])

@@ -213,7 +213,7 @@ def _fc_mom():
     return checks
 
 
-def _kalman_with_dynamics(mu0, S0, X, y, R, gamma, Q):
+def kalman_with_dynamics(mu0, S0, X, y, R, gamma, Q):
     """A Kalman filter for theta_t = gamma theta_{t-1} + N(0, Q), y_t = x_t^T theta_t + N(0, R), written out in
     numpy (predict, then the scalar-observation update): the independent reference of ``bong-predict-kalman``."""
     mu, S = np.array(mu0, float), np.array(S0, float)
@@ -256,7 +256,7 @@ def _predict_kalman():
     mu0 = np.array([0.2, -0.1, 0.3])
     path = belief_path(make_method("bong-lin-hess-fc"), linear_f, gaussian(R), X, y, FC(jnp.asarray(mu0),
                        jnp.asarray(S0)), key=jax.random.PRNGKey(0), dynamics=(gamma, Q))
-    mu_kf, S_kf = _kalman_with_dynamics(mu0, S0, X, y, R, gamma, Q)
+    mu_kf, S_kf = kalman_with_dynamics(mu0, S0, X, y, R, gamma, Q)
     demo = drift_demo(jax.random.PRNGKey(0), T=200, kind="random walk", Q=0.01, drift_var=0.01)["summary"]
     st, dy = demo["static"]["mean_error_last_half"], demo["dynamic"]["mean_error_last_half"]
     return [

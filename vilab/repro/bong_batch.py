@@ -102,9 +102,8 @@ def _():
     X = rng.normal(size=(40, 3))
     s2, lam = 0.7, 0.8
     y = X @ rng.normal(size=3) + np.sqrt(s2) * rng.normal(size=40)
-    Prec = X.T @ X / s2 + lam * np.eye(3)
-    S = np.linalg.inv(Prec)
-    m = S @ X.T @ y / s2
+    m, S = B.linear_posterior(X, y, s2, lam)
+    Prec = np.linalg.inv(S)
     lik = gaussian(s2)
     key = jax.random.PRNGKey(0)
     tr = B.fit_batch_blr("blr-lin-hess-fc", B.linear_f, lik, X, y, lam, alpha=0.5, key=key, n_iter=80)
