@@ -37,6 +37,13 @@ def _eps(seed, it, P):
     return np.asarray(jax.random.normal(jax.random.split(jax.random.fold_in(k_draw, it))[0], (1, P), jnp.float64))[0]
 
 
+def _linear_data(seed: int, n: int, p: int, noise_var: float):
+    """A random linear-Gaussian data set: X ~ N(0, I) rows, y = X theta + N(0, noise_var), theta ~ N(0, I)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    return X, X @ rng.normal(size=p) + np.sqrt(noise_var) * rng.normal(size=n)
+
+
 @reproduction(
     "bong-batch-blr-vogn",
     paper=PAPER,
@@ -98,10 +105,8 @@ def _():
     from ..online import batch as B
     from ..online import gaussian
 
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(40, 3))
     s2, lam = 0.7, 0.8
-    y = X @ rng.normal(size=3) + np.sqrt(s2) * rng.normal(size=40)
+    X, y = _linear_data(0, 40, 3, s2)
     m, S = B.linear_posterior(X, y, s2, lam)
     Prec = np.linalg.inv(S)
     lik = gaussian(s2)
@@ -141,10 +146,8 @@ def _():
     from ..online import belief_path, categorical, gaussian, make_method
     from ..online.families import FC
 
-    rng = np.random.default_rng(2)
-    X = rng.normal(size=(10, 2))
     s2, lam = 0.7, 1.3
-    y = X @ rng.normal(size=2) + np.sqrt(s2) * rng.normal(size=10)
+    X, y = _linear_data(2, 10, 2, s2)
     m, S = B.linear_posterior(X, y, s2, lam)
     lik, prior = gaussian(s2), B.lambda_prior("fc", 2, lam)
     key = jax.random.PRNGKey(0)
