@@ -264,3 +264,37 @@ def test_table8_view_shows_the_paper_at_once_and_runs_on_click(monkeypatch):
         assert any("Adam 1, full" in str(w.value) for w in at.warning)
     finally:
         st.cache_resource.clear()
+
+
+def test_table8_german_view_shows_the_papers_german_columns_and_draws_a_run(monkeypatch):
+    import numpy as np
+    import streamlit as st
+
+    from vilab.repro import tan2025_table8 as rep8
+
+    at = _app(view=TAB8, t8d="German credit")
+    assert not at.exception
+    df = at.dataframe[0].value
+    assert "-625.6" in df.to_string() and "VOGN" not in " ".join(df["optimizer"])
+    assert at.button(key="t8_run").label == "Run on German credit"
+    calls = []
+
+    def fake(diagonal, progress=None, **kw):
+        calls.append(diagonal)
+        return {(o, e, d): dict(final=v - 4.0, se=0.1, time=1.0, compile=1.0, iterations=3000, status="max_steps",
+                                epochs=3000.0, elbo_epoch=np.zeros(10))
+                for (o, e, d), v in rep8.TABLE8_GERMAN.items() if d == diagonal}
+
+    monkeypatch.setattr(rep8, "table8_german", fake)
+    try:
+        at = _app(view=TAB8, t8d="German credit", t8c=["diagonal"])
+        at.button(key="t8_run").click().run()
+        assert not at.exception, at.exception
+        assert calls == [True]
+        df = at.dataframe[0].value
+        assert "here, diagonal" in df.columns and "-645.3" in df.to_string()  # SNNGM 2: -641.3 - 4
+        assert any("first-order estimates enough" in str(i.value) for i in at.info)
+    finally:
+        st.cache_resource.clear()
+    at = _app(view=TAB8, t8d="<script>")
+    assert not at.exception and at.query_params["t8d"] == "simulation"

@@ -526,11 +526,13 @@ def table8_sim_table(paper: dict, ours: dict | None = None):
         for diag in (True, False):
             cov = "diagonal" if diag else "full"
             if (o, e, diag) in paper:
-                row[f"Tan (2025), {cov}"] = f"{paper[(o, e, diag)]:.0f}"
+                v = paper[(o, e, diag)]
+                row[f"Tan (2025), {cov}"] = f"{v:.0f}" if abs(v) >= 10_000 else f"{v:.1f}"
             if ours is not None:
                 r = ours.get((o, e, diag))
                 if r is not None:
                     row[f"here, {cov}"] = ("diverged" if r["status"].startswith("diverged")
                                            else f"{r['final']:.1f} ({r['time']:.1f})")
-        out.append(row)
+        if len(row) > 1:  # a row with neither the paper's value nor ours is left out
+            out.append(row)
     return pd.DataFrame(out).fillna("")
