@@ -26,8 +26,10 @@ THM3, TAB8 = "Does SNNGM converge? (Theorem 3)", "Logistic regression (Table 8)"
 T8_DATA = {"simulation": "simulation (d = 100, reduced n)", "German credit": "German credit (the paper's data)"}
 VIEWS = ["1-D crab toy (Fig. 3)", "2-D logistic regression", "Step by step", "Real data", THM3, TAB8,
          "Notes on the optimizers"]
-# short names on screen, so the views fit in one row (the URL keeps the full name)
+# short names on screen, so the views fit in one row (the URL keeps the full name); shorter still in lecture mode
 SHORT = {THM3: "Theorem 3", TAB8: "Table 8", VIEWS[-1]: "Notes"}
+if ui.lecture():
+    SHORT.update({VIEWS[0]: "Fig. 3", VIEWS[1]: "2-D logistic", VIEWS[2]: "Step by step", THM3: "Thm 3"})
 view = ui.radio("View", "view", VIEWS, VIEWS[0], horizontal=True, label_visibility="collapsed",
                 format_func=lambda v: SHORT.get(v, v))
 NAMES = list(optim.OPTIMIZERS)
