@@ -112,7 +112,8 @@ if tab_lin.open:
                 beliefs = {FC: (d["fc"][0][t], d["fc"][1][t]), "kalman": (d["kf"][0][t], d["kf"][1][t]),
                            "batch": (d["batch"][0][t], d["batch"][1][t]), MOM: (d["fc_mom"][0][t], d["fc_mom"][1][t])}
                 ui.show(po.linear_stream(beliefs, np.arange(T + 1), {FC: d["min_eig_fc"], MOM: d["min_eig_mom"]},
-                                         theta_true=d["theta"], t_now=t), key="lin", main=True)
+                                         theta_true=d["theta"], t_now=t, height=400 if ui.lecture() else 430),
+                        key="lin", main=True)
                 bad = np.where(~(d["min_eig_mom"] > 0))[0]
             with ui.guard("linear-Gaussian notes"):
                 if bad.size:

@@ -664,8 +664,7 @@ button p, [data-baseweb="tag"] span, [data-testid="stSidebarNav"] span, [data-te
 [data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap !important; row-gap: 0; overflow: visible !important;
     width: 100% !important; }
 [data-testid="stTab"] { height: 2rem !important; }
-[data-testid="stTabs"] [role="tablist"] + *, [data-testid="stTabs"] [data-orientation="horizontal"] > button {
-    display: none !important; }
+[data-testid="stTabs"] [data-orientation="horizontal"] > button { display: none !important; }
 [data-testid="stTab"] p { white-space: nowrap !important; overflow: visible !important; text-overflow: clip !important; }
 [data-testid="stTab"][aria-selected="true"] { box-shadow: inset 0 -3px 0 currentColor; }
 """

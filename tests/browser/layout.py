@@ -168,6 +168,8 @@ def main_figure_problems(page) -> list[str]:
     }""")
     if box is None:
         return ["no main figure (a chart or table in the container keyed 'main_figure')"]
+    if box["bottom"] - box["top"] < 50:  # in the page but not shown (a hidden tab panel, a collapsed container)
+        return [f"main figure hidden: {box['bottom'] - box['top']:.0f} px tall"]
     out = []
     if box["top"] < -1 or box["bottom"] > box["h"] + 1:
         out.append(f"main figure spans y = {box['top']:.0f}..{box['bottom']:.0f} px; the first screen ends at {box['h']}")
