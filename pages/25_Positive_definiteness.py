@@ -9,7 +9,9 @@ from vilab import definiteness
 from vilab import natgrad as ng
 from vilab.core import as_key
 from vilab.plots import pd as pdplots
+from vilab.targets.crabs import CRAB_MODELS, horseshoe_crabs
 from vilab.targets.papers import bivariate_cauchy
+from vilab.targets.regression import loglinear_optimum
 
 ui.page(
     "Positive definiteness",
@@ -18,7 +20,7 @@ ui.page(
 )
 
 RHO_GRID = np.round(np.linspace(0.0, 1.5, 301), 6)  # contains every value of the rho slider
-MODES = ["single update (Cauchy example)", "Monte Carlo", "sparse factors (Fig. 5)"]
+MODES = ["single update (Cauchy example)", "Monte Carlo", "sparse factors (Fig. 5)", "step sizes on real data (Fig. 2)"]
 FACTORS = ["block-diagonal C (factor of the covariance)", "arrow-shaped T (factor of the precision)"]
 
 
@@ -47,6 +49,12 @@ def _monte_carlo(target_name, delta, mu1, mu2, s2, rho, n_runs, n_steps, seed):
     tgt = _cauchy() if target_name == "bivariate Cauchy" else _mixture(delta)
     return definiteness.pd_loss_fraction(tgt, [mu1, mu2], s2 * np.eye(2), rho, n_runs=n_runs, n_steps=n_steps,
                                          key=as_key(int(seed)))
+
+
+@ui.cache_resource()
+def _crab_runs(model_key):
+    model = horseshoe_crabs(model_key)
+    return definiteness.backtracking_step_sizes(model), loglinear_optimum(model)[2]
 
 
 def _explain():
@@ -179,6 +187,41 @@ elif mode == MODES[1]:
                     "whose update stops being a Gaussian, for each rule of Tan (2025) Table 1 and Theorem 1: the "
                     "precision Σ⁻¹ (natural parameter), the covariance Σ, the Cholesky factor C of Σ, the "
                     "Cholesky factor T of Σ⁻¹, and T with Corollary 1. Bars: 95% binomial intervals.")
+elif mode == MODES[3]:
+    with ctl:
+        crab = ui.radio("model of the crab data", "crm", list(CRAB_MODELS.values()), CRAB_MODELS["width"],
+                        help="Poisson regression of each female horseshoe crab's number of satellites (173 crabs)")
+    crab_key = {v: k for k, v in CRAB_MODELS.items()}[crab]
+    with area, ui.guard("the crab runs"):
+        with st.spinner("Running both updates on the crab data (about 10 s the first time)..."):
+            runs, L_star = _crab_runs(crab_key)
+        ui.show(pdplots.step_size_figure(runs, L_star, height=400 if ui.lecture() else 430,
+                                         title=f"Horseshoe crabs, {crab}: step size and progress per iteration"),
+                key="crabsteps", main=True)
+        t1, c1 = runs["T by Theorem 1(ii)"], runs["T with Corollary 1"]
+        small = sorted({f"{r:g}" for r in t1["rho"] if r < 1}, key=float)
+        ui.notice(
+            f"Both start at μ = 0, T = √173 I and accept, at each step, the largest ρ in 1, 0.1, 0.01, … that keeps "
+            f"q a Gaussian and raises the ELBO. Theorem 1(ii) has to start with ρ = {small[0] if small else '1'} "
+            f"and needs {int((t1['rho'] < 1).sum())} short steps before ρ = 1 is safe; Corollary 1 takes ρ = 1 "
+            + ("at every step" if np.all(c1["rho"] == 1) else f"at {int((c1['rho'] == 1).sum())} of its steps")
+            + f". It reaches the optimum (L* = {L_star:.4f}) in {c1['rho'].size} iterations, "
+            f"Theorem 1(ii) in {t1['rho'].size}: a larger first step, not a different optimum.")
+        st.caption("The right panel's L* is computed separately, by a fixed-point iteration on the natural "
+                   "parameters; both runs stop when the ELBO changes by less than 10⁻⁷ of its value. Data: "
+                   "Agresti's horseshoe crabs (173 females), shipped with the lab.")
+    with ui.explain():
+        st.markdown("Tan (2025) Sec. 5 and Fig. 2. Both rules update the Cholesky factor T of the precision "
+                    "the same way; they differ in when the mean moves. Theorem 1(ii) moves μ with the old T:")
+        st.latex(r"\mu_{+}=\mu+\rho\,\Sigma\,\nabla_\mu L,\qquad T_{+}=T+\rho\,T\,\bar{\bar H}")
+        st.markdown("Corollary 1 takes the natural gradient in ν = T⊤μ instead, which moves the mean with the "
+                    "updated factor:")
+        st.latex(r"T_{+}=T+\rho\,T\,\bar{\bar H},\qquad \mu_{+}=\mu+\rho\,T_{+}^{-\top}T^{-1}\nabla_\mu L")
+        st.markdown("At the start Σ = I/173 is far too wide for the width coefficient (its posterior variance "
+                    "is about 4·10⁻⁴, since width, in cm, is about 26), so the first mean step of Theorem 1(ii), which "
+                    "uses that old Σ, overshoots unless ρ is tiny. Corollary 1 first tightens T with the "
+                    "curvature, and its mean step uses the new, much narrower covariance, so ρ = 1 is safe. "
+                    "The paper: \"updates in Corollary 1 converge faster and are more resilient to larger stepsizes\".")
 else:
     with ctl:
         fac = ui.radio("sparse factor", "sfac", FACTORS, FACTORS[0],

@@ -7,6 +7,8 @@ example; Khan & Nielsen 2018): which parameterisations stay Gaussian after a sin
     pd_loss_fraction(target, mu, Sigma, rho, n_runs, n_steps, key)   Monte Carlo, per rule (PD_RULES),
                                          each rule an Algorithm run by vilab.core.run_many
     two_component_mixture(delta, sd, weight)                         a non-log-concave 2-D target
+    backtracking_step_sizes(model)       Tan (2025) Fig. 2: the step size backtracking picks at each
+                                         iteration, T by Theorem 1(ii) against Corollary 1, on a GLM
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from .core import CODES, Algorithm, memoize, run_many
 from .targets import Target
 
 __all__ = ["PD_RULES", "single_sample_updates", "precision_pd_limit", "chol_singular_steps", "pd_loss_fraction",
-           "two_component_mixture", "MC_STEPS"]
+           "two_component_mixture", "MC_STEPS", "FIG2_METHODS", "backtracking_step_sizes"]
 
 
 def _check_cov(Sigma, d):
@@ -332,3 +334,32 @@ def two_component_mixture(delta: float = 3.0, sd: float = 1.0, weight: float = 0
     k = delta + 4 * sd
     return Target(f"two-component mixture (delta={delta:g})", 2, log_density, mean=mean, cov=cov,
                   bounds=((-k, k), (-4 * sd, 4 * sd)), info={"delta": delta, "sd": sd, "weight": weight})
+
+
+#: Tan (2025) Fig. 2: the two natural-gradient updates of (mu, T) it compares (vilab.algorithms method names)
+FIG2_METHODS = {"T by Theorem 1(ii)": "tan-2N", "T with Corollary 1": "tan-2N-cor1"}
+
+
+def backtracking_step_sizes(model, rel_tol: float = 1e-7, max_steps: int = 1000) -> dict:
+    """Tan (2025) Sec. 5, Fig. 2: natural-gradient ascent of the exact ELBO of a Poisson loglinear model
+    (:class:`vilab.targets.regression.GLMModel`) in (mu, T), Sigma^-1 = T T^T, by Theorem 1(ii) and by
+    Corollary 1, each step with the largest rho in {1, 0.1, 0.01, ...} that keeps q Gaussian and increases
+    L (Sec. 4.1's rule), from mu = 0, T = sqrt(n) I (Sec. 8's start), until |dL| < rel_tol |L| (our
+    stopping rule; the paper does not state one).
+
+    Returns {label: {"rho": step sizes (k,), "elbo": L at each iterate (k + 1,) with every constant
+    (sum log y! and the prior's normaliser), "mean": final mu, "status": run status}} for the labels of
+    ``FIG2_METHODS``.
+    """
+    from .algorithms import run
+
+    d, n = model.d, model.n
+    init = (np.zeros(d), np.eye(d) / n)
+    target, out = model.target(), {}
+    for label, name in FIG2_METHODS.items():
+        tr = run(name, target, init, max_steps, 1.0, schedule="backtracking", rel_tol=rel_tol)
+        # the runs' ELBO leaves out constants (sum log y!, the prior's normaliser): add them back
+        offset = float(model.exact_elbo(tr.mean[0], tr.cov[0])) - float(tr.extra["elbo"][0])
+        out[label] = {"rho": np.asarray(tr.step_sizes, float), "elbo": np.asarray(tr.extra["elbo"], float) + offset,
+                      "mean": np.asarray(tr.mean[-1]), "status": tr.status}
+    return out

@@ -19,7 +19,7 @@ from plotly.subplots import make_subplots
 from . import color, marker, style
 
 __all__ = ["quadric_level_set", "level_set_figure", "eigenvalue_figure", "pd_loss_figure", "RULE_CODES", "RULE_LABELS",
-           "rule_code", "nonzero_pattern", "sparsity_figure", "natgrad_comparison_figure"]
+           "rule_code", "nonzero_pattern", "sparsity_figure", "natgrad_comparison_figure", "step_size_figure"]
 
 #: the method look (vilab.plots.look code) of each update rule this page compares: the precision update is
 #: VN's update of the natural parameter (S_new = (1 - rho) S - rho Hessian), the T update Tan's natural
@@ -237,3 +237,34 @@ def natgrad_comparison_figure(sparse, masked, mask, code: str = "tan-2n", title:
     fig.update_xaxes(title="free entry (row, column) of the factor", type="category")
     fig.update_yaxes(title="natural-gradient entry")
     return style(fig, title=title, height=height)
+
+
+def step_size_figure(runs: Mapping[str, dict], optimum: float, title: str | None = None,
+                     height: int = 420) -> go.Figure:
+    """Tan (2025) Fig. 2: two panels against the iteration. Left: the step size rho_t that backtracking
+    accepted (log axis, 1 at the top). Right: the distance to the optimum, L* - L_t (log axis), which shows
+    which update converges faster. ``runs``: label -> {"rho": (k,), "elbo": (k + 1,)}
+    (:func:`vilab.definiteness.backtracking_step_sizes`); ``optimum``: L*, computed independently."""
+    fig = go.Figure(layout=dict(xaxis=dict(domain=[0.0, 0.44], anchor="y"), yaxis=dict(anchor="x"),
+                                xaxis2=dict(domain=[0.56, 1.0], anchor="y2"), yaxis2=dict(anchor="x2")))
+    rmin, gaps = 1.0, []
+    for i, (name, r) in enumerate(runs.items()):
+        code = rule_code(name)
+        rho = np.asarray(r["rho"], float)
+        gap = np.maximum(float(optimum) - np.asarray(r["elbo"], float), 1e-10)
+        rmin = min(rmin, float(rho.min()) if rho.size else 1.0)
+        gaps.append(gap)
+        ln = dict(color=color(code, i), width=2.5, dash="solid" if i == 0 else "dash")
+        fig.add_trace(go.Scatter(x=np.arange(1, rho.size + 1), y=rho, mode="lines+markers", name=name,
+                                 legendgroup=name, line=ln, marker=marker(code, size=10),
+                                 hovertemplate="iteration %{x}: ρ = %{y:g}<extra>" + name + "</extra>"))
+        fig.add_trace(go.Scatter(x=np.arange(gap.size), y=gap, mode="lines+markers", name=name, legendgroup=name,
+                                 showlegend=False, line=ln, marker=marker(code, size=10), xaxis="x2", yaxis="y2",
+                                 hovertemplate="iteration %{x}: L* − L = %{y:.3g}<extra>" + name + "</extra>"))
+    lo = int(np.floor(np.log10(rmin)))
+    fig.layout.yaxis.update(type="log", title_text="step size ρ accepted", range=[lo - 0.3, 0.3], dtick=1,
+                            exponentformat="power")
+    fig.layout.yaxis2.update(type="log", title_text="L* − L (distance to the optimum)", exponentformat="power")
+    fig.layout.xaxis.update(title_text="iteration")
+    fig.layout.xaxis2.update(title_text="iteration")
+    return style(fig, title, height=height)

@@ -224,7 +224,15 @@ class GLMModel:
         return (ll - self.log_y_factorial_sum + lp).reshape(T1.shape)
 
     def target(self):
-        """The same posterior as a :class:`vilab.targets.Target` (with its GLM structure)."""
+        """The same posterior as a :class:`vilab.targets.Target` (with its GLM structure); made once per model,
+        so that the jitted loops of vilab.algorithms, cached per target, compile once."""
+        made = self.__dict__.get("_target")
+        if made is None:
+            made = self._make_target()
+            object.__setattr__(self, "_target", made)
+        return made
+
+    def _make_target(self):
         from vilab.targets import GLM, Target
 
         X = jnp.asarray(self.X)

@@ -1,0 +1,50 @@
+"""AppTest of the Positive definiteness page's "step sizes on real data (Fig. 2)" view (Tan 2025 Sec. 5)."""
+
+import json
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from tests.app.test_atlas_page import _arr
+
+PAGES = Path(__file__).resolve().parents[2] / "pages"
+VIEW = "step sizes on real data (Fig. 2)"
+
+
+def _app(**params):
+    at = AppTest.from_file(str(PAGES / "25_Positive_definiteness.py"), default_timeout=600)
+    for k, v in params.items():
+        at.query_params[k] = str(v)
+    return at.run()
+
+
+def _ok(at):
+    assert not at.exception, [str(e.value) for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def _figure(at):
+    charts = at.get("plotly_chart")
+    assert len(charts) == 1
+    return json.loads(charts[0].proto.spec)
+
+
+def test_crab_view_default_model_1():
+    at = _app(mode=VIEW)
+    _ok(at)
+    assert at.radio(key="crm").value.startswith("satellites ~ width")
+    fig = _figure(at)
+    rho = {t["name"]: _arr(t["y"]) for t in fig["data"] if t.get("showlegend", True) is not False}
+    assert rho["T with Corollary 1"] == [1.0] * len(rho["T with Corollary 1"])
+    assert rho["T by Theorem 1(ii)"][0] == 1e-4
+    notice = " ".join(i.value for i in at.info)
+    assert "Corollary 1 takes ρ = 1 at every step" in notice and "-473.2758" in notice
+
+
+def test_crab_view_model_2_and_hostile_url():
+    at = _app(mode=VIEW, crm="satellites ~ colour + width (Model 2, d = 5)")
+    _ok(at)
+    assert "-481.7599" in " ".join(i.value for i in at.info)
+    at = _app(mode=VIEW, crm="<script>alert(1)</script>")
+    _ok(at)
+    assert at.radio(key="crm").value.startswith("satellites ~ width")  # an unknown value falls back to the default
