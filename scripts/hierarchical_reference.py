@@ -34,6 +34,8 @@ SETTINGS = {
     "epi2": dict(n_warmup=1000, n_samples=2500, n_chains=4, target_accept=0.8, n_keep=1000, parameterisation="centred"),
     "sv_gbp": dict(n_warmup=1000, n_samples=2500, n_chains=4, target_accept=0.95, n_keep=1000,
                    parameterisation="non-centred"),
+    "toenail": dict(n_warmup=1000, n_samples=2500, n_chains=4, target_accept=0.9, n_keep=1000,
+                    parameterisation="centred"),
 }
 
 

@@ -14,12 +14,13 @@ from vilab import core, natgrad
 from vilab.divergences import stochastic as sto
 from vilab.expectations import gaussian_cubature5
 from vilab.hierarchical import families as fam
-from vilab.hierarchical.data import load_epilepsy, load_exchange_returns
+from vilab.hierarchical.data import load_epilepsy, load_exchange_returns, load_toenail
 from vilab.hierarchical.fit import (METHODS, algorithm, available_methods, chen_fdb_grad_T, chen_fdb_grad_mu,
                                     chen_kld_grads, chen_sdb_grads, final_elbo, final_q, fit, sample_q, start_state,
                                     validity_code)
 from vilab.hierarchical.metrics import m_star, mmd2_unbiased, mode_error, sd_ratio
-from vilab.hierarchical.models import epilepsy_model, get_model, hessian_blocks, sparsity_patterns, sv_model
+from vilab.hierarchical.models import (_glmm_model, epilepsy_model, get_model, hessian_blocks, sparsity_patterns,
+                                      sv_model)
 from vilab.hierarchical.reference import ASSET_DIR, load_reference, noncentred_state_space
 
 from .reference import fisher as fisher_ref
@@ -57,16 +58,49 @@ def test_exchange_returns_sizes():
 
 def test_model_dimensions():
     assert get_model("epi1").dim == 66 and get_model("epi2").dim == 127 and get_model("sv_gbp").dim == 948
+    assert get_model("toenail").dim == 294 + 5  # Chen et al.'s d = n r + p + r(r+1)/2 = 299
     with pytest.raises(ValueError):
-        get_model("toenail")
+        get_model("hers")
     with pytest.raises(ValueError):
         epilepsy_model("III")
 
 
+def test_toenail_data_and_log_density_against_a_direct_computation():
+    import pandas as pd
+
+    t = load_toenail()
+    assert (t.n_subjects, t.n_obs, int(t.y.sum())) == (294, 1908, 408)  # vilab/data/SOURCES.md
+    assert np.bincount(t.subject).min() == 1 and np.bincount(t.subject).max() == 7
+    m = get_model("toenail")
+    assert m.info["n_obs"] == 1908 and m.info["family"] == "bernoulli"
+    th = np.random.default_rng(0).normal(0, 0.3, m.dim)
+    # straight from the csv, without the padding: logit p = b1 + b2 Trt + b3 t + b4 Trt t + theta_i
+    df = pd.read_csv(ROOT / "vilab" / "data" / "toenail.csv")
+    subj = np.unique(df["patientID"], return_inverse=True)[1]
+    y = (df["outcome"] == "moderate or severe").to_numpy(float)
+    trt, time = (df["treatment"] == "terbinafine").to_numpy(float), df["time"].to_numpy(float)
+    b, beta, zeta = th[:294], th[294:298], th[298]
+    eta = beta[0] + beta[1] * trt + beta[2] * time + beta[3] * trt * time + b[subj]
+    direct = ((y * eta - np.logaddexp(0, eta)).sum()
+              + (zeta - 0.5 * (np.exp(zeta) * b) ** 2 - 0.5 * np.log(2 * np.pi)).sum()
+              - 0.5 * (th[294:] ** 2).sum() / 100 - 2.5 * np.log(2 * np.pi * 100))
+    assert float(m.log_density(jnp.asarray(th))) == pytest.approx(direct, rel=1e-12)
+    assert m.paper_constant == pytest.approx(2.5 * np.log(2 * np.pi * 100))
+
+
+def test_bernoulli_glmm_rejects_counts_and_unknown_families():
+    X, Z = np.ones((2, 3, 1)), np.ones((2, 3, 1))
+    with pytest.raises(ValueError, match="0 or 1"):
+        _glmm_model("x", np.full((2, 3), 2.0), X, Z, ["b0", "zeta"], "b", family="bernoulli")
+    with pytest.raises(ValueError, match="family"):
+        _glmm_model("x", np.zeros((2, 3)), X, Z, ["b0", "zeta"], "b", family="gamma")
+
+
 # ------------------------------------------------------------------------------ block Hessians
-@pytest.mark.parametrize("model", [epilepsy_model("I", 3), epilepsy_model("II", 3), sv_model("GBP", 7)],
-                         ids=["epi1", "epi2", "sv"])
+@pytest.mark.parametrize("model", [epilepsy_model("I", 3), epilepsy_model("II", 3), sv_model("GBP", 7), "toenail"],
+                         ids=["epi1", "epi2", "sv", "toenail"])
 def test_block_hessian_equals_dense_autodiff(model):
+    model = get_model(model) if isinstance(model, str) else model
     th = jnp.asarray(np.random.default_rng(0).normal(0, 0.3, model.dim))
     dense = np.asarray(jax.hessian(model.log_density)(th))
     assert np.allclose(hessian_blocks(model, th).to_dense(), dense, atol=1e-10)
@@ -422,9 +456,9 @@ def _script_settings():
 def test_reference_assets_small_and_consistent_with_the_script():
     """The cached NUTS references were made by scripts/hierarchical_reference.py with its SETTINGS, and converged."""
     total = sum(p.stat().st_size for p in ASSET_DIR.iterdir())
-    assert total < 5e6
+    assert total < 7e6  # four NUTS references, 1000 float32 draws each
     settings, seed = _script_settings()
-    assert set(settings) == {"epi1", "epi2", "sv_gbp"}
+    assert set(settings) == {"epi1", "epi2", "sv_gbp", "toenail"}
     for key, s in settings.items():
         ref = load_reference(key)
         m = get_model(key)
@@ -437,4 +471,4 @@ def test_reference_assets_small_and_consistent_with_the_script():
         assert np.all(ref.sd > 0)
         assert np.all(np.abs(ref.draws.mean(0) - ref.mean) < 0.3 * ref.sd)
     with pytest.raises(ValueError):
-        load_reference("toenail")
+        load_reference("hers")

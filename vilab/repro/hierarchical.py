@@ -134,6 +134,69 @@ def _table11():
     return checks
 
 
+TOENAIL_ITERS = 30_000  # Chen, Nott & Tan's cap for toenail (Tan gives no count)
+TAN_TABLE11_TOENAIL = {"gva-adam": -645.2, "gva-pga": -644.8, "gva-nadam": -644.8, "gva-snngm": -644.8,
+                       "gva-vogn": -647.3}
+
+
+@reproduction(
+    "tan2025-table11-toenail",
+    paper="Tan (2025)",
+    what="Table 11, Toenail GVA (logistic random intercept, arrow precision factor, Alg. 2S): the lower bounds of "
+         "SNNGM and PGA, and Adam and NAdam held much longer at a poor mode (Sec. 8.5, Fig. 10)",
+    slow=True,
+    settings=(f"{TOENAIL_ITERS} iterations each (Chen et al.'s cap for toenail; Tan gives none), first-order "
+              "estimates, mu = 0, T = sqrt(1908) I, the step sizes of the Epilepsy entry; final L = mean of h over "
+              "2000 draws of q. Constant: a Bernoulli likelihood has no log y!, so the only constant added to ours is "
+              "the normaliser of the N(0, 100 I) prior of the 5 global parameters, (5/2) log(2 pi 100) = 16.11: "
+              "the constant identified on the Epilepsy column, tested here on other data"),
+    kind="mixed",
+    source="Table 11 (Sec. 8.5), Toenail, GVA row; Sec. 8.5 on Fig. 10",
+)
+def _table11_toenail():
+    import math
+
+    from vilab.hierarchical.fit import METHODS, final_elbo, fit
+    from vilab.hierarchical.models import get_model
+
+    m = get_model("toenail")
+    prior = 0.5 * len(m.global_names) * math.log(2.0 * math.pi * 10.0**2)
+    k_fit, k_eval = _keys()
+    res = {}
+    for k, a in TAN_ALPHA.items():
+        f = fit(m, k, key=k_fit, n_iter=TOENAIL_ITERS, alpha=a)
+        L, se = final_elbo(m, f, key=k_eval)
+        res[k] = (L + prior, se, f)
+    checks = []
+    for k in ("gva-snngm", "gva-pga"):
+        L, se, f = res[k]
+        checks.append(Check(f"L ({METHODS[k]['label']}), with the prior's normaliser added", TAN_TABLE11_TOENAIL[k],
+                            round(L, 1), tol=2.0, kind="paper",
+                            note=f"tolerance ours; s.e. {se:.2f}; without the constant {L - prior:.1f}; "
+                                 f"{f.extra['seconds'][-1]:.1f} s, status {f.status}"))
+    top = max(res["gva-snngm"][0], res["gva-pga"][0])
+    stuck = {k: res[k][0] for k in ("gva-adam", "gva-nadam")}
+    checks.append(Check(f"Adam and NAdam still far below SNNGM and PGA after {TOENAIL_ITERS} iterations", "yes",
+                        ", ".join(f"{METHODS[k]['label']} {v:.1f}" for k, v in stuck.items()) + f" vs {top:.1f}",
+                        passed=all(v < top - 50 for v in stuck.values()), kind="paper",
+                        source="Sec. 8.5: \"Adam and NAdam [are] stuck at a poor local mode much longer (Toenail, "
+                               "Hers)\" (Fig. 10); Table 11 shows them at -645.2 and -644.8 at termination, after an "
+                               "iteration count the paper does not give"))
+    for k in ("gva-adam", "gva-nadam", "gva-vogn"):
+        L, se, f = res[k]
+        checks.append(Check(f"L ({METHODS[k]['label']}) at {TOENAIL_ITERS} iterations, reported only",
+                            TAN_TABLE11_TOENAIL[k], round(L, 1), passed=True, kind="paper",
+                            note=f"s.e. {se:.2f}; {f.extra['seconds'][-1]:.1f} s; status {f.status}"
+                                 + ("; VOGN at our step size is held at the same poor mode (the paper: it escapes "
+                                    "sooner)" if k == "gva-vogn" else "")))
+    checks.append(Check("constant: (g/2) log(2 pi sigma0^2), g = 5 global parameters, sigma0^2 = 100", round(prior, 2),
+                        round(m.paper_constant, 2), tol=0.01, kind="derived",
+                        source="computed by us: the log normaliser of the N(0, 100 I) prior of the 4 + 1 global "
+                               "parameters; the constant identified on the Epilepsy column (tan2025-table11-epilepsy), "
+                               "not stated by the paper; a Bernoulli likelihood has no log y! to leave out"))
+    return checks
+
+
 @reproduction(
     "chen2025-glmm-ordering",
     paper="Chen, Nott & Tan",
