@@ -472,3 +472,12 @@ def test_reference_assets_small_and_consistent_with_the_script():
         assert np.all(np.abs(ref.draws.mean(0) - ref.mean) < 0.3 * ref.sd)
     with pytest.raises(ValueError):
         load_reference("hers")
+
+
+def test_a_collapsing_elbo_is_reported_as_diverged_not_converged():
+    assert not sto.elbo_falling([-700.0, -699.0, -698.5, -698.4, -698.45])  # levelled off, a little noise
+    assert sto.elbo_falling([-6e5, -4e5, -4.5e5, -2e6, -2.6e6]) and sto.elbo_falling([-700.0] * 4 + [np.nan])
+    # batch-and-match on Toenail with Chen et al.'s B = 1000 from Sigma = I leaves the posterior; the slope rule
+    # alone (slope < 0.01) would have called it converged
+    f = fit(get_model("toenail"), "bam", key=core.as_key(0), n_iter=400, batch=1000, tol=0.01)
+    assert f.status.startswith("diverged: the ELBO estimate fell"), f.status

@@ -72,6 +72,7 @@ __all__ = [
     "SGDState",
     "BaMState",
     "chen_slope_rule",
+    "elbo_falling",
     "run_sgd",
     "run_bam",
     "make_optimizer",
@@ -744,6 +745,18 @@ def chen_slope_rule(elbos, tol) -> bool:
     return bool(slope < tol)
 
 
+def elbo_falling(elbos, rel: float = 0.01) -> bool:
+    """True when the last five window averages of the ELBO fall by more than ``rel`` of their size per
+    window: a run that is leaving the posterior, which :func:`chen_slope_rule` (a signed slope below tol)
+    would otherwise call converged."""
+    if len(elbos) < 5:
+        return False
+    last = np.asarray(elbos[-5:], float)
+    if not np.all(np.isfinite(last)):
+        return True
+    return bool(np.polyfit(np.arange(5.0), last, 1)[0] < -rel * abs(last.mean()))
+
+
 def _check_key(key, who):
     if key is None or not is_key(key):
         raise ValueError(f"{who} needs a jax PRNG key, e.g. key=jax.random.PRNGKey(0) "
@@ -775,6 +788,8 @@ def _drive(alg, key, state, n_iter, window, history, tol, max_time, should_stop,
     status = tr.status
     if status == "max_steps" and chen_slope_rule(el, tol):  # the rule holds after the last window too
         status = "converged"
+    if status == "converged" and elbo_falling(el):  # the slope rule also holds for a collapsing ELBO
+        status = f"diverged: the ELBO estimate fell from {np.max(el):.4g} to {el[-1]:.4g}"
     extra = dict(tr.extra)
     el_its = np.minimum(np.arange(1, len(el) + 1) * window, tr.n_steps)
     if not history and alg.objective_name.startswith("negative ELBO"):
