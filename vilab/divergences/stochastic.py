@@ -746,15 +746,15 @@ def chen_slope_rule(elbos, tol) -> bool:
 
 
 def elbo_falling(elbos, rel: float = 0.01) -> bool:
-    """True when the last five window averages of the ELBO fall by more than ``rel`` of their size per
-    window: a run that is leaving the posterior, which :func:`chen_slope_rule` (a signed slope below tol)
-    would otherwise call converged."""
+    """True when the last five window averages of the ELBO fall by more than ``rel`` of their size, and by
+    more than 1 nat, per window: a run that is leaving the posterior, which :func:`chen_slope_rule` (a signed
+    slope below tol) would otherwise call converged."""
     if len(elbos) < 5:
         return False
     last = np.asarray(elbos[-5:], float)
     if not np.all(np.isfinite(last)):
         return True
-    return bool(np.polyfit(np.arange(5.0), last, 1)[0] < -rel * abs(last.mean()))
+    return bool(np.polyfit(np.arange(5.0), last, 1)[0] < -max(rel * abs(last.mean()), 1.0))
 
 
 def _check_key(key, who):
