@@ -195,8 +195,9 @@ elif mode == MODES[3]:
     with area, ui.guard("the crab runs"):
         with st.spinner("Running both updates on the crab data (about 10 s the first time)..."):
             runs, L_star = _crab_runs(crab_key)
-        ui.show(pdplots.step_size_figure(runs, L_star, height=400 if ui.lecture() else 430,
-                                         title=f"Horseshoe crabs, {crab}: step size and progress per iteration"),
+        st.markdown(f"**Horseshoe crabs, {crab.split(' (')[0]}: the step size each update could take, and its "
+                    "progress**")
+        ui.show(pdplots.step_size_figure(runs, L_star, height=380 if ui.lecture() else 420),
                 key="crabsteps", main=True)
         t1, c1 = runs["T by Theorem 1(ii)"], runs["T with Corollary 1"]
         small = sorted({f"{r:g}" for r in t1["rho"] if r < 1}, key=float)

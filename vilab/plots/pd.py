@@ -245,8 +245,8 @@ def step_size_figure(runs: Mapping[str, dict], optimum: float, title: str | None
     accepted (log axis, 1 at the top). Right: the distance to the optimum, L* - L_t (log axis), which shows
     which update converges faster. ``runs``: label -> {"rho": (k,), "elbo": (k + 1,)}
     (:func:`vilab.definiteness.backtracking_step_sizes`); ``optimum``: L*, computed independently."""
-    fig = go.Figure(layout=dict(xaxis=dict(domain=[0.0, 0.44], anchor="y"), yaxis=dict(anchor="x"),
-                                xaxis2=dict(domain=[0.56, 1.0], anchor="y2"), yaxis2=dict(anchor="x2")))
+    fig = go.Figure(layout=dict(xaxis=dict(domain=[0.0, 0.41], anchor="y"), yaxis=dict(anchor="x"),
+                                xaxis2=dict(domain=[0.59, 1.0], anchor="y2"), yaxis2=dict(anchor="x2")))
     rmin, gaps = 1.0, []
     for i, (name, r) in enumerate(runs.items()):
         code = rule_code(name)
@@ -264,7 +264,7 @@ def step_size_figure(runs: Mapping[str, dict], optimum: float, title: str | None
     lo = int(np.floor(np.log10(rmin)))
     fig.layout.yaxis.update(type="log", title_text="step size ρ accepted", range=[lo - 0.3, 0.3], dtick=1,
                             exponentformat="power")
-    fig.layout.yaxis2.update(type="log", title_text="L* − L (distance to the optimum)", exponentformat="power")
+    fig.layout.yaxis2.update(type="log", title_text="L* − L (gap to the optimum)", exponentformat="power", dtick=3)
     fig.layout.xaxis.update(title_text="iteration")
     fig.layout.xaxis2.update(title_text="iteration")
     return style(fig, title, height=height)
