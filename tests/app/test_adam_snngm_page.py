@@ -11,8 +11,10 @@ from vilab import plots
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "30_Adam_vs_SNNGM.py")
 VIEWS = ["1-D crab toy (Fig. 3)", "2-D logistic regression", "Step by step", "Real data",
-         "Does SNNGM converge? (Theorem 3)", "Logistic regression (Table 8)", "Notes on the optimizers"]
-NOTES, THM3, TAB8 = VIEWS[6], VIEWS[4], VIEWS[5]
+         "Does SNNGM converge? (Theorem 3)", "Simulations (Tables 7 and 8)", "Notes on the optimizers"]
+NOTES, THM3, TABS = VIEWS[6], VIEWS[4], VIEWS[5]
+TAB7 = dict(view=TABS, tbl="Table 7: loglinear model")
+TAB8 = dict(view=TABS, tbl="Table 8: logistic regression")
 
 
 def _app(**params):
@@ -208,7 +210,7 @@ def test_theorem3_view_bound_above_observed_and_widgets():
     # lecture mode: the same view in large type (a plain table instead of the interactive one)
     at = _app(view=THM3, lecture="1")
     assert len(at.get("plotly_chart")) == 1 and len(at.table) == 1
-    at = _app(view=TAB8, lecture="1")
+    at = _app(**TAB8, lecture="1")
     assert len(at.get("plotly_chart")) == 1 and len(at.table) == 1
     # hostile URL values fall back to the defaults
     at = _app(view=THM3, th="<img src=x>", tc="inf", tb="nan")
@@ -220,11 +222,11 @@ def test_theorem3_view_bound_above_observed_and_widgets():
 
 def test_table8_view_shows_the_paper_at_once_and_runs_on_click(monkeypatch):
     """Table 8: the paper's orderings without waiting; our runs only on click (here a stand-in for the runs)."""
-    at = _app(view=TAB8)
+    at = _app(**TAB8)
     assert len(at.get("plotly_chart")) == 1 and "Run the simulation" in _text(at)
     df = at.dataframe[0].value
     assert list(df["optimizer"])[:3] == ["Adam 1", "ProxGenAdam 1", "SNNGM 1"] and "-71165" in df.to_string()
-    at = _app(view=TAB8, t8c=["<b>x</b>"])
+    at = _app(**TAB8, t8c=["<b>x</b>"])
     assert at.multiselect(key="t8c").value == ["diagonal", "full"]
     at.multiselect(key="t8c").set_value([]).run()
     assert not at.exception and any("at least one" in str(i.value) for i in at.info)
@@ -251,7 +253,7 @@ def test_table8_view_shows_the_paper_at_once_and_runs_on_click(monkeypatch):
 
     monkeypatch.setattr(rep8, "table8_sim", fake)
     try:
-        at = _app(view=TAB8, t8c=["full"])
+        at = _app(**TAB8, t8c=["full"])
         at.button(key="t8_run").click().run()
         assert not at.exception, at.exception
         assert calls == [False]
@@ -272,7 +274,7 @@ def test_table8_german_view_shows_the_papers_german_columns_and_draws_a_run(monk
 
     from vilab.repro import tan2025_table8 as rep8
 
-    at = _app(view=TAB8, t8d="German credit")
+    at = _app(**TAB8, t8d="German credit")
     assert not at.exception
     df = at.dataframe[0].value
     assert "-625.6" in df.to_string() and "VOGN" not in " ".join(df["optimizer"])
@@ -287,7 +289,7 @@ def test_table8_german_view_shows_the_papers_german_columns_and_draws_a_run(monk
 
     monkeypatch.setattr(rep8, "table8_german", fake)
     try:
-        at = _app(view=TAB8, t8d="German credit", t8c=["diagonal"])
+        at = _app(**TAB8, t8d="German credit", t8c=["diagonal"])
         at.button(key="t8_run").click().run()
         assert not at.exception, at.exception
         assert calls == [True]
@@ -296,5 +298,48 @@ def test_table8_german_view_shows_the_papers_german_columns_and_draws_a_run(monk
         assert any("first-order estimates enough" in str(i.value) for i in at.info)
     finally:
         st.cache_resource.clear()
-    at = _app(view=TAB8, t8d="<script>")
+    at = _app(**TAB8, t8d="<script>")
     assert not at.exception and at.query_params["t8d"] == "simulation"
+
+
+def test_table7_view_paper_at_once_runs_on_click_and_hostile_urls(monkeypatch):
+    """Table 7 (loglinear model): the paper's rows at once, for d = 50 and d = 100; our columns on click."""
+    at = _app(**TAB7)
+    assert at.radio(key="t7d").value == 50 and len(at.get("plotly_chart")) == 1
+    df = at.dataframe[0].value
+    assert list(df["optimizer"]) == ["Adam", "SNNGM", "NAGM", "VOGN"] and "-109064" in df.to_string()
+    at = _app(**TAB7, t7d="100")
+    assert at.radio(key="t7d").value == 100 and "-115687" in at.dataframe[0].value.to_string()
+    at = _app(**TAB7, t7d="7", t7c=["<b>x</b>"])
+    assert at.radio(key="t7d").value == 50 and at.multiselect(key="t7c").value == ["diagonal", "full"]
+
+    import numpy as np
+
+    from vilab.repro import tan2025_table8 as rep8
+
+    calls = []
+
+    def fake(d, diagonal, progress=None):  # the paper's numbers in the summaries' shape
+        calls.append((d, diagonal))
+        if progress is not None:
+            progress(0.5, "SNNGM")
+        return ({k: dict(final=v, se=0.1, time=2.0, compile=1.0, iterations=2000, status="max_steps", epochs=100.0,
+                         elbo_epoch=np.zeros(100)) for k, v in rep8.table7_paper(d).items() if k[2] == diagonal},
+                -109000.0)
+
+    monkeypatch.setattr(rep8, "table7_column", fake)
+    at = _app(**TAB7, t7c=["diagonal"])
+    at.button(key="t7_run").click().run()
+    assert not at.exception, at.exception
+    assert calls == [(50, True)]
+    assert "here, diagonal" in at.dataframe[0].value.columns and "L* = -109000.0" in _text(at)
+
+
+def test_table7_columns_match_the_registry_settings():
+    from vilab.repro import tan2025_table8 as rep8
+
+    with pytest.raises(ValueError, match="50 and 100"):
+        rep8.table7_column(70, True)
+    assert rep8.TABLE7_SETTINGS[100] == rep8.TABLE7_D100_SETTING
+    assert set(rep8.table7_paper(100)) == {(k, None, diag) for k in ("adam", "snngm", "nagm", "vogn")
+                                            for diag in (True, False)}

@@ -16,7 +16,7 @@ from vilab.plots.fields import arrow_segments
 
 __all__ = ["code", "label", "fig3_view", "thin_index", "field_panel", "field_paths", "posterior_contours", "mean_paths_2d", "elbo_curves", "alpha_sweep", "tau_weights_figure",
            "ORDER_SUFFIX", "comparison_specs", "comparison_summary", "run_label", "table8", "theorem3_figure",
-           "TABLE8_ROWS", "table8_sim_figure", "table8_sim_table"]
+           "TABLE8_ROWS", "TABLE7_ROWS", "table8_sim_figure", "table8_sim_table"]
 
 _KEYMAP = {"adam": "adam", "adam-natural": "nadam", "snngm": "snngm", "nagm": "nagm", "pga": "pga", "vogn": "vogn"}
 _START_SYMBOLS = ["square", "diamond", "triangle-up", "pentagon", "star"]
@@ -448,6 +448,8 @@ def theorem3_figure(sweep: dict, title=None, height=420):
 #: the rows of Tan's Table 8 shown for the simulation (NAdam left out): (optimizer, estimator)
 TABLE8_ROWS = (("adam", "first"), ("pga", "first"), ("snngm", "first"), ("nagm", "first"), ("adam", "second"),
                ("pga", "second"), ("snngm", "second"), ("nagm", "second"), ("vogn", None))
+#: the rows of Tan's Table 7 (loglinear model, exact gradients)
+TABLE7_ROWS = (("adam", None), ("snngm", None), ("nagm", None), ("vogn", None))
 
 
 def _sim_values(results: dict, ours: bool) -> dict:
@@ -462,18 +464,20 @@ def _sim_values(results: dict, ours: bool) -> dict:
     return out
 
 
-def table8_sim_figure(paper: dict, ours: dict | None = None, titles=("Tan (2025), n = 10⁵", "here"), height=460):
+def table8_sim_figure(paper: dict, ours: dict | None = None, titles=("Tan (2025), n = 10⁵", "here"), height=460,
+                      table_rows=TABLE8_ROWS):
     """Tan (2025) Table 8's simulation columns as orderings: for each row (optimizer and gradient order), how
     far its final ELBO lies below the best run of its column (log axis, +1 nat so the best sits at 1).
 
     paper : {(optimizer, estimator, diagonal): ELBO} (Tan's values); ours : {(optimizer, estimator,
     diagonal): :func:`comparison_summary`} or None (then only the paper's panel). Filled markers: diagonal
     covariance, open: full; each optimizer in its look; a run that diverged is a cross at the right edge.
+    ``table_rows``: the (optimizer, estimator) rows shown (Table 7's: :data:`TABLE7_ROWS`).
     """
     panels = [("paper", _sim_values(paper, False))] + ([("ours", _sim_values(ours, True))] if ours else [])
     fig = make_subplots(rows=1, cols=len(panels), shared_yaxes=True, horizontal_spacing=0.05,
                         subplot_titles=list(titles[: len(panels)]))
-    rows = [run_label(o, e) for o, e in TABLE8_ROWS]
+    rows = [run_label(o, e) for o, e in table_rows]
     top = 1.0
     for vals in (v for _, v in panels):
         for diag in (True, False):
@@ -489,7 +493,7 @@ def table8_sim_figure(paper: dict, ours: dict | None = None, titles=("Tan (2025)
                 continue
             best = max(fin)
             for name in ("adam", "pga", "snngm", "nagm", "vogn"):
-                keys = [k for k in TABLE8_ROWS if k[0] == name and k in col]
+                keys = [k for k in table_rows if k[0] == name and k in col]
                 if not keys:
                     continue
                 x = [best - col[k] + 1.0 if np.isfinite(col[k]) else top for k in keys]
@@ -511,17 +515,17 @@ def table8_sim_figure(paper: dict, ours: dict | None = None, titles=("Tan (2025)
     fig.update_yaxes(categoryorder="array", categoryarray=rows[::-1], row=1, col=1)
     fig = style(fig, None, height=height)
     # the legend (marker fill = covariance) under the plots: above them sit the panels' titles
-    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.2, x=0), margin=dict(b=40))
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.3, x=0), margin=dict(b=70))
     return fig
 
 
-def table8_sim_table(paper: dict, ours: dict | None = None):
-    """A DataFrame of Table 8's simulation rows: the paper's final ELBO per covariance and, where run, ours
-    ("final ELBO (time in s)", "diverged")."""
+def table8_sim_table(paper: dict, ours: dict | None = None, table_rows=TABLE8_ROWS):
+    """A DataFrame of Table 8's simulation rows (or ``table_rows``): the paper's final ELBO per covariance and,
+    where run, ours ("final ELBO (time in s)", "diverged")."""
     import pandas as pd
 
     out = []
-    for o, e in TABLE8_ROWS:
+    for o, e in table_rows:
         row = {"optimizer": run_label(o, e)}
         for diag in (True, False):
             cov = "diagonal" if diag else "full"

@@ -225,6 +225,19 @@ TABLE7_D100_ALPHA = {
 }
 
 
+def _table7_runs(m, diagonal: bool, alphas: dict, batch: int, epochs: int, seed: int, methods, progress=None):
+    """One covariance column of Table 7 on the loglinear model ``m``: {method: Trace}, exact minibatch gradients,
+    the same minibatch order for every method (:func:`vilab.repro.tan2025_optim._epoch_order`)."""
+    runs = {}
+    for i, name in enumerate(methods):
+        if progress is not None:
+            progress(i / len(methods), optim.OPTIMIZERS[name]["label"])
+        runs[name] = optim.run(m, name, key=as_key(seed), alpha=alphas[(diagonal, name)], diagonal=diagonal,
+                               estimator="exact", n_epochs=epochs, batch_size=batch,
+                               batches=rep7._epoch_order(seed, m.n, batch, epochs))
+    return runs
+
+
 def loglinear_d100(n: int = TABLE7_D100_SETTING["n"], d: int = TABLE7_D100_SETTING["d"],
                    batch: int = TABLE7_D100_SETTING["batch"], epochs: int = TABLE7_D100_SETTING["epochs"],
                    seed: int = TABLE7_D100_SETTING["seed"], methods=("adam", "snngm", "nagm", "vogn")) -> dict:
@@ -232,14 +245,36 @@ def loglinear_d100(n: int = TABLE7_D100_SETTING["n"], d: int = TABLE7_D100_SETTI
     (exact minibatch gradients, the same minibatch order for every method) with the step sizes of
     :data:`TABLE7_D100_ALPHA`. Returns {diagonal: {"optimum": L*, "runs": {method: Trace}}}."""
     m = R.simulated_loglinear(n=n, d=d, seed=seed)
-    out = {}
-    for diagonal in (True, False):
-        _, _, Lstar = R.loglinear_optimum(m, diagonal)
-        runs = {name: optim.run(m, name, key=as_key(seed), alpha=TABLE7_D100_ALPHA[(diagonal, name)],
-                                diagonal=diagonal, estimator="exact", n_epochs=epochs, batch_size=batch,
-                                batches=rep7._epoch_order(seed, m.n, batch, epochs)) for name in methods}
-        out[diagonal] = {"optimum": Lstar, "runs": runs}
-    return out
+    return {diagonal: {"optimum": R.loglinear_optimum(m, diagonal)[2],
+                       "runs": _table7_runs(m, diagonal, TABLE7_D100_ALPHA, batch, epochs, seed, methods)}
+            for diagonal in (True, False)}
+
+
+#: Table 7's two dimensions as the page runs them: the paper's setting at d = 50, the reduced one at d = 100
+TABLE7_SETTINGS = {50: dict(n=100_000, batch=5000, epochs=100, seed=0),
+                   100: dict(TABLE7_D100_SETTING)}
+
+
+def table7_column(d: int, diagonal: bool, progress=None) -> tuple[dict, float]:
+    """Tan (2025) Table 7, one column (d = 50 at the paper's n = 1e5, or d = 100 at the reduced n = 2e4), as the
+    Adam vs SNNGM page shows it: ({(method, None, diagonal): :func:`vilab.plots.optim.comparison_summary`}, L*),
+    with L* the exact-ELBO optimum of the draw. The step sizes are those of the registry entries
+    ``tan2025-loglinear-d50`` and ``tan2025-loglinear-d100``."""
+    if d not in TABLE7_SETTINGS:
+        raise ValueError(f"Table 7 has the dimensions 50 and 100; got {d!r}.")
+    s = TABLE7_SETTINGS[d]
+    m = R.simulated_loglinear(n=s["n"], d=d, seed=s["seed"])
+    alphas = rep7.LOGLINEAR_ALPHA if d == 50 else TABLE7_D100_ALPHA
+    runs = _table7_runs(m, diagonal, alphas, s["batch"], s["epochs"], s["seed"], ("adam", "snngm", "nagm", "vogn"),
+                        progress)
+    return ({(k, None, diagonal): oplots.comparison_summary(t) for k, t in runs.items()},
+            R.loglinear_optimum(m, diagonal)[2])
+
+
+def table7_paper(d: int) -> dict:
+    """Tan (2025) Table 7's printed final ELBOs at dimension ``d``: {(method, None, diagonal): value}."""
+    table = rep7.TABLE7_D50 if d == 50 else TABLE7_D100
+    return {(k, None, diag): v for diag, row in table.items() for k, v in row.items()}
 
 
 def loglinear_d100_checks(res, rel: float = 0.005) -> list[Check]:
