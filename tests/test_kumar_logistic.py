@@ -176,6 +176,17 @@ def test_logistic_curvatures_against_monte_carlo_and_differences():
     (lambda: kl.convexity_grid("square"), "loss must be one of"),
     (lambda: kl.convexity_grid("abs", ss=[-1.0, 1.0]), "positive"),
     (lambda: kl.abs_loss_curvatures(0.0, 1.0, weight=0.0), "weight"),
+    (lambda: kl.load("diabetes"), "Unknown data set"),
+    (lambda: kl.libsvm_data("pima"), "Unknown LIBSVM data set"),
+    (lambda: kl.libsvm_data(None), "Unknown LIBSVM data set"),
+    (lambda: kl.table3_splits("breast-cancer"), "Unknown LIBSVM data set"),
+    (lambda: kl.table3_comparison("pima"), "LIBSVM data sets only"),
+    (lambda: kl.table3_splits("diabetes-scale", [-1]), "seed"),
+    (lambda: kl.table3_splits("diabetes-scale", []), "at least one seed"),
+    (lambda: kl.table3_splits("diabetes-scale", [0], n_points=1), "Gauss-Hermite"),
+    (lambda: kl.svm_scale(np.ones(3)), "X"),
+    (lambda: kl.table3_splits("diabetes-scale", [0], splitter="numpy"), "splitter"),
+    (lambda: kl.band([np.nan]), "No finite values"),
     (lambda: kl.test_nll(np.ones((3, 2)), np.ones(3), np.ones(5)), "must be"),
 ])
 def test_readable_errors(call, match):
@@ -204,3 +215,126 @@ def test_slow_registry_entries_pass(name):
 
     assert repro.get(name).slow
     passes(name)
+
+
+# ----------------------------------------------------------------- the LIBSVM files of Table 2 (exact data)
+
+
+@pytest.mark.parametrize("name,n,d,n_pos", [("diabetes-scale", 768, 8, 268), ("breast-cancer-libsvm", 683, 10, 239)])
+def test_libsvm_data_as_libsvm_builds_it(name, n, d, n_pos):
+    """Table 2's N and d; every feature in [-1, 1] with min -1 and max 1 (svm-scale over the whole file); labels
+    +-1; no intercept (no constant column)."""
+    X, y, source = kl.libsvm_data(name)
+    assert X.shape == (n, d) and y.shape == (n,)
+    np.testing.assert_array_equal(X.min(0), -1.0)
+    np.testing.assert_array_equal(X.max(0), 1.0)
+    assert set(np.unique(y)) == {-1.0, 1.0} and int((y > 0).sum()) == n_pos
+    assert "no intercept" in source
+    paper = kl.DATASETS[name][0]
+    assert (kl.TABLE2[paper]["N"], kl.TABLE2[paper]["d"]) == (n, d)
+    data = kl.load(name)
+    assert data.d == d and len(data.y_train) == kl.TABLE2[paper]["N_train"]
+    assert len(data.y_test) == n - len(data.y_train)
+
+
+def test_libsvm_scaling_by_hand():
+    """svm-scale's rule on the raw columns: x -> -1 + 2 (x - min) / (max - min), printed with %g (6 digits)."""
+    raw, _, _ = kl.libsvm_data("breast-cancer-libsvm", scaled=False)
+    X, _, _ = kl.libsvm_data("breast-cancer-libsvm")
+    assert raw[0, 0] == 1000025 and raw[:, 0].min() == 63375 and raw[:, 0].max() == 13454352  # the sample Id
+    assert X[0, 0] == pytest.approx(-1 + 2 * (1000025 - 63375) / (13454352 - 63375), abs=5e-7)
+    assert X[0, 0] == -0.860107  # rounded like the file
+    # the first line of LIBSVM's breast-cancer_scale as quoted in public code ("2 1:-0.860107 2:-0.111111 3:-1 4:-1
+    # 5:-1 6:-0.777778 7:-1 8:-0.555556 9:-1 10:-1"; label 2 = benign, -1 here): every printed digit agrees
+    np.testing.assert_array_equal(X[0], [-0.860107, -0.111111, -1, -1, -1, -0.777778, -1, -0.555556, -1, -1])
+    assert kl.libsvm_data("breast-cancer-libsvm")[1][0] == -1.0
+    np.testing.assert_array_equal(X[:, 1:], np.vectorize(lambda v: float(f"{v:g}"))(-1 + 2 * (raw[:, 1:] - 1) / 9))
+    pima, _, _ = kl.libsvm_data("diabetes-scale", scaled=False)
+    assert pima[0, 0] == 6 and kl.libsvm_data("diabetes-scale")[0][0, 0] == -0.294118  # 6 pregnancies of 0..17
+    got = kl.svm_scale(np.array([[0.0, 5.0, 2.0], [1.0, 5.0, 4.0], [3.0, 5.0, 3.0]]))
+    np.testing.assert_array_equal(got, [[-1.0, 0.0, -1.0], [-0.333333, 0.0, 1.0], [1.0, 0.0, 0.0]])
+
+
+def _neg_elbo_scipy(X, y, beta, n_nodes=60):
+    """An independent minimisation of Sec. 1's negative ELBO over (m, L), V = L L^T (log-diagonal), with
+    Gauss-Hermite nodes from numpy and scipy's L-BFGS-B."""
+    from scipy.optimize import minimize
+
+    n, d = X.shape
+    Z = jnp.asarray(X * y[:, None])
+    xg, wg = np.polynomial.hermite_e.hermegauss(n_nodes)
+    xg, wg = jnp.asarray(xg), jnp.asarray(wg / np.sqrt(2 * np.pi))
+    il = np.tril_indices(d, -1)
+
+    def unpack(p):
+        m, ld, off = p[:d], p[d:2 * d], p[2 * d:]
+        L = jnp.zeros((d, d)).at[il].set(off) + jnp.diag(jnp.exp(ld))
+        return m, L, ld
+
+    def f(p):
+        m, L, ld = unpack(p)
+        mean, sd = Z @ m, jnp.linalg.norm(Z @ L, axis=1)
+        e = jnp.logaddexp(0.0, -(mean[:, None] + sd[:, None] * xg)) @ wg
+        return (jnp.sum(e) + 0.5 * beta * (m @ m + jnp.sum(L**2)) - jnp.sum(ld)
+                - 0.5 * d * (1 + np.log(2 * np.pi)))
+
+    fg = jax.jit(jax.value_and_grad(f))
+    p0 = np.concatenate([np.zeros(d), np.full(d, -2.0), np.zeros(len(il[0]))])
+    res = minimize(lambda p: [np.asarray(v, float) for v in fg(jnp.asarray(p))], p0, jac=True, method="L-BFGS-B",
+                   options={"maxiter": 5000, "gtol": 1e-9, "ftol": 1e-15})
+    m, L, _ = unpack(jnp.asarray(res.x))
+    return float(res.fun), np.asarray(m), np.asarray(L @ L.T)
+
+
+def test_table3_optimum_is_the_fixed_point_and_the_scipy_minimum():
+    """The VN rho = 1 optimum of one split: Eq. 22 through the catalogue's oracle (another code path), the
+    negative ELBO the catalogue computes, and an independent scipy minimisation of the negative ELBO."""
+    name = "diabetes-scale"
+    sp = kl.table3_splits(name, [3], n_points=60)
+    data = kl.load(name, seed=3)
+    m, V = sp["mean"][0], sp["cov"][0]
+    res = kl.fixed_point_residuals(kl.target(data, False, 60), m, V, 60)
+    assert res["grad"] < 1e-8 and res["prec"] < 1e-8, res
+    tgt = kl.target(data, False, 60)
+    ours = float(sp["neg_elbo"]["paper"][0])
+    assert ours == pytest.approx(-float(oracle.elbo_exact(tgt, jnp.asarray(m), jnp.asarray(V),
+                                                          jnp.linalg.slogdet(V)[1], 60)), abs=1e-8)
+    val, m_s, V_s = _neg_elbo_scipy(data.X_train, data.y_train, data.beta)
+    assert ours == pytest.approx(val, abs=1e-6)
+    np.testing.assert_allclose(m, m_s, atol=2e-4)
+    np.testing.assert_allclose(V, V_s, atol=2e-4)
+    # Table 3's metrics at the optimum, by the module's own functions
+    assert sp["test_nll"][0] == pytest.approx(kl.test_nll(data.X_test, data.y_test, m), rel=1e-12)
+    assert sp["accuracy"][0] == pytest.approx(kl.test_accuracy(data.X_test, data.y_test, m))
+    # the three definitions of the 'ELBO' differ by their constants only
+    d, beta = 8, data.beta
+    assert sp["neg_elbo"]["none"][0] - ours == pytest.approx(0.5 * d * (1 + np.log(2 * np.pi)), abs=1e-10)
+    assert sp["neg_elbo"]["true"][0] - ours == pytest.approx(0.5 * d * (np.log(2 * np.pi) - np.log(beta)), abs=1e-10)
+
+
+def test_table3_comparison_rows_and_bands():
+    c = kl.table3_comparison("breast-cancer-libsvm", range(4))
+    keys = [r["key"] for r in c["rows"]]
+    assert keys == ["paper", "true", "none", "test_nll", "test_nll_predictive", "accuracy"]
+    digits = kl.TABLE3_DIGITS["breast-cancer"]
+    for r in c["rows"]:
+        assert r["min"] <= r["median"] <= r["max"]
+        half = 0.5 * digits["accuracy" if r["key"] == "accuracy" else "neg_elbo"]
+        assert r["inside"] == (r["min"] - half <= r["paper"] <= r["max"] + half)
+    assert c["splits"]["n_train"] == 546 and c["splits"]["n_test"] == 137 and c["splits"]["d"] == 10
+    assert np.all(c["splits"]["res_grad"] < 1e-8)
+    assert kl.in_band(52.865, {"min": 40.0, "max": 52.86}, 0.01) and not kl.in_band(52.87, {"min": 40.0, "max": 52.86})
+
+
+def test_sklearn_splitter_and_the_sequential_split():
+    """splitter="sklearn" is train_test_split(test_size=0.2, random_state=seed) (the sizes of Table 2);
+    sequential=True appends the split 'first N_train rows'."""
+    from sklearn.model_selection import train_test_split
+
+    r = kl.table3_splits("breast-cancer-libsvm", [42], splitter="sklearn", sequential=True)
+    assert list(r["seeds"]) == [42, -1] and r["n_train"] == 546
+    X, y, _ = kl.libsvm_data("breast-cancer-libsvm")
+    tr, te = train_test_split(np.arange(683), test_size=0.2, random_state=42)
+    assert len(tr) == 546
+    assert r["accuracy"][0] == pytest.approx(kl.test_accuracy(X[te], y[te], r["mean"][0]))
+    assert r["test_nll"][1] == pytest.approx(kl.test_nll(X[546:], y[546:], r["mean"][1]), rel=1e-12)

@@ -44,3 +44,24 @@ def test_thm2_entry_reports_the_constants_and_a_failing_bound_would_show():
     bound = [c for c in res.checks if c.quantity.startswith("1 - 2 eta delta")][0]
     assert ratio.computed < bound.computed < 1.0
     assert {c.kind for c in res.checks} == {"paper", "derived"}
+
+
+@pytest.mark.slow
+def test_table3_diabetes_entry_passes():
+    """Table 3's Diabetes-scale row on the rebuilt LIBSVM file: every printed value inside its range over 50
+    splits, and VN, SR-VN, BW-GD tie at Table 2's steps (10-35 s on 2 cores: marked slow)."""
+    assert repro.get("kumar2025-table3-diabetes").slow
+    res = passes("kumar2025-table3-diabetes")
+    assert {c.kind for c in res.checks} == {"paper", "derived"}
+
+
+@pytest.mark.slow
+def test_table3_breast_cancer_entry_passes_and_reports_the_dropped_constant():
+    """Table 3's breast-cancer row: every printed value inside its range over 50 splits once the ELBO leaves out
+    -d/2 (1 + log 2 pi), as on Diabetes-scale; with that constant the printed 52.86 lies OUTSIDE the range, which
+    the entry reports (the identification of the constant, not a tuned pass)."""
+    assert repro.get("kumar2025-table3-breast-cancer").slow
+    res = passes("kumar2025-table3-breast-cancer")
+    with_constant = [c for c in res.checks if c.quantity.startswith("train negative ELBO as Sec. 1 defines it")]
+    assert len(with_constant) == 1 and with_constant[0].note.startswith("OUTSIDE")
+    assert with_constant[0].quantity.endswith("reported only") and with_constant[0].paper == 52.86

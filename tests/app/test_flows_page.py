@@ -180,3 +180,38 @@ def test_logistic_tab_extreme_steps_and_the_nonconvex_term(params):
     assert any("diverged" in w.value.lower() or "left" in w.value.lower() for w in at.warning)  # SR-VN at rho = 0.5
     text = " ".join(str(m.value) for m in list(at.markdown) + list(at.caption) + list(at.info))
     assert "vilab." not in text and "srvn" not in text
+
+
+def _table3_frame(at):
+    return next((d.value for d in at.dataframe if "Table 3 prints" in d.value.columns), None)
+
+
+def test_logistic_tab_libsvm_data_from_the_url_and_table3_band():
+    """?ds=breast-cancer-libsvm: the paper's own file; Table 3's printed values beside their range over 50
+    splits, the negative ELBO with Sec. 1's constant marked outside (52.86 > every split's value)."""
+    at = _app(lt=LR_TAB, ds="breast-cancer-libsvm", lit=200)
+    assert not at.exception and not _errors(at)
+    assert at.radio(key="ds").value == "breast-cancer-libsvm"
+    df = _table3_frame(at)
+    assert df is not None and list(df["Table 3 prints"]) == ["52.86", "52.86", "13.62", "0.956"]
+    assert list(df["inside the range?"]) == ["NO", "yes", "yes", "yes"]
+    assert all(float(a) <= float(b) <= float(c) for a, b, c in zip(df["min"], df["median"], df["max"]))
+    notes = " ".join(i.value for i in at.info)
+    assert "These are the paper's data" in notes and "Outside the range" in notes and "does not say which" in notes
+    text = " ".join(str(m.value) for m in list(at.markdown) + list(at.caption) + list(at.info))
+    assert "vilab." not in text and "srvn" not in text and "libsvm" not in text
+
+
+@pytest.mark.parametrize("ds,exact", [("<img src=x>", True), ("pima", False)])
+def test_logistic_tab_data_choice_hostile_and_analogue(ds, exact):
+    """A hostile ?ds= falls back to the default (the paper's Diabetes-scale file, every Table 3 value inside its
+    range); an analogue shows no Table 3 band and says it is an analogue."""
+    at = _app(lt=LR_TAB, ds=ds, lit="abc")
+    assert not at.exception and not _errors(at)
+    df = _table3_frame(at)
+    if exact:
+        assert at.radio(key="ds").value == "diabetes-scale"
+        assert list(df["Table 3 prints"]) == ["301.18", "301.18", "79.72", "0.74"]
+        assert set(df["inside the range?"]) == {"yes"}
+    else:
+        assert df is None and any("an analogue" in i.value for i in at.info)

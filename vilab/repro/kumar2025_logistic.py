@@ -1,8 +1,11 @@
 """Reproductions of Kumar, Moellenhoff, Khan & Lucchi (2025) Sec. 6 (Fig. 2 / Table 3), App. H (Fig. 11),
-App. F.1 (Fig. 5) and Sec. 3.6 (convexity in the square root, not in the variance), on data that ship with
-packages: the paper's LIBSVM files are not available, so Pima diabetes stands in for Diabetes-scale and the
-Wisconsin diagnostic breast-cancer data for LIBSVM's breast-cancer (vilab.kumar_logistic). Their numbers
-differ from Table 3 because the data differ; the checks of kind "paper" are the paper's qualitative claims."""
+App. F.1 (Fig. 5) and Sec. 3.6 (convexity in the square root, not in the variance).
+
+Table 3's Diabetes-scale and breast-cancer rows (kumar2025-table3-*) run on the paper's own data: the LIBSVM
+files rebuilt from the tables in vilab/data (vilab.kumar_logistic.libsvm_data). The Fig. 2 / Fig. 11 entries
+run on the analogues used before those tables shipped (Pima diabetes, 532 complete rows, for Diabetes-scale;
+the Wisconsin diagnostic data for breast-cancer): their numbers differ from Table 3 because the data differ, and
+their checks of kind "paper" are the paper's qualitative claims."""
 
 from __future__ import annotations
 
@@ -202,3 +205,125 @@ def _fig5():
         Check("SR-VN / VN at d = 784 (tends to 3)", 2.99, round(float(f["srvn"][2] / f["vn"][2]), 2), tol=0.0,
               kind="derived", source="computed by us from the printed formulas"),
     ]
+
+
+# ------------------------------------------------ Table 3 on the paper's own data (LIBSVM, rebuilt exactly)
+
+T3_SOURCE = "Table 3 (Sec. 6)"
+T3_SEEDS = 50
+T3_TIE_STEPS = 4000
+
+
+def _t3_settings(name: str) -> str:
+    from ..kumar_logistic import DATASETS, TABLE2
+
+    paper = DATASETS[name][0]
+    t2 = TABLE2[paper]
+    return (f"{DATASETS[name][2]}; {T3_SEEDS} random splits (jax keys 0-{T3_SEEDS - 1}) of {t2['N_train']} "
+            f"training and {t2['N'] - t2['N_train']} test points (Table 2; the paper does not say how it split); "
+            f"beta = {t2['beta']:g}, "
+            "no intercept; the optimum of each split by VN with rho = 1 (60 steps, a Newton-like fixed-point "
+            "iteration), Gauss-Hermite expectations (40 nodes); the tie: VN, SR-VN and BW-GD at Table 2's steps "
+            f"({t2['steps']['vn']:g}, {t2['steps']['srvn']:g}, {t2['steps']['bwgd']:g}) from one random start "
+            f"(m0 ~ N(0, I), C0 = I, key 0), {T3_TIE_STEPS} steps, on split 0")
+
+
+def _table3_checks(name: str, medians: dict, sklearn42: tuple, elbo_note: str = ""):
+    from ..kumar_logistic import DATASETS, TABLE3, fig2_runs, load, table3_comparison, table3_splits
+
+    paper = DATASETS[name][0]
+    printed = TABLE3[paper]
+    comp = table3_comparison(name, range(T3_SEEDS))
+    rows = {r["key"]: r for r in comp["rows"]}
+    sp = comp["splits"]
+    data = load(name, seed=0)
+    runs = fig2_runs(data, T3_TIE_STEPS, n_starts=1, record_every=T3_TIE_STEPS // 4, n_points=40)
+    fe = {m: float(r["neg_elbo"][0, -1]) for m, r in runs.items()}
+    fn = {m: float(r["test_nll"][0, -1]) for m, r in runs.items()}
+    fa = {m: float(r["accuracy"][0, -1]) for m, r in runs.items()}
+    m_gap = {m: float(np.max(np.abs(r["final_mean"][0] - sp["mean"][0]))) for m, r in runs.items()}
+    e_gap = max(abs(v - float(sp["neg_elbo"]["paper"][0])) for v in fe.values())
+    sk = table3_splits(name, [42], splitter="sklearn")
+    sk_vals = (round(float(sk["neg_elbo"]["none"][0]), 2), round(float(sk["test_nll"][0]), 2),
+               round(float(sk["accuracy"][0]), 4))
+
+    def span(r, f=".2f"):
+        return f"[{r['min']:{f}}, {r['max']:{f}}] (median {r['median']:{f}})"
+
+    def band_check(key, what, pk, f=".2f", note="", reported_only=False):
+        r = rows[key]
+        return Check(f"{what}: Table 3's {printed[pk]} " + ("against" if reported_only else "inside")
+                     + f" the band over {T3_SEEDS} splits" + (", reported only" if reported_only else ""),
+                     printed[pk], span(r, f), passed=True if reported_only else bool(r["inside"]), kind="paper",
+                     source=T3_SOURCE,
+                     note=(("inside" if r["inside"] else "OUTSIDE") + "; " + note) if reported_only else note)
+
+    derived = dict(kind="derived", source=f"computed by us: the optimum of the negative ELBO on each of {T3_SEEDS} "
+                                          "random splits of the rebuilt LIBSVM file (vilab.kumar_logistic."
+                                          "table3_comparison)")
+    tie_src = ("Table 3 (Sec. 6): VN, BW-GD and SQ-VN print identical train ELBO, test NLL and accuracy on "
+               f"{paper}")
+    return [
+        band_check("none", "train negative ELBO without constants, E_q[l] - 1/2 log det V (our reading of what the "
+                   "table prints: see the note)", "neg_elbo",
+                   note="the paper does not say which constants its 'Train ELBO' keeps; our identification, as for "
+                        "Tan's Table 11: without -d/2 (1 + log 2 pi) the medians over splits of BOTH rebuilt data "
+                        "sets lie within 1.5 of the printed values, and both printed values lie inside the bands"),
+        band_check("paper", "train negative ELBO as Sec. 1 defines it, E_q[l] - 1/2 log det V - d/2 (1 + log 2 pi)",
+                   "neg_elbo", note=elbo_note, reported_only=True),
+        band_check("test_nll", "test NLL, a SUM of log(1 + exp(-y m^T x)) over the test points", "test_nll"),
+        band_check("accuracy", "test accuracy", "accuracy", f=".3f"),
+        Check("median over splits of Sec. 1's negative ELBO", medians["paper"], round(rows["paper"]["median"], 3),
+              tol=2e-3, **derived),
+        Check("median over splits of E_q[l] - 1/2 log det V", medians["none"], round(rows["none"]["median"], 3),
+              tol=2e-3, **derived),
+        Check("median over splits of the test NLL (sum)", medians["test_nll"], round(rows["test_nll"]["median"], 3),
+              tol=2e-3, **derived),
+        Check("largest |E_q[grad l]| at the {} optima (Eq. 22)".format(T3_SEEDS), 0.0,
+              float(np.max(sp["res_grad"])), tol=1e-8, **derived),
+        Check(f"VN, SR-VN, BW-GD after {T3_TIE_STEPS} steps at Table 2's steps: spread of the negative ELBO", 0.0,
+              float(np.ptp(list(fe.values()))), tol=0.005, kind="paper", source=tie_src,
+              note="within half a unit of Table 3's last digit"),
+        Check("the same: spread of the test NLL (sum)", 0.0, float(np.ptp(list(fn.values()))), tol=0.005,
+              kind="paper", source=tie_src),
+        Check("the same: spread of the test accuracy", 0.0, float(np.ptp(list(fa.values()))), tol=0.0, kind="paper",
+              source=tie_src),
+        Check("the three runs end at the VN rho = 1 optimum of split 0: largest |negative ELBO difference|", 0.0,
+              e_gap, tol=1e-5, **derived),
+        Check("on sklearn's train_test_split(test_size=0.2, random_state=42): negative ELBO without constants, "
+              "test NLL (sum), accuracy", sklearn42, sk_vals, tol=0.006, kind="derived",
+              source="computed by us: the optimum on that one split (vilab.kumar_logistic.table3_splits, "
+                     "splitter='sklearn')",
+              note=f"Table 3 prints ({printed['neg_elbo']}, {printed['test_nll']}, {printed['accuracy']}). We looked "
+                   "at random_state 0, 1 and 42 (42 being the usual default) after the band: on this split the "
+                   "accuracy equals the printed one on both data sets, the negative ELBO without constants is "
+                   "close, the test NLL is not; a hint about the paper's split, not a proof"),
+        Check("... and largest |mean difference| for VN and SR-VN", 0.0, max(m_gap["vn"], m_gap["srvn"]), tol=1e-5,
+              **derived),
+        Check("... and for BW-GD (still creeping along the flattest direction)", 0.0, m_gap["bwgd"], tol=2e-3,
+              **derived, note="BW-GD's rate is set by alpha lambda_min(H): after 4000 steps its negative ELBO is "
+                              "within 1e-7 of the optimum, its mean within about 5e-4"),
+    ]
+
+
+@reproduction("kumar2025-table3-diabetes", paper="Kumar et al. (2025)", slow=True,
+              what="Table 3, Diabetes-scale, on the LIBSVM file rebuilt from the 768-row Pima table: the printed train "
+                   "negative ELBO (301.18), test NLL (79.72, a sum) and accuracy (0.74) against their range over 50 "
+                   "random splits; VN, SR-VN and BW-GD tie at Table 2's steps",
+              settings=_t3_settings("diabetes-scale"), kind="mixed", source=T3_SOURCE)
+def _table3_diabetes():
+    return _table3_checks("diabetes-scale", {"paper": 289.935, "none": 301.286, "test_nll": 74.910},
+                          (301.13, 78.61, 0.7403))
+
+
+@reproduction("kumar2025-table3-breast-cancer", paper="Kumar et al. (2025)", slow=True,
+              what="Table 3, breast-cancer, on LIBSVM's breast-cancer_scale rebuilt from the 683 complete rows of the "
+                   "Wisconsin table (Id + 9 scores, d = 10): printed negative ELBO 52.86, test NLL 13.62 and accuracy "
+                   "0.956 against their range over 50 random splits; the three methods tie",
+              settings=_t3_settings("breast-cancer-libsvm"), kind="mixed", source=T3_SOURCE)
+def _table3_breast_cancer():
+    return _table3_checks(
+        "breast-cancer-libsvm", {"paper": 40.063, "none": 54.253, "test_nll": 10.785}, (53.15, 11.45, 0.9562),
+        elbo_note="52.86 lies above every split's value (500 splits reach 47.6 at most): with this constant the "
+                  "printed value cannot be matched, so the table leaves it out (the check above); the unscaled "
+                  "breast-cancer file gives about 88-115, and an intercept lowers the values")
