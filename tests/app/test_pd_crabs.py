@@ -1,26 +1,11 @@
 """AppTest of the Positive definiteness page's "step sizes on real data (Fig. 2)" view (Tan 2025 Sec. 5)."""
 
 import json
-from pathlib import Path
-
-from streamlit.testing.v1 import AppTest
 
 from tests.app.test_atlas_page import _arr
+from tests.app.test_pd_sparse import _app, _ok
 
-PAGES = Path(__file__).resolve().parents[2] / "pages"
 VIEW = "step sizes on real data (Fig. 2)"
-
-
-def _app(**params):
-    at = AppTest.from_file(str(PAGES / "25_Positive_definiteness.py"), default_timeout=600)
-    for k, v in params.items():
-        at.query_params[k] = str(v)
-    return at.run()
-
-
-def _ok(at):
-    assert not at.exception, [str(e.value) for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
 def _figure(at):

@@ -29,6 +29,16 @@ __all__ = ["Epilepsy", "Toenail", "load_epilepsy", "load_exchange_returns", "loa
 SERIES = {"GBP": ("bp", 811001, 850628), "DEM": ("dm", 800102, 870621)}
 
 
+def _n_subjects(data) -> int:
+    """Number of subjects of a long-format data set (subjects numbered 0..n-1)."""
+    return int(data.subject.max()) + 1
+
+
+def _n_obs(data) -> int:
+    """Number of observations (rows) of a long-format data set."""
+    return int(data.y.shape[0])
+
+
 class Epilepsy(NamedTuple):
     """The epilepsy data in long format, one row per (patient, visit), patients contiguous."""
 
@@ -40,13 +50,8 @@ class Epilepsy(NamedTuple):
     visit: np.ndarray      # (n_obs,) -0.3, -0.1, 0.1, 0.3
     v4: np.ndarray         # (n_obs,) indicator of the 4th visit
 
-    @property
-    def n_subjects(self) -> int:
-        return int(self.subject.max()) + 1
-
-    @property
-    def n_obs(self) -> int:
-        return int(self.y.shape[0])
+    n_subjects = property(lambda self: _n_subjects(self))
+    n_obs = property(lambda self: _n_obs(self))
 
 
 def _rdata(package: str, name: str):
@@ -102,13 +107,8 @@ class Toenail(NamedTuple):
     trt: np.ndarray        # (n_obs,) 1 terbinafine, 0 itraconazole
     time: np.ndarray       # (n_obs,) months since baseline
 
-    @property
-    def n_subjects(self) -> int:
-        return int(self.subject.max()) + 1
-
-    @property
-    def n_obs(self) -> int:
-        return int(self.y.shape[0])
+    n_subjects = property(lambda self: _n_subjects(self))
+    n_obs = property(lambda self: _n_obs(self))
 
 
 @lru_cache(maxsize=1)

@@ -64,6 +64,14 @@ def _keys():
     return jax.random.split(as_key(0))
 
 
+def _model_and_reference(key: str):
+    """(model, NUTS reference, fit key, evaluation key) of the hierarchical model ``key``."""
+    from vilab.hierarchical.models import get_model
+    from vilab.hierarchical.reference import load_reference
+
+    return (get_model(key), load_reference(key)) + tuple(_keys())
+
+
 def _summary(f, ref, key, n_rep=N_REP):
     from vilab.hierarchical.fit import sample_q
     from vilab.hierarchical.metrics import m_star, mode_error, sd_ratio
@@ -212,14 +220,10 @@ def _table11_toenail():
 )
 def _glmm_ordering():
     from vilab.hierarchical.fit import fit
-    from vilab.hierarchical.models import get_model
-    from vilab.hierarchical.reference import load_reference
 
-    m = get_model("epi1")
-    ref = load_reference("epi1")
+    m, ref, k_fit, k_eval = _model_and_reference("epi1")
     paper = {"kld": (6.37, 0.07, 0.95), "sdb": (6.48, 0.07, 0.94), "fdb": (2.89, 0.28, 0.81),
              "fdr": (0.04, 2.04, 0.76), "sdr": (-0.06, 2.30, 0.72)}
-    k_fit, k_eval = _keys()
     res = {}
     for k in paper:
         f = fit(m, k, key=k_fit, n_iter=EPI_MAX_ITERS, tol=CHEN_TOL)
@@ -265,12 +269,8 @@ TOENAIL_CHEN_ITERS = {"kld": 11_000, "sdb": 10_000}  # Table 7's bracketed count
 )
 def _table7_toenail():
     from vilab.hierarchical.fit import fit
-    from vilab.hierarchical.models import get_model
-    from vilab.hierarchical.reference import load_reference
 
-    m = get_model("toenail")
-    ref = load_reference("toenail")
-    k_fit, k_eval = _keys()
+    m, ref, k_fit, k_eval = _model_and_reference("toenail")
     res = {}
     for k in TOENAIL_CHEN:
         f = fit(m, k, key=k_fit, n_iter=30_000, tol=CHEN_TOL)
@@ -311,12 +311,8 @@ def _table7_toenail():
 )
 def _sv_modes():
     from vilab.hierarchical.fit import fit
-    from vilab.hierarchical.models import get_model
-    from vilab.hierarchical.reference import load_reference
 
-    m = get_model("sv_gbp")
-    ref = load_reference("sv_gbp")
-    k_fit, k_eval = _keys()
+    m, ref, k_fit, k_eval = _model_and_reference("sv_gbp")
     fk = fit(m, "kld", key=k_fit, n_iter=SV_MAX_ITERS, tol=CHEN_TOL)
     fs = fit(m, "sdb", key=k_fit, n_iter=SV_MAX_ITERS, batch=10, tol=CHEN_TOL)
     sk, ss = _summary(fk, ref, k_eval, n_rep=3), _summary(fs, ref, k_eval, n_rep=3)
