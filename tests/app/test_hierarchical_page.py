@@ -145,3 +145,61 @@ def test_refit_gives_the_numbers_of_a_new_run(method, kw):
     assert prefix(long_, 950) is None  # no row there: refit runs anew
     same(fit(model, method, n_iter=950, **opts), refit(model, method, long_, n_iter=950, **opts))
     assert refit(model, method, long_, n_iter=2000, **{**opts, "tol": None}).status == "max_steps"  # other rule: new run
+
+
+# ------------------------------------------------------------------------------- deep GLMs
+_QUIET = {"m_epi1": ""}  # no hierarchical fit: the deep-GLM part is what these tests look at
+
+
+def test_deep_glm_part_is_there_and_trains_nothing_until_asked():
+    at = AppTest.from_file(PAGE, default_timeout=600)
+    at.query_params.update(_QUIET)
+    at.run()
+    assert not at.exception and not at.error
+    assert at.radio(key="dg_data").value.startswith("Simulated binary")
+    assert at.multiselect(key="dg_m").value == ["SNNGM", "Adam"]
+    assert any("Train the deep GLMs" in x.value for x in at.info)
+    assert len(at.get("plotly_chart")) == 2  # marginals, sparsity: no deep-GLM figure before training
+    assert "deep GLMs" in " ".join(x.value for x in at.caption)
+
+
+def test_deep_glm_trains_every_optimizer_at_extreme_settings():
+    """All six optimizers, the largest step sizes and epochs on the smallest data, then the smallest: no
+    exception; the two figures and the notice are drawn (a diverging run only warns)."""
+    import json
+
+    at = AppTest.from_file(PAGE, default_timeout=600)
+    at.query_params.update({**_QUIET, "dg_data": "Simulated real response (depends on x1-x10)",
+                            "dg_m": ["Adam", "PGA", "NAdam", "SNNGM", "NAGM", "VOGN"], "dg_n": "2000", "dg_p": "20",
+                            "dg_B": "1000", "dg_ep": "200", "dg_a": "10", "dg_budget": "5"})
+    at.run()
+    assert not at.exception and not at.error
+    at.button(key="dg_train").click().run()
+    assert not at.exception and not at.error
+    charts = at.get("plotly_chart")
+    assert len(charts) == 4
+    specs = [json.loads(c.proto.spec) for c in charts]
+    elbo = next(s for s in specs if "Average lower bound" in json.dumps(s.get("layout", {}).get("title", "")))
+    names = {t["name"] for t in elbo["data"]}
+    assert names <= {"Adam", "PGA", "NAdam", "SNNGM", "NAGM", "VOGN"} and "SNNGM" in names
+    assert any("Relevant inputs whose" in x.value for x in at.info) or any("diverged" in w.value for w in at.warning)
+    at.slider(key="dg_ep").set_value(5)
+    at.select_slider(key="dg_a").set_value(0.1)
+    at.multiselect(key="dg_m").set_value(["SNNGM"]).run()
+    assert any("settings have changed" in x.value for x in at.caption)
+    at.button(key="dg_train").click().run()
+    assert not at.exception and not at.error
+    assert len(at.get("plotly_chart")) == 4
+    assert any("Relevant inputs whose" in x.value for x in at.info)
+
+
+def test_deep_glm_hostile_url_values_fall_back_to_defaults():
+    at = AppTest.from_file(PAGE, default_timeout=600)
+    at.query_params.update({**_QUIET, "dg_data": "<script>alert(1)</script>", "dg_m": ["rm -rf /", "SNNGM"],
+                            "dg_ep": "1e400", "dg_a": "nan", "dg_n": "-5", "dg_p": "https://evil.example",
+                            "dg_B": "0", "dg_budget": "inf"})
+    at.run()
+    assert not at.exception and not at.error
+    assert at.radio(key="dg_data").value.startswith("Simulated binary")
+    assert at.slider(key="dg_ep").value == 60 and at.select_slider(key="dg_a").value == 1.0
+    assert at.selectbox(key="dg_n").value == 10000 and at.selectbox(key="dg_B").value == 500
