@@ -162,6 +162,25 @@ def _dataset(name):
     return R.load(name)
 
 
+def _run_columns(store, covs, key_of, run, start_text):
+    """Run each chosen covariance column not yet in ``store`` (``run(diagonal, progress)``) under one progress
+    bar; ``key_of(diagonal)`` is the column's key in the shared store."""
+    bar = st.progress(0.0, text=start_text)
+    for i, cov in enumerate(covs):
+        diag = cov == "diagonal"
+        if store.get(key_of(diag)) is None:
+            def _prog(f, what, i=i, cov=cov):
+                bar.progress(min(1.0, (i + f) / len(covs)), text=f"{cov} covariance: {what}")
+            store[key_of(diag)] = run(diag, _prog)
+    bar.empty()
+
+
+def _report_statuses(ours):
+    """A warning for each of a table's runs that did not end normally."""
+    for k, r in ours.items():
+        ui.report_status(r["status"], f"{oplots.run_label(*k[:2])}, {'diagonal' if k[2] else 'full'}")
+
+
 def _status_text(status, count):
     return f"{status} at iteration {count}" if status.startswith("diverged") else f"{count} iterations"
 
@@ -591,14 +610,9 @@ elif view == TABS:
                                                else "n = 2·10⁴ (the paper: 10⁵), minibatches of 1000, 60 epochs."))
         with area, ui.guard("Table 7"):
             if run7 and covs7:
-                bar = st.progress(0.0, text="starting ... (each method compiles first)")
-                for i, cov in enumerate(covs7):
-                    diag = cov == "diagonal"
-                    if store7.get(("table 7", d7, diag)) is None:
-                        def _prog7(f, what, i=i, cov=cov):
-                            bar.progress(min(1.0, (i + f) / len(covs7)), text=f"{cov} covariance: {what}")
-                        store7[("table 7", d7, diag)] = rep8.table7_column(d7, diag, progress=_prog7)
-                bar.empty()
+                _run_columns(store7, covs7, lambda diag: ("table 7", d7, diag),
+                             lambda diag, prog: rep8.table7_column(d7, diag, progress=prog),
+                             "starting ... (each method compiles first)")
             done7 = {diag: store7.get(("table 7", d7, diag)) for diag in (True, False)
                      if ("diagonal" if diag else "full") in covs7}
             ours7 = {k: r for v in done7.values() if v for k, r in v[0].items()}
@@ -624,8 +638,7 @@ elif view == TABS:
                                + ("Our draw is not the paper's, so the numbers differ a little: compare the order."
                                   if d7 == 50 else "Our n is a fifth of the paper's, so our ELBOs are about a fifth of "
                                                    "its: compare the order of the rows, not the numbers."))
-                for k, r in ours7.items():
-                    ui.report_status(r["status"], f"{oplots.run_label(*k[:2])}, {'diagonal' if k[2] else 'full'}")
+                _report_statuses(ours7)
         with ui.explain():
             st.markdown(
                 "Tan's Sec. 8.1: Poisson regression with log link on simulated data, prior N(0, 100 I), start μ = 0, "
@@ -653,15 +666,10 @@ elif view == TABS:
                        "next visitor.")
         with area, ui.guard("Table 8"):
             if run8 and covs8:
-                bar = st.progress(0.0, text="starting ... (each configuration compiles first)")
-                for i, cov in enumerate(covs8):
-                    diag = cov == "diagonal"
-                    if store8.get((data8, diag)) is None:
-                        def _prog8(f, what, i=i, cov=cov):
-                            bar.progress(min(1.0, (i + f) / len(covs8)), text=f"{cov} covariance: {what}")
-                        store8[(data8, diag)] = (rep8.table8_german(diag, progress=_prog8) if german8 else
-                                                 rep8.table8_sim(diag, progress=_prog8))
-                bar.empty()
+                _run_columns(store8, covs8, lambda diag: (data8, diag),
+                             lambda diag, prog: (rep8.table8_german(diag, progress=prog) if german8 else
+                                                 rep8.table8_sim(diag, progress=prog)),
+                             "starting ... (each configuration compiles first)")
             ours = {k: r for diag in (True, False) if (diag and "diagonal" in covs8 or not diag and "full" in covs8)
                     for k, r in (store8.get((data8, diag)) or {}).items()}
             table8 = rep8.TABLE8_GERMAN if german8 else rep8.TABLE8_SIM
@@ -692,8 +700,7 @@ elif view == TABS:
                                   "rows." if german8 else
                                   "Our n is a tenth of the paper's, so our ELBOs are about a tenth of its: compare the "
                                   "order of the rows, not the numbers."))
-                for k, r in ours.items():
-                    ui.report_status(r["status"], f"{oplots.run_label(*k[:2])}, {'diagonal' if k[2] else 'full'}")
+                _report_statuses(ours)
         with ui.explain():
             st.markdown(
                 "Tan's Sec. 8.2 simulation: logistic regression with d = 100 coefficients evenly spread on [−1, 1], "

@@ -77,6 +77,7 @@ import numpy as np
 from jax.scipy.special import digamma, gammaln
 
 from . import core
+from .checks import integer, positive
 from .core.cache import memoize
 
 __all__ = ["A0", "B0", "HIDDEN", "METHODS", "RESPONSES", "DATASETS", "PAPER_SETTING", "REDUCED_SETTING",
@@ -126,34 +127,6 @@ def _check_method(method):
     return method
 
 
-def _check_key(key, who):
-    if not core.is_key(key):
-        raise ValueError(f"{who} needs a jax.random key (vilab.core.as_key(seed) turns a seed into one); got {key!r}.")
-    return key
-
-
-def _count(x, what, least=1, most=None) -> int:
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
-        if isinstance(x, (float, np.floating)) and math.isfinite(x) and float(x).is_integer():
-            x = int(x)
-        else:
-            raise ValueError(f"{what} must be a whole number; got {x!r}.")
-    if x < least or (most is not None and x > most):
-        rng = f"at least {least}" if most is None else f"between {least} and {most}"
-        raise ValueError(f"{what} must be {rng}; got {x}.")
-    return int(x)
-
-
-def _positive(x, what) -> float:
-    try:
-        v = float(x)
-    except (TypeError, ValueError, OverflowError):
-        v = float("nan")
-    if isinstance(x, (bool, str, bytes)) or not (v > 0 and math.isfinite(v)):
-        raise ValueError(f"{what} must be a positive number; got {x!r}.")
-    return v
-
-
 # =========================================================================================== model
 @dataclass(frozen=True)
 class DeepGLM:
@@ -168,8 +141,8 @@ class DeepGLM:
     m: int = HIDDEN
 
     def __post_init__(self):
-        _count(self.p, "The number of inputs p", 1, 100_000)
-        _count(self.m, "The number of hidden units m", 1, 1000)
+        integer(self.p, "The number of inputs p", minimum=1, maximum=100_000)
+        integer(self.m, "The number of hidden units m", minimum=1, maximum=1000)
         if self.response not in RESPONSES:
             raise ValueError(f"The response must be one of {', '.join(RESPONSES)}; got {self.response!r}.")
 
@@ -253,8 +226,9 @@ class DeepGLMData(NamedTuple):
 
 def simulate_binary(key, n: int = 10_000, p: int = 100) -> DeepGLMData:
     """Tan (2025) Sec. 8.4's binary set: x_j ~ U(-1, 1), y = 1{5 - 2(x1 + 2 x2)^2 + 4 x3 x4 + 3 x5 >= 0}."""
-    _check_key(key, "simulate_binary")
-    n, p = _count(n, "The number of observations n", 10, 10**6), _count(p, "The number of inputs p", 5, 10_000)
+    core.check_key(key, "simulate_binary")
+    n = integer(n, "The number of observations n", minimum=10, maximum=10**6)
+    p = integer(p, "The number of inputs p", minimum=5, maximum=10_000)
     X = np.asarray(jax.random.uniform(key, (n, p), jnp.float64, -1.0, 1.0))
     s = 5 - 2 * (X[:, 0] + 2 * X[:, 1]) ** 2 + 4 * X[:, 2] * X[:, 3] + 3 * X[:, 4]
     return DeepGLMData(X.astype(np.float32), (s >= 0).astype(np.float32), "bernoulli", "binary", 5,
@@ -266,8 +240,9 @@ def simulate_real(key, n: int = 10_000, p: int = 100) -> DeepGLMData:
     x_1 = e_1, x_j = 0.5 x_{j-1} + sqrt(0.75) e_j, which has exactly that covariance), eps ~ N(0, 1),
     y = 5 + 10 x1 + 10/(x2^2 + 1) + 5 x3 x4 + 2 x4 + 5 x4^2 + 5 x5 + 2 x6 + 10/(x7^2 + 1) + 5 x8 x9 + 5 x9^2
     + 5 x10 + eps."""
-    _check_key(key, "simulate_real")
-    n, p = _count(n, "The number of observations n", 10, 10**6), _count(p, "The number of inputs p", 10, 10_000)
+    core.check_key(key, "simulate_real")
+    n = integer(n, "The number of observations n", minimum=10, maximum=10**6)
+    p = integer(p, "The number of inputs p", minimum=10, maximum=10_000)
     k1, k2 = jax.random.split(key)
     E = np.asarray(jax.random.normal(k1, (n, p), jnp.float64))
     X = np.empty_like(E)
@@ -411,8 +386,8 @@ def algorithm(model: DeepGLM, method: str, n: int, a0: float = A0, b0: float = B
     _check_method(method)
     if not isinstance(model, DeepGLM):
         raise ValueError("algorithm() needs a DeepGLM model.")
-    n = _count(n, "The number of observations n", 1)
-    a0, b0 = _positive(a0, "a0"), _positive(b0, "b0")
+    n = integer(n, "The number of observations n", minimum=1)
+    a0, b0 = positive(a0, "a0"), positive(b0, "b0")
     d, m = model.d, model.m
     layout = _layout(method, d)
     feed = optim.OPTIMIZERS[method]["feed"]
@@ -425,9 +400,9 @@ def algorithm(model: DeepGLM, method: str, n: int, a0: float = A0, b0: float = B
         return 1.0 / jnp.abs(f) if vogn else jnp.abs(f)
 
     def init(key, start=None, alpha=None, gamma0=1.0):
-        _check_key(key, "init")
-        a = _positive(default_alpha(method) if alpha is None else alpha, "The step size alpha")
-        g0 = _positive(gamma0, "The starting shrinkage parameter gamma0")
+        core.check_key(key, "init")
+        a = positive(default_alpha(method) if alpha is None else alpha, "The step size alpha")
+        g0 = positive(gamma0, "The starting shrinkage parameter gamma0")
         if start is None:
             f = math.sqrt(n) if vogn else 1.0 / math.sqrt(n)
             lam = jnp.concatenate([model.init_mu(key), jnp.full((d,), f, jnp.float32)])
@@ -522,15 +497,15 @@ def fit(data: DeepGLMData, method: str = "snngm", *, key, alpha: float | None = 
     A diverging step ends the run with status "diverged: <reason>" and the epochs before it.
     """
     _check_method(method)
-    _check_key(key, "fit")
+    core.check_key(key, "fit")
     if not isinstance(data, DeepGLMData):
         raise ValueError("fit() needs a DeepGLMData (vilab.deepglm.simulate makes one).")
     n = data.n
-    epochs = _count(epochs, "The number of epochs", 1, 100_000)
-    B = _count(batch_size, "The batch size", 1, n)
+    epochs = integer(epochs, "The number of epochs", minimum=1, maximum=100_000)
+    B = integer(batch_size, "The batch size", minimum=1, maximum=n)
     if max_time is not None:
-        max_time = _positive(max_time, "The time budget (seconds)")
-    alpha = _positive(default_alpha(method) if alpha is None else alpha, "The step size alpha")
+        max_time = positive(max_time, "The time budget (seconds)")
+    alpha = positive(default_alpha(method) if alpha is None else alpha, "The step size alpha")
     X = np.asarray(data.X, np.float32)
     y = np.asarray(data.y, np.float32)
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):

@@ -106,13 +106,6 @@ def _check_alpha(alpha) -> float:
     return a
 
 
-def _check_key(key, who: str):
-    if not core.is_key(key):
-        raise ValueError(f"{who} needs a jax.random key (vilab.core.as_key(seed) turns a seed into one); "
-                         f"got {key!r}.")
-    return key
-
-
 def _optim():
     try:
         from vilab import optim
@@ -390,7 +383,7 @@ def vi_train(
     epoch keeps no row for the unfinished epoch (its steps are in ``info``).
     """
     _check_optimizer(optimizer)
-    _check_key(key, "vi_train")
+    core.check_key(key, "vi_train")
     if tuple(data.shape) != tuple(net.in_shape):
         raise ValueError(f"The model {net.name} expects {net.in_shape} images but the data set has {data.shape}; "
                          "pick a model built for this data set.")
@@ -580,7 +573,7 @@ def predictive(net: CNN, mu, sigma, X, n_samples: int = 20, *, key=None) -> np.n
     X = jnp.asarray(X, jnp.float32)
     if int(n_samples) <= 0:
         return np.asarray(_mean_softmax(net, mu[None], X))
-    _check_key(key, "predictive")
+    core.check_key(key, "predictive")
     z = jax.random.normal(key, (int(n_samples), mu.shape[0]), jnp.float32)
     return np.asarray(_mean_softmax(net, mu + jnp.asarray(sigma, jnp.float32) * z, X))
 
@@ -593,7 +586,7 @@ def online_predictive(net: CNN, belief, X, n_samples: int = 20, *, key=None) -> 
     X = jnp.asarray(X, jnp.float32)
     if int(n_samples) <= 0:
         return np.asarray(_mean_softmax(net, jnp.asarray(belief.mu, jnp.float32)[None], X))
-    _check_key(key, "online_predictive")
+    core.check_key(key, "online_predictive")
     thetas = sample(key, belief, int(n_samples))
     return np.asarray(_mean_softmax(net, jnp.asarray(thetas, jnp.float32), X))
 
@@ -672,7 +665,7 @@ def online_train(
         from vilab.online.runner import make_evaluator, stream
     except ImportError as e:  # pragma: no cover
         raise ValueError("vilab.online (the BONG grid) is not available in this installation.") from e
-    _check_key(key, "online_train")
+    core.check_key(key, "online_train")
     if tuple(data.shape) != tuple(net.in_shape):
         raise ValueError(f"The model {net.name} expects {net.in_shape} images but the data set has {data.shape}.")
     T = int(T)

@@ -10,11 +10,12 @@
 from .algorithm import (CODES, COLLAPSED, CONVERGED, COV_EXPLODED, NONFINITE, OBJ_EXPLODED, Algorithm,
                         finite_tree, set_hyper, status_of)
 from .cache import ProgramCache, memoize
-from .keys import as_key, is_key
+from .keys import as_key, check_key, is_key
 from .runner import bucket, resume, run, run_many, slope_rule, stack
 from .trace import STATUSES, Trace, diverged_status, first_failure
 
 __all__ = ["Algorithm", "CODES", "CONVERGED", "NONFINITE", "COLLAPSED", "COV_EXPLODED", "OBJ_EXPLODED",
            "set_hyper", "status_of", "finite_tree",
-           "ProgramCache", "memoize", "as_key", "is_key", "run", "run_many", "resume", "slope_rule", "stack",
+           "ProgramCache", "memoize", "as_key", "check_key", "is_key", "run", "run_many", "resume", "slope_rule",
+           "stack",
            "bucket", "Trace", "STATUSES", "diverged_status", "first_failure"]

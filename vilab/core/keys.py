@@ -11,7 +11,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-__all__ = ["as_key", "is_key"]
+__all__ = ["as_key", "is_key", "check_key"]
 
 
 def is_key(x) -> bool:
@@ -21,6 +21,14 @@ def is_key(x) -> bool:
             return True
         return x.dtype == np.uint32 and x.shape[-1:] == (2,)
     return False
+
+
+def check_key(key, who: str):
+    """``key`` itself when it is a JAX PRNG key; else ValueError saying that ``who`` needs one."""
+    if not is_key(key):
+        raise ValueError(f"{who} needs a jax.random key (vilab.core.as_key(seed) turns a seed into one); "
+                         f"got {key!r}.")
+    return key
 
 
 def as_key(seed_or_key) -> jax.Array:

@@ -493,11 +493,11 @@ def plateau_rule(tol: float):
     slope of the last five window averages of the ELBO estimate (per window) is below ``tol`` (the
     paper's 0.01; a falling ELBO stops too)."""
 
+    from ..divergences.stochastic import chen_slope_rule
+
     def rule(rows: dict) -> bool:
         el = np.asarray(rows["elbo"], float)[np.asarray(rows["iterations"]) > 0]
-        if len(el) < 5 or not np.all(np.isfinite(el[-5:])):
-            return False
-        return bool(np.polyfit(np.arange(5.0), el[-5:], 1)[0] < tol)
+        return len(el) >= 5 and bool(np.all(np.isfinite(el[-5:]))) and chen_slope_rule(el, tol)
 
     return rule
 

@@ -72,6 +72,20 @@ def _model_and_reference(key: str):
     return (get_model(key), load_reference(key)) + tuple(_keys())
 
 
+def _tan_gva_fits(m, n_iter: int, constant: float) -> dict:
+    """Tan's five GVA methods on model ``m`` at TAN_ALPHA for ``n_iter`` iterations, from the entries' keys:
+    {method: (final L + ``constant``, its Monte Carlo s.e., Trace)}."""
+    from vilab.hierarchical.fit import final_elbo, fit
+
+    k_fit, k_eval = _keys()
+    res = {}
+    for k, a in TAN_ALPHA.items():
+        f = fit(m, k, key=k_fit, n_iter=n_iter, alpha=a)
+        L, se = final_elbo(m, f, key=k_eval)
+        res[k] = (L + constant, se, f)
+    return res
+
+
 def _summary(f, ref, key, n_rep=N_REP):
     from vilab.hierarchical.fit import sample_q
     from vilab.hierarchical.metrics import m_star, mode_error, sd_ratio
@@ -103,17 +117,12 @@ def _row_note(f, summ):
     source="Table 11 (Sec. 8.5), Epilepsy, GVA row",
 )
 def _table11():
-    from vilab.hierarchical.fit import METHODS, final_elbo, fit
+    from vilab.hierarchical.fit import METHODS
     from vilab.hierarchical.models import get_model
 
     m = get_model("epi2")
     c = m.paper_constant
-    k_fit, k_eval = _keys()
-    res = {}
-    for k, a in TAN_ALPHA.items():
-        f = fit(m, k, key=k_fit, n_iter=TAN_ITERS, alpha=a)
-        L, se = final_elbo(m, f, key=k_eval)
-        res[k] = (L + c, se, f)
+    res = _tan_gva_fits(m, TAN_ITERS, c)
     (ls, ss, fs), (la, sa, _) = res["gva-snngm"], res["gva-adam"]
     best_other = max(v[0] for k, v in res.items() if k != "gva-snngm")
     lyf, prior = epilepsy_constants(m)
@@ -164,17 +173,12 @@ TAN_TABLE11_TOENAIL = {"gva-adam": -645.2, "gva-pga": -644.8, "gva-nadam": -644.
 def _table11_toenail():
     import math
 
-    from vilab.hierarchical.fit import METHODS, final_elbo, fit
+    from vilab.hierarchical.fit import METHODS
     from vilab.hierarchical.models import get_model
 
     m = get_model("toenail")
     prior = 0.5 * len(m.global_names) * math.log(2.0 * math.pi * 10.0**2)
-    k_fit, k_eval = _keys()
-    res = {}
-    for k, a in TAN_ALPHA.items():
-        f = fit(m, k, key=k_fit, n_iter=TOENAIL_ITERS, alpha=a)
-        L, se = final_elbo(m, f, key=k_eval)
-        res[k] = (L + prior, se, f)
+    res = _tan_gva_fits(m, TOENAIL_ITERS, prior)
     checks = []
     for k in ("gva-snngm", "gva-pga"):
         L, se, f = res[k]
