@@ -53,6 +53,7 @@ with st.sidebar:
               help="Text and figures sized for a projector: every text at least 18 px.")
     st.caption("Every control is stored in the URL: copy it to share this exact view.")
     decks.builder(here, DECKS_PAGE)  # "Add this view to the deck"
+    ui.report_chart_widths()  # the browser tells the next run each chart's width: a redraw draws once
 decks.publish()  # the open deck and its position stay in the URL
 
 glossary.sidebar_glossary()

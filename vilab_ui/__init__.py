@@ -14,13 +14,15 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, Sequence
 
 import numpy as np
+import plotly.graph_objects as go
 import streamlit as st
 
 from vilab import plots
+from vilab.plots.spec import browser_spec
 
 __all__ = [
     "page", "slider", "log_slider", "select", "radio", "multiselect", "number", "toggle", "checkbox",
@@ -371,16 +373,85 @@ def show(fig, key: str | None = None, main: bool = False, download: bool | None 
     animated = bool(getattr(fig, "frames", None))
     if download is None:
         download = main or animated
-    if main:
-        with st.container(key=MAIN_FIGURE):
-            out = st.plotly_chart(fig, key=key, **kw)
-            if download:
-                _export_menu(fig, key, animated)
-        return out
-    out = st.plotly_chart(fig, key=key, **kw)
-    if download:
-        _export_menu(fig, key, animated)
+    with st.container(key=MAIN_FIGURE) if main else nullcontext():
+        out = _plotly_chart(fig, key or (MAIN_FIGURE if main else None), key=key, **kw)
+        if download:
+            _export_menu(fig, key, animated)
     return out
+
+
+# ------------------------------------------------------------------------------------------ redraws
+# Streamlit mounts a Plotly chart afresh whenever its figure changes (the figure is part of the element's
+# identity), draws it, then hands Plotly a JSON copy of the figure with the width of its place on the page.
+# Sent as Plotly's own JSON (template, binary arrays) and without that width, the copy made Plotly compute and
+# draw everything a second time: about 0.1 s of a 0.4 s redraw on Vector fields. Two things make it nearly free:
+# the figure goes out as vilab.plots.spec.browser_spec (the same picture, which a copy does not make Plotly
+# compute again), at the width the browser last drew that chart at. The width only the browser knows: a small
+# component reports it (keyed charts and each page's main figure) and the next run uses it. An out-of-date
+# width (a resized window, lecture mode toggled) costs the second drawing once, as before; the next report
+# corrects it. Without a browser (AppTest) nothing is reported. tests/browser/test_redraw.py checks both.
+_WIDTHS_KEY = "vilab_chart_widths"
+_WIDTHS_JS = """
+export default function(component) {
+  const { setStateValue } = component;
+  const w = window.__vilabWidths = window.__vilabWidths || { timer: null, last: null };
+  clearInterval(w.timer);
+  const keyOf = el => { const c = el && Array.from(el.classList).find(x => x.startsWith('st-key-')); return c && c.slice(7); };
+  const report = () => {
+    const out = {};
+    document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot').forEach(gd => {
+      const ec = gd.closest('[data-testid="stElementContainer"]');
+      const k = keyOf(ec) || (ec && ec.parentElement && ec.parentElement.classList.contains('st-key-%(main)s') ? '%(main)s' : null);
+      const width = gd.layout && gd.layout.width;
+      if (k && width > 0) out[k] = width;
+    });
+    const s = JSON.stringify(out);
+    if (s !== w.last && Object.keys(out).length) { w.last = s; setStateValue('widths', out); }
+  };
+  w.timer = setInterval(report, 700);
+  return () => clearInterval(w.timer);
+}
+"""
+
+
+_WIDTHS = None  # the component, registered on first use
+
+
+@st.fragment
+def report_chart_widths() -> None:
+    """Mount the width reporter (app.py, once per run, in the sidebar): a fragment, so a report reruns only it."""
+    global _WIDTHS
+    if _WIDTHS is None:
+        _WIDTHS = st.components.v2.component("vilab_chart_widths", js=_WIDTHS_JS % {"main": MAIN_FIGURE})
+    _WIDTHS(key=_WIDTHS_KEY, on_widths_change=lambda: None)
+
+
+def chart_width(key: str | None) -> float | None:
+    """The width (px) the browser last drew the chart with this key at (a page's main figure: MAIN_FIGURE)."""
+    if not key:
+        return None
+    try:
+        w = (st.session_state.get(_WIDTHS_KEY) or {}).get("widths", {}).get(key)
+    except AttributeError:
+        return None
+    return float(w) if isinstance(w, (int, float)) and 0 < w < 1e5 else None
+
+
+def _plotly_chart(fig, width_key: str | None, **kw):
+    """st.plotly_chart of :func:`vilab.plots.spec.browser_spec` (the same picture, cheap for the browser to redraw),
+    at the width the browser reported for ``width_key`` (a stretched chart whose figure sets no width)."""
+    w = chart_width(width_key) if kw.get("width", "stretch") == "stretch" else None
+    return st.plotly_chart(_Sent(browser_spec(fig, w)), **kw)
+
+
+class _Sent(go.Figure):
+    """A figure already in the form the browser is sent: Streamlit takes its ``to_dict()`` as it is."""
+
+    def __init__(self, spec: dict):  # noqa: D107 - no Plotly validation: the spec is final
+        object.__setattr__(self, "_sent", spec)
+
+    def to_dict(self) -> dict:
+        return self._sent
 
 
 def _export_menu(fig, key, animated) -> None:
@@ -640,6 +711,7 @@ _BASE_CSS = """
     max-height: none !important; }
 h1 { padding-top: 0.25rem; padding-bottom: 0.25rem; }
 [data-testid="stPlotlyChart"] { margin-bottom: 0; }
+.st-key-vilab_chart_widths { display: none; }
 """
 
 # Lecture mode: the root font size grows, so every rem-sized text grows with it (titles never shrink);

@@ -103,9 +103,10 @@ def test_lecture_mode_uses_the_projector_template_and_keeps_the_figure_height(le
     assert not at.exception
     layout = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
     assert layout["height"] == 400
-    tl = layout["template"]["layout"]
-    assert tl["font"]["size"] == (20 if lecture else 14)
-    assert tl["xaxis"]["tickfont"]["size"] >= (18 if lecture else 12)
+    # the template as sent: written into the figure (vilab.plots.spec.browser_spec)
+    assert "template" not in layout
+    assert layout["font"]["size"] == (20 if lecture else 14)
+    assert layout["xaxis"]["tickfont"]["size"] >= (18 if lecture else 12)
     assert at.expander[0].proto.expanded is False
 
 

@@ -128,6 +128,9 @@ def test_play_pause_step_and_a_step_size_change_bend_the_path_as_a_resumed_run(s
     time.sleep(3.0)
     assert _it(page) == paused, "the run went on after Pause"
     _until(lambda: _drawn(page, "srvn") == paused + 1, what="the paused figure")
+    # the address bar follows the run: a link copied now opens at this iteration
+    _until(lambda: _query(page).get("it") == str(paused), 30, "the address bar at the paused iteration",
+           state=lambda: page.url)
 
     # Reset: back to iteration 0 (on a busy machine Play can run on to the end before the Pause lands, where a
     # Step has nothing left to do; from 0 the steps below always have room)

@@ -1,0 +1,188 @@
+"""A redraw draws once (issue 15, instant redraw): the figure a page sends (vilab.plots.spec.browser_spec) gives
+the same picture as the figure itself, in Plotly.js; a JSON copy of it (what Streamlit hands Plotly right after
+mounting a chart) does not make Plotly draw again; and in the live app a slider change draws the main figure
+once, at the width the browser reported."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+from plotly.subplots import make_subplots
+
+from tests.browser import layout
+from tests.browser.layout import wait_rendered
+
+pytestmark = pytest.mark.browser
+
+if layout.chromium_path() is None:
+    pytest.skip("Chromium is not installed (apt-get install chromium)", allow_module_level=True)
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = ["10_Vector_fields", "20_Trajectories", "27_Flows_and_guarantees", "40_Divergences", "70_CNN_lab"]
+
+# the full figure Plotly computes (every default filled in), without its private and bookkeeping entries
+FULL_JS = """async ([a, b]) => {
+  const strip = v => {
+    if (Array.isArray(v) || ArrayBuffer.isView(v)) return Array.from(v, strip);
+    if (v && typeof v === 'object') { const out = {}; for (const k of Object.keys(v).sort()) {
+        if (k.startsWith('_') || ['template', 'datarevision', 'uid', 'index'].includes(k) || typeof v[k] === 'function') continue;
+        out[k] = strip(v[k]); } return out; }
+    return v; };
+  const full = async spec => { const gd = document.createElement('div'); document.body.appendChild(gd);
+    await Plotly.newPlot(gd, spec.data, Object.assign({}, spec.layout, {width: 800}), {});
+    const out = [JSON.stringify(strip(gd._fullLayout)), JSON.stringify(strip(gd._fullData)),
+                 gd.querySelectorAll('.main-svg *').length];
+    Plotly.purge(gd); gd.remove(); return out; };
+  return [await full(a), await full(b)];
+}"""
+
+# newPlot, then Plotly.react with a JSON copy of the same figure: did Plotly compute every trace again (a new
+# gd.calcdata, and with it a new drawing)?
+COPY_JS = """async (spec) => {
+  const gd = document.createElement('div'); document.body.appendChild(gd);
+  await Plotly.newPlot(gd, spec.data, spec.layout, {});
+  const calc = gd.calcdata;
+  const copy = JSON.parse(JSON.stringify(spec));
+  await Plotly.react(gd, copy.data, copy.layout, {});
+  const recalculated = gd.calcdata !== calc;
+  Plotly.purge(gd); gd.remove(); return recalculated;
+}"""
+
+
+@pytest.fixture(scope="module")
+def plotly_page(browser, tmp_path_factory):
+    from plotly.offline import get_plotlyjs
+
+    html = tmp_path_factory.mktemp("plotly") / "plotly.html"
+    html.write_text(f"<html><body><script>{get_plotlyjs()}</script></body></html>")
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    page.goto(html.as_uri())
+    yield page
+    page.close()
+
+
+def _page_figures():
+    """Every figure the default views of PAGES show, normal and lecture mode (AppTest, recording ui.show)."""
+    from streamlit.testing.v1 import AppTest
+
+    import vilab_ui
+
+    figs, orig = [], vilab_ui._plotly_chart
+
+    def record(fig, width_key, **kw):
+        figs.append(go.Figure(fig))
+        return orig(fig, width_key, **kw)
+
+    vilab_ui._plotly_chart = record
+    try:
+        for name in PAGES:
+            for lecture in (False, True):
+                at = AppTest.from_file(str(ROOT / "pages" / f"{name}.py"), default_timeout=300)
+                if lecture:
+                    at.query_params["lecture"] = "1"
+                at.run()
+                assert not at.exception, (name, [e.value for e in at.exception])
+    finally:
+        vilab_ui._plotly_chart = orig
+    return figs
+
+
+def _every_kind():
+    """One figure with every kind of trace and subplot a page might use, in vilab's templates."""
+    from vilab import plots
+
+    out = []
+    for lecture in (False, True):
+        f = make_subplots(2, 3, subplot_titles=list("abcdef"),
+                          specs=[[{}, {}, {"type": "domain"}], [{}, {}, {"type": "polar"}]])
+        z = np.random.default_rng(0).normal(size=(10, 12))
+        f.add_trace(go.Contour(z=z), 1, 1)
+        f.add_trace(go.Heatmap(z=z, showscale=True), 1, 2)
+        f.add_trace(go.Pie(values=[1, 2, 3]), 1, 3)
+        f.add_trace(go.Bar(x=[1, 2], y=[3, 4]), 2, 1)
+        f.add_trace(go.Histogram(x=np.arange(20.0)), 2, 1)
+        f.add_trace(go.Scatterpolar(r=[1, 2], theta=[0, 90]), 2, 3)
+        for k in range(4):
+            f.add_trace(go.Scatter(y=np.arange(3.0) + k, mode="lines+markers"), 1, 1)
+        f.add_trace(go.Scatter(x=[1, 2], y=[2, 3], mode="markers", marker=dict(color=[1, 2], coloraxis="coloraxis")), 2, 2)
+        f.add_shape(type="line", x0=0, x1=1, y0=0, y1=1)
+        f.add_annotation(text="note", x=1, y=1)
+        out.append(plots.lecture_style(f) if lecture else plots.style(f, title="every kind"))
+    return out
+
+
+def test_the_sent_figure_is_the_same_picture(plotly_page):
+    from vilab.plots.spec import browser_spec
+
+    figs = _page_figures() + _every_kind()
+    assert len(figs) >= 20
+    flattened = 0
+    for i, fig in enumerate(figs):
+        sent = json.loads(json.dumps(browser_spec(fig)))
+        flattened += "template" not in sent["layout"]
+        a, b = plotly_page.evaluate(FULL_JS, [json.loads(fig.to_json()), sent])
+        assert a[0] == b[0], f"figure {i}: the full layout differs"
+        assert a[1] == b[1], f"figure {i}: the full traces differ"
+        assert a[2] == b[2], f"figure {i}: a different number of drawn elements"
+    assert flattened == len(figs)  # every figure of the pages is in vilab's template, written in
+
+
+def test_a_copy_of_the_sent_figure_is_not_computed_again(plotly_page):
+    from vilab.plots.spec import browser_spec
+
+    for fig in _every_kind():
+        assert plotly_page.evaluate(COPY_JS, json.loads(json.dumps(browser_spec(fig)))) is False
+        # the figure as Plotly's own JSON (template, binary arrays) is computed again: what browser_spec saves
+        assert plotly_page.evaluate(COPY_JS, json.loads(fig.to_json())) is True
+
+
+# Note every new main-figure chart (Streamlit mounts one per new figure): the width its figure came with, and
+# whether Plotly computed it again after its first drawing (Streamlit's second Plotly.react)
+HOOK_JS = """() => { window.__charts = [];
+  const seen = new WeakSet();
+  const attach = () => document.querySelectorAll('.st-key-main_figure .js-plotly-plot').forEach(gd => {
+     if (seen.has(gd) || !gd.on) return; seen.add(gd);
+     const rec = {gd: gd, width: gd.layout && gd.layout.width, calc: null}; window.__charts.push(rec);
+     gd.on('plotly_afterplot', () => { if (rec.calc === null) rec.calc = gd.calcdata; });
+  });
+  new MutationObserver(attach).observe(document.body, {subtree: true, childList: true}); attach(); }"""
+LAST_JS = """() => { const r = window.__charts[window.__charts.length - 1];
+    return {width: r.width || null, recalculated: r.gd.calcdata !== r.calc, shownWidth: r.gd.layout.width}; }"""
+
+
+def test_a_slider_change_draws_the_figure_once_at_its_width(server, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{server}/Vector_fields", wait_until="domcontentloaded")
+    wait_rendered(page)
+    page.wait_for_function("() => document.querySelector('.st-key-main_figure .js-plotly-plot .main-svg') !== null",
+                           timeout=120_000)
+    page.evaluate(HOOK_JS)
+    thumb = page.locator('.st-key-na [data-testid="stSlider"] input[type="range"]').first
+    drawn_width = page.evaluate("() => document.querySelector('.st-key-main_figure .js-plotly-plot').layout.width")
+    assert drawn_width and drawn_width > 100
+    charts: list[dict] = []  # the newest chart after each change
+    deadline = time.time() + 180
+    while time.time() < deadline and len([c for c in charts if c["width"]]) < 3:
+        n = page.evaluate("() => window.__charts.length")
+        thumb.focus()
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(f"() => window.__charts.length > {n} && window.__charts[window.__charts.length - 1].calc !== null",
+                               timeout=120_000)
+        wait_rendered(page)
+        page.wait_for_timeout(1500)  # Streamlit's second Plotly.react comes within this
+        charts.append(page.evaluate(LAST_JS))
+    # once the browser has reported the width (a moment after the first drawing), every new figure comes with it,
+    # is drawn at it and is not computed again
+    sized = [c for c in charts if c["width"]]
+    assert len(sized) >= 3, charts
+    assert all(c["width"] == c["shownWidth"] == drawn_width for c in sized), (drawn_width, charts)
+    assert not any(c["recalculated"] for c in sized), charts
+    assert not errors, errors
+    page.close()
