@@ -481,3 +481,25 @@ def test_a_collapsing_elbo_is_reported_as_diverged_not_converged():
     # alone (slope < 0.01) would have called it converged
     f = fit(get_model("toenail"), "bam", key=core.as_key(0), n_iter=400, batch=1000, tol=0.01)
     assert f.status.startswith("diverged: the ELBO estimate fell"), f.status
+
+
+def test_sparse_fits_report_a_collapsing_elbo_as_diverged():
+    """KLD, SDb, FDb and Tan's optimizers stop by the same signed slope rule (plateau_rule): a run it stops while
+    the ELBO's window averages fall is reported as diverged (unless_falling, applied by fit and refit)."""
+    from dataclasses import replace
+
+    from vilab.hierarchical.fit import refit, unless_falling
+
+    m = epilepsy_model("II", 3)
+    stopped = fit(m, "sdb", key=KEY, n_iter=90, window=10, tol=1e9)  # any slope is below tol: the rule fires
+    assert stopped.status == "converged" and unless_falling(stopped) is stopped  # a rising ELBO stays converged
+    el = np.asarray(stopped.extra["elbo"], float).copy()
+    el[1:] = -700.0 * 1.5 ** np.arange(len(el) - 1)  # falling by half its size per window
+    falling = replace(stopped, extra={**stopped.extra, "elbo": el})
+    out = unless_falling(falling)
+    assert out.status.startswith("diverged: the ELBO estimate fell from -700 to"), out.status
+    assert out.n_steps == stopped.n_steps and unless_falling(out) is out
+    # refit of a run cut short (max_steps) whose averages now satisfy the rule while falling: diverged, not converged
+    short = replace(falling, status="max_steps")
+    again = refit(m, "sdb", short, key=KEY, n_iter=200, window=10, tol=1e9)
+    assert again.status.startswith("diverged: the ELBO estimate fell"), again.status

@@ -502,6 +502,20 @@ def plateau_rule(tol: float):
     return rule
 
 
+def unless_falling(tr: Trace) -> Trace:
+    """``tr``, or, when the slope rule stopped it as converged while the ELBO's window averages were falling
+    (:func:`vilab.divergences.stochastic.elbo_falling`: the rule's signed slope holds for a collapsing ELBO
+    too), the same run reported as diverged, with the fall in its status."""
+    from ..divergences.stochastic import elbo_falling
+
+    if tr.status != "converged" or "elbo" not in tr.extra:
+        return tr
+    el = np.asarray(tr.extra["elbo"], float)[np.asarray(tr.iterations) > 0]
+    if not elbo_falling(el):
+        return tr
+    return replace(tr, status=f"diverged: the ELBO estimate fell from {np.nanmax(el):.4g} to {el[-1]:.4g}")
+
+
 def fit(model, method: str, *, key, n_iter: int = 20_000, alpha: float | None = None, batch: int | None = None,
         tol: float | None = None, window: int = 1000, max_seconds: float | None = None,
         init_scale: float | None = None) -> Trace:
@@ -553,7 +567,7 @@ def fit(model, method: str, *, key, n_iter: int = 20_000, alpha: float | None = 
     t_scale = _default_scale(model, method) if init_scale is None else float(init_scale)
     tr.settings.update(window=window, tol=tol, max_seconds=max_seconds, T0=f"{t_scale:.4g} I",
                        **({"alpha": float(state.hyper["alpha"])} if "alpha" in state.hyper else {}))
-    return tr
+    return unless_falling(tr)
 
 
 def prefix(trace: Trace, n_iter: int) -> Trace | None:
@@ -629,7 +643,7 @@ def refit(model, method: str, previous: Trace | None, *, key, n_iter: int, alpha
     elif previous.status == "max_steps" and previous.state is not None and previous.key is not None:
         el, its = np.asarray(previous.extra["elbo"], float), np.asarray(previous.iterations)
         if tol is not None and plateau_rule(tol)({"elbo": el, "iterations": its}):
-            return replace(previous, status="converged")  # one run of n_iter stops here, between windows
+            return unless_falling(replace(previous, status="converged"))  # one run of n_iter stops here
         spent = float(np.asarray(previous.extra["seconds"])[-1])
         if max_seconds is not None and spent > max_seconds:
             return replace(previous, status="max_time")
@@ -655,7 +669,7 @@ def refit(model, method: str, previous: Trace | None, *, key, n_iter: int, alpha
         out.settings["n_steps"] = n_iter
         out.settings.update({k: previous.settings[k] for k in ("window", "tol", "max_seconds", "T0", "alpha")
                              if k in previous.settings})
-        return out
+        return unless_falling(out)
     return fit(model, method, key=key, n_iter=n_iter, alpha=alpha, batch=batch, tol=tol, window=window,
                max_seconds=max_seconds, init_scale=init_scale)
 
