@@ -156,11 +156,7 @@ LAST_JS = """() => { const r = window.__charts[window.__charts.length - 1];
 
 
 def test_a_slider_change_draws_the_figure_once_at_its_width(server, browser):
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{server}/Vector_fields", wait_until="domcontentloaded")
-    wait_rendered(page)
+    page, errors = layout.open_page(browser, server, "Vector_fields", 1280, 900, lecture=False)
     page.wait_for_function("() => document.querySelector('.st-key-main_figure .js-plotly-plot .main-svg') !== null",
                            timeout=120_000)
     page.evaluate(HOOK_JS)
