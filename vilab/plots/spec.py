@@ -8,7 +8,12 @@ into the figure itself (as Plotly applies them: layout defaults under the figure
 subplot of a kind from the template's entry for that kind, ``annotationdefaults`` under every annotation, the
 i-th trace of a type from the template's (i mod n)-th entry for that type), arrays as plain lists, and a fixed
 ``datarevision``. The second call then costs milliseconds instead of a full drawing.
-tests/browser/test_spec.py checks, in Plotly.js itself, that the full figure Plotly computes is unchanged.
+
+Plotly turns some options on when the figure itself sets a related one, not when a template does (an axis line
+with a line colour, grid and zero lines except on bar-like traces' position axis, a colour scale with a colour
+bar): the flattening keeps each as Plotly would set it with the template. Only vilab's own templates are
+flattened, on figures without 3-D traces. tests/browser/test_redraw.py checks, in Plotly.js itself, that the
+full figure Plotly computes is unchanged (every figure of five pages, and one with every trace kind).
 """
 
 from __future__ import annotations
