@@ -26,13 +26,13 @@ import numpy as np
 
 __all__ = ["browser_spec"]
 
+_3D = {"scatter3d", "surface", "mesh3d", "cone", "streamtube", "volume", "isosurface"}
 # layout containers a template entry applies to under every id: xaxis -> xaxis, xaxis2, ...
 _SUBPLOTS = ("xaxis", "yaxis", "scene", "polar", "ternary", "geo", "mapbox", "map", "smith", "coloraxis")
-_NOT_CARTESIAN = {"pie", "table", "sunburst", "treemap", "icicle", "funnelarea", "parcoords", "parcats", "sankey",
-                  "indicator", "scatter3d", "surface", "mesh3d", "cone", "streamtube", "volume", "isosurface",
-                  "scattergeo", "choropleth", "scattermap", "scattermapbox", "choroplethmap", "choroplethmapbox",
-                  "densitymap", "densitymapbox", "scatterpolar", "scatterpolargl", "barpolar", "scatterternary",
-                  "scattersmith", "splom"}
+_NOT_CARTESIAN = _3D | {
+    "pie", "table", "sunburst", "treemap", "icicle", "funnelarea", "parcoords", "parcats", "sankey", "indicator",
+    "scattergeo", "choropleth", "scattermap", "scattermapbox", "choroplethmap", "choroplethmapbox", "densitymap",
+    "densitymapbox", "scatterpolar", "scatterpolargl", "barpolar", "scatterternary", "scattersmith", "splom"}
 
 
 def _under(default, own):
@@ -78,7 +78,7 @@ def _subplot_ids(layout: dict, data: list) -> dict[str, set[str]]:
                 m = re.fullmatch(r"([a-z]+?)(\d*)", ref)
                 if m and m.group(1) in ids:
                     ids[m.group(1)].add(ref)
-        if kind in ("scatter3d", "surface", "mesh3d", "cone", "streamtube", "volume", "isosurface") and not tr.get("scene"):
+        if kind in _3D and not tr.get("scene"):
             ids["scene"].add("scene")
     return ids
 
@@ -178,9 +178,6 @@ def _trace_under(entry: dict, tr: dict) -> dict:
     return _under(entry, tr)
 
 
-_3D = {"scatter3d", "surface", "mesh3d", "cone", "streamtube", "volume", "isosurface"}
-
-
 def _flattenable(layout: dict, data: list) -> bool:
     """True for vilab's own templates on a figure without 3-D traces. For those, tests/browser/test_spec.py
     shows Plotly computes the same full figure from the flattened form. Not in general: Plotly turns some
@@ -206,7 +203,8 @@ def browser_spec(fig, width: float | None = None) -> dict:
     """The figure as the dict sent to the browser: vilab's template written in (:func:`flatten_template`,
     when :func:`_flattenable`), plain arrays, a fixed ``datarevision`` (unless the figure has its own) and,
     when given, the width (px) it will be drawn at. ``fig`` itself is not changed."""
-    layout, data = copy.deepcopy(fig._layout), copy.deepcopy(fig._data)
+    # _plain builds new containers all the way down: the one copy of the figure's data (fig is not changed)
+    layout, data = dict(fig._layout), fig._data
     if _flattenable(layout, data):
         layout, data = flatten_template(layout, data)
     layout.setdefault("datarevision", 1)
@@ -215,5 +213,5 @@ def browser_spec(fig, width: float | None = None) -> dict:
     res = {"data": _plain(data), "layout": _plain(layout)}
     frames = [f._props for f in fig._frame_objs]
     if frames:
-        res["frames"] = _plain(copy.deepcopy(frames))
+        res["frames"] = _plain(frames)
     return res
