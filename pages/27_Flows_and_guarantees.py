@@ -140,6 +140,7 @@ with ui.guard("flows"):
         markers[label] = (t_iter[keep], tr.objective[keep], name)
         ui.report_status(tr, plots.label(name))
     th = _theorem1(tkey, m0, float(c0), float(t_end))
+    ui.prefetch(_theorem1, *[(tkey, m0, float(c0), float(t_end) + dt) for dt in (1.0, -1.0) if 1.0 <= t_end + dt <= 20.0])
     nat = _flow(tkey, "natural-mv", m0, float(c0))
     t_ref = nat.extra["t"][nat.extra["t"] <= t_end + 1e-9]
     kl_nat = nat.objective[: len(t_ref)]
@@ -152,7 +153,8 @@ with ui.guard("flows"):
     lim = _limits(tkey, m0, float(c0))
     thr = lim["limits"]
     with fig_box:
-        ui.show(flplots.log_kl_figure(curves, markers, refs, height=460, legend_below=True), key="kl", main=True)
+        ui.show(ui.recipe(flplots.log_kl_figure, curves, markers, refs, height=460, legend_below=True), key="kl",
+                main=True)
         ui.notice(_why_natural_is_slower(lim["lam_min"], lim["lam_max"], thr["bwgd"]))
 
     lm, fails = th["lam_min"], th["lemma_fails"]
@@ -221,21 +223,28 @@ with d1:
 with d2:
     rho_l = ui.slider("large step ρ", "rl", 0.1, 1.0, 1.0, 0.1)
 
-@ui.cache_data(max_entries=32)
-def _vn_srvn(tkey, m0, c0, rho_s, rho_l):
-    """The VN and SR-VN paths at both step sizes: their figures (as dicts: a redraw then costs milliseconds),
-    the table rows and the steps each took to KL < 1e-8."""
+def _vn_srvn_runs(tkey, m0, c0, rho_s, rho_l):
+    """The VN and SR-VN runs at both step sizes ({rho: {name: Trace}}), small steps to t = rho k = HORIZON."""
+    return {r: {name: _discrete(tkey, name, m0, c0, r, max(int(np.ceil(HORIZON / r)), 30)) for name in ("vn", "srvn")}
+            for r in (rho_s, rho_l)}
+
+
+def _vn_srvn_figure(tkey, m0, c0, rho_s, rho_l, r):
+    """The VN and SR-VN paths at step size ``r`` (one of rho_s, rho_l), in a window that holds both step sizes'."""
     target = _target(*tkey)
-    pairs = {}
-    for r in (rho_s, rho_l):
-        n = max(int(np.ceil(HORIZON / r)), 30)
-        pairs[r] = {name: _discrete(tkey, name, m0, c0, r, n) for name in ("vn", "srvn")}
+    pairs = _vn_srvn_runs(tkey, m0, c0, rho_s, rho_l)
     bounds = tplots.plot_window(target.bounds, np.concatenate([t.mean for p in pairs.values() for t in p.values()]))
     vals, xs, ys = _contour(tkey, bounds)
-    figs, rows, steps = {}, [], {}
-    for r, runs in pairs.items():
-        figs[r] = tplots.paths_figure(runs, density_contour(vals, xs, ys), every=max(1, len(runs["vn"].mean) // 6),
-                                      truth=(target.mean, target.cov), bounds=bounds, height=440).to_dict()
+    runs = pairs[r]
+    return tplots.paths_figure(runs, density_contour(vals, xs, ys), every=max(1, len(runs["vn"].mean) // 6),
+                               truth=(target.mean, target.cov), bounds=bounds, height=440)
+
+
+@ui.cache_data(max_entries=32)
+def _vn_srvn(tkey, m0, c0, rho_s, rho_l):
+    """The table rows of the VN and SR-VN runs at both step sizes and the steps each took to KL < 1e-8."""
+    rows, steps = [], {}
+    for r, runs in _vn_srvn_runs(tkey, m0, c0, rho_s, rho_l).items():
         for name, tr in runs.items():
             hit = np.flatnonzero(tr.objective < 1e-8)
             steps[(name, r)] = int(tr.iterations[hit[0]]) if hit.size else None
@@ -244,22 +253,21 @@ def _vn_srvn(tkey, m0, c0, rho_s, rho_l):
                          "steps to KL < 1e-8": (f"{int(tr.iterations[hit[0]])}" + ("" if tr.extra["every"] == 1 else
                                                 " (to within the recording interval)")) if hit.size else "not reached",
                          "final KL": f"{max(float(tr.objective[-1]), 0.0):.3g}", "status": ui.status_text(tr.status)})
-    return figs, rows, steps
+    return rows, steps
 
 
-@ui.cache_data(max_entries=32)
 def _gap_figure(tkey, m0, c0):
     g = _gap(tkey, m0, c0)
-    return flplots.order_gap_figure(g["rho"], {"‖V_VN − V_SR-VN‖_F": g["gap_V"],
-                                               "‖m_VN − m_SR-VN‖": g["gap_m"]}).to_dict()
+    return flplots.order_gap_figure(g["rho"], {"‖V_VN − V_SR-VN‖_F": g["gap_V"], "‖m_VN − m_SR-VN‖": g["gap_m"]})
 
 
 with ui.guard("VN vs SR-VN"):
-    figs, rows, steps = _vn_srvn(tkey, m0, float(c0), float(rho_s), float(rho_l))
-    for col, (r, fig) in zip(st.columns(2), figs.items()):
+    rows, steps = _vn_srvn(tkey, m0, float(c0), float(rho_s), float(rho_l))
+    for col, r in zip(st.columns(2), (float(rho_s), float(rho_l))):
         with col:
             st.markdown(f"**ρ = {r:g}**")
-            ui.show(plots.figure(fig), key=f"paths_{'small' if r == float(rho_s) else 'large'}")
+            ui.show(ui.recipe(_vn_srvn_figure, tkey, m0, float(c0), float(rho_s), float(rho_l), r),
+                    key=f"paths_{'small' if r == float(rho_s) else 'large'}")
     big = float(rho_l)
     sv, ss = steps[("vn", big)], steps[("srvn", big)]
     ui.notice(
@@ -271,7 +279,7 @@ with ui.guard("VN vs SR-VN"):
     ui.table(pd.DataFrame(rows), hide_index=True)
     g = _gap(tkey, m0, float(c0))
     st.markdown("**One step from the same start: the gap is O(ρ²)**")
-    ui.show(plots.figure(_gap_figure(tkey, m0, float(c0))), key="gap")
+    ui.show(ui.recipe(_gap_figure, tkey, m0, float(c0)), key="gap")
     ok = np.isfinite(g["ratio_V"]) & (g["rho"] <= 1e-2)
     if ok.any():
         ratio = g["ratio_V"][ok]
@@ -307,6 +315,12 @@ def _theorem3(tkey, m0, c0, rho, bias_g, eps_h):
                                       b, eps_h)
 
 
+def _theorem3_figure(lines, refs):
+    fig = flplots.log_kl_figure(lines, None, refs, height=400, legend_below=True)
+    fig.update_traces(line_dash="dot", selector=dict(name="SR-VN, biased oracle"))  # SR-VN's colour, another oracle
+    return fig
+
+
 with ui.guard("Theorems 2 and 3"):
     with st.spinner("Running SR-VN with an exact and a biased oracle..."):
         rep = _theorem3(tkey, m0, float(c0), float(rho3), float(bias_g), float(eps_h))
@@ -321,9 +335,7 @@ with ui.guard("Theorems 2 and 3"):
         if bias_g > 0 or eps_h > 0:
             refs3["Thm 3 bound (corrected)"] = (r3 * bi["t"], bi["corrected"])
             refs3["Thm 3 bound (printed)"] = (r3 * bi["t"], bi["printed"])
-    fig3 = flplots.log_kl_figure(lines3, None, refs3, height=400, legend_below=True)
-    fig3.update_traces(line_dash="dot", selector=dict(name="SR-VN, biased oracle"))  # SR-VN's colour, another oracle
-    ui.show(fig3, key="thm3")
+    ui.show(ui.recipe(_theorem3_figure, lines3, refs3), key="thm3")
     steps3 = guarantees.theorem2_steps(rep["M"], max(ex["lam_min"], 1e-300), ex["xi_l"], ex["xi_u"])
     parts = [f"Here δ = {rep['delta']:.3g}, M = {rep['M']:.3g}; along the exact run λ_min(V) ≥ {ex['lam_min']:.3g} "
              f"and {ex['xi_l']:.3g} ≤ ‖C‖_F ≤ {ex['xi_u']:.3g}, so η = {ex['eta']:.3g}."]
@@ -397,7 +409,7 @@ with tab_cvx:
         with ui.guard("convexity"):
             grid, s_line, ln = _convexity(loss, float(cweight), float(cm))
             with c2:
-                ui.show(flplots.scale_curve_figure(s_line, ln["L"], ln["L"]), key="cvx_line")
+                ui.show(ui.recipe(flplots.scale_curve_figure, s_line, ln["L"], ln["L"]), key="cvx_line")
                 neg_v = s_line[ln["d2_v"] < 0]
                 ui.notice(
                     f"L(m, ·) = w E[ℓ(θ)] − (entropy), here at m = {float(cm):g}. The blue curve, drawn against "
@@ -406,7 +418,8 @@ with tab_cvx:
                        "bend upward on this range too: raise the weight w or move m towards 0 to see it fail.")
                     + " A gradient method is only promised a rate on a convex objective, which is why Kumar et al. "
                       "analyse the square-root (Cholesky) coordinates.")
-            ui.show(flplots.curvature_sign_figure(grid["m"], grid["s"], grid["d2_s"], grid["d2_v"]), key="cvx_sign")
+            ui.show(ui.recipe(flplots.curvature_sign_figure, grid["m"], grid["s"], grid["d2_s"], grid["d2_v"]),
+                    key="cvx_sign")
             frac = float(np.mean(grid["d2_v"] < 0))
             convex_s = bool(np.min(grid["d2_s"]) > 0)
             ui.notice(("∂²L/∂σ² is positive on the whole grid (L is convex in σ: Domke's result), " if convex_s else
@@ -490,7 +503,7 @@ with tab_lr:
             el, best_el = klog.excess_curves(runs, "neg_elbo")
             nl, best_nl = klog.excess_curves(runs, "test_nll")
             with l2:
-                ui.show(flplots.excess_figure(el, ylabel="negative ELBO − best", height=380), key="lr_elbo")
+                ui.show(ui.recipe(flplots.excess_figure, el, ylabel="negative ELBO − best", height=380), key="lr_elbo")
                 rates = {m: el[m][1] for m in LR_METHODS}
                 k10 = {m: next((int(el[m][0][i]) for i in range(len(rates[m])) if rates[m][i] < 1e-6), None)
                        for m in LR_METHODS}
@@ -513,7 +526,7 @@ with tab_lr:
             for m in LR_METHODS:
                 ui.report_status(next((s for s in runs[m]["status"] if s.startswith("diverged")), "max_steps"),
                                  plots.label(m))
-            ui.show(flplots.excess_figure(nl, ylabel="test NLL (sum) − best", height=340), key="lr_nll")
+            ui.show(ui.recipe(flplots.excess_figure, nl, ylabel="test NLL (sum) − best", height=340), key="lr_nll")
             rows, finals = [], []
             for m in LR_METHODS:
                 r = runs[m]

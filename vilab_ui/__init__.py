@@ -9,10 +9,14 @@ unique within a page.
 from __future__ import annotations
 
 import atexit
+import dataclasses
+import functools
+import hashlib
 import math
 import re
 import threading
 import time
+import types
 from collections import OrderedDict
 from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, Sequence
@@ -28,7 +32,7 @@ __all__ = [
     "page", "slider", "log_slider", "select", "radio", "multiselect", "number", "toggle", "checkbox",
     "text", "seed", "lecture", "show", "guard", "more", "report_status", "log_grid", "selected_point",
     "click_setter", "scope", "tabs", "link", "status_text", "columns", "notice", "explain", "table", "apply_mode", "MAIN_FIGURE",
-    "plain", "SharedStore", "TEXT_MAX_CHARS", "cache_data", "cache_resource", "prefetch",
+    "plain", "SharedStore", "recipe", "Recipe", "TEXT_MAX_CHARS", "cache_data", "cache_resource", "prefetch",
 ]
 
 
@@ -361,23 +365,136 @@ _CHART_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "se
 def show(fig, key: str | None = None, main: bool = False, download: bool | None = None, **kw):
     """Draw a Plotly figure full width in vilab's template, styled for lecture mode when it is on.
 
+    ``fig`` is a figure, or a :func:`recipe` for one: a recipe's figure is built only when no figure was
+    built from the same builder and arguments before (in this mode, at this width, by any visitor), so a
+    rerun that changed something else sends the figure it sent before without building it again.
+
     ``main=True`` marks the page's main figure (one per page), the one that must be on the first screen.
     The main figure and every animated figure (Plotly frames) get a "Download figure" menu under them
     (PNG, SVG, HTML; GIF for animations; vilab_ui/export.py); ``download`` forces it on or off."""
-    if lecture():
-        plots.lecture_style(fig)
-    else:
-        plots.use_template(fig, False)
+    width_key = key or (MAIN_FIGURE if main else None)
+    w = chart_width(width_key) if kw.get("width", "stretch") == "stretch" else None
+    spec = _sent_spec(fig, lecture(), w)
     kw.setdefault("config", _CHART_CONFIG)
     kw.setdefault("theme", None)  # vilab's template, not Streamlit's (which would override its fonts)
-    animated = bool(getattr(fig, "frames", None))
+    animated = bool(spec.get("frames"))
     if download is None:
         download = main or animated
     with st.container(key=MAIN_FIGURE) if main else nullcontext():
-        out = _plotly_chart(fig, key or (MAIN_FIGURE if main else None), key=key, **kw)
+        out = st.plotly_chart(_Sent(spec), key=key, **kw)
         if download:
-            _export_menu(fig, key, animated)
+            _export_menu(spec, key, animated)
     return out
+
+
+class Recipe:
+    """How to build a figure: ``build(*args, **kwargs)`` (see :func:`recipe`)."""
+
+    __slots__ = ("build", "args", "kwargs")
+
+    def __init__(self, build: Callable[..., go.Figure], args: tuple, kwargs: dict):  # noqa: D107
+        self.build, self.args, self.kwargs = build, args, kwargs
+
+    def digest(self) -> str | None:
+        """A fingerprint of the builder (its code and the values it closes over) and of every argument, or
+        None when an argument is of a kind :func:`_feed` cannot read (the figure is then built every time)."""
+        h = hashlib.blake2b(digest_size=20)
+        try:
+            _feed(h, (self.build, self.args, self.kwargs))
+        except _Unreadable:
+            return None
+        return h.hexdigest()
+
+
+def recipe(build: Callable[..., go.Figure], *args, **kwargs) -> Recipe:
+    """A figure for :func:`show` to build with ``build(*args, **kwargs)`` only when it has not sent the same one:
+    the arguments (numbers, strings, arrays, tuples, lists, dicts, dataclasses such as a Trace) are
+    fingerprinted, and the figure as sent is kept in a store every visitor shares. ``build`` must draw from its
+    arguments alone (module constants aside): ``ui.show(ui.recipe(flplots.gap_figure, rho, gaps), key="gap")``."""
+    if not callable(build):
+        raise ValueError(f"A figure recipe needs a function that builds the figure; got {type(build).__name__}.")
+    return Recipe(build, args, kwargs)
+
+
+class _Unreadable(Exception):
+    """An argument of a recipe that cannot be fingerprinted."""
+
+
+def _feed(h, v) -> None:
+    """Feed ``v`` into the hash ``h``, tagged by kind (so 1, 1.0, "1" and (1,) differ)."""
+    if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
+        h.update(f"{type(v).__name__}:{v!r};".encode())
+    elif isinstance(v, (np.ndarray, np.generic)) or (hasattr(v, "__array__") and hasattr(v, "dtype") and hasattr(v, "shape")):
+        a = np.ascontiguousarray(np.asarray(v))
+        if a.dtype == object:
+            raise _Unreadable
+        h.update(f"array:{a.dtype.str}:{a.shape};".encode())
+        h.update(a.tobytes())
+    elif isinstance(v, (tuple, list)) and all(type(x) in (int, float) for x in v):  # plain numbers: at once
+        h.update(f"{type(v).__qualname__}:{v!r};".encode())
+    elif isinstance(v, (tuple, list)):
+        h.update(f"{type(v).__qualname__}[{len(v)}:".encode())
+        for x in v:
+            _feed(h, x)
+        h.update(b"]")
+    elif isinstance(v, dict):
+        h.update(f"dict{{{len(v)}:".encode())
+        for k in sorted(v, key=repr):
+            _feed(h, k)
+            _feed(h, v[k])
+        h.update(b"}")
+    elif dataclasses.is_dataclass(v) and not isinstance(v, type):
+        h.update(f"{type(v).__module__}.{type(v).__qualname__}(".encode())
+        for f in dataclasses.fields(v):
+            h.update(f.name.encode())
+            _feed(h, getattr(v, f.name))
+        h.update(b")")
+    elif callable(v) and hasattr(v, "__code__"):  # a function: its code, the constants and the values it closes over
+        code = v.__code__
+        h.update(f"fn:{v.__module__}.{v.__qualname__}:".encode())
+        h.update(code.co_code)
+        _feed(h, tuple(c for c in code.co_consts if not hasattr(c, "co_code")))
+        _feed(h, tuple(c.cell_contents for c in (v.__closure__ or ())))
+        _feed(h, v.__defaults__)
+    elif isinstance(v, types.BuiltinFunctionType):
+        h.update(f"builtin:{v.__module__}.{v.__qualname__};".encode())
+    elif isinstance(v, functools.partial):
+        _feed(h, (v.func, v.args, v.keywords))
+    else:
+        raise _Unreadable
+
+
+_SPECS: SharedStore | None = None  # figures as sent, shared by every session: (recipe digest, lecture, width) -> spec
+SPEC_STORE_SIZE = 256  #: how many sent figures the shared store keeps (least recently used first out)
+
+
+def _sent_spec(fig, lecture_mode: bool, width: float | None) -> dict:
+    """The figure as the browser is sent it (styled for the mode, :func:`browser_spec` at ``width``), from the
+    shared store when it is a :class:`Recipe` whose figure was sent before."""
+    global _SPECS
+    if not isinstance(fig, Recipe):
+        return _styled_spec(fig, lecture_mode, width)
+    digest = fig.digest()
+    if digest is None:
+        return _styled_spec(fig.build(*fig.args, **fig.kwargs), lecture_mode, width)
+    if _SPECS is None:
+        _SPECS = SharedStore(maxsize=SPEC_STORE_SIZE, ttl_s=3600.0)
+    k = (digest, bool(lecture_mode), width)
+    spec = _SPECS.get(k)
+    if spec is None:
+        spec = _styled_spec(fig.build(*fig.args, **fig.kwargs), lecture_mode, width)
+        _SPECS[k] = spec
+    return spec
+
+
+def _styled_spec(fig, lecture_mode: bool, width: float | None) -> dict:
+    if not isinstance(fig, go.Figure):
+        raise ValueError(f"A figure to show must be a Plotly figure; got {type(fig).__name__}.")
+    if lecture_mode:
+        plots.lecture_style(fig)
+    else:
+        plots.use_template(fig, False)
+    return browser_spec(fig, width)
 
 
 # ------------------------------------------------------------------------------------------ redraws
@@ -435,13 +552,6 @@ def chart_width(key: str | None) -> float | None:
     except AttributeError:
         return None
     return float(w) if isinstance(w, (int, float)) and 0 < w < 1e5 else None
-
-
-def _plotly_chart(fig, width_key: str | None, **kw):
-    """st.plotly_chart of :func:`vilab.plots.spec.browser_spec` (the same picture, cheap for the browser to redraw),
-    at the width the browser reported for ``width_key`` (a stretched chart whose figure sets no width)."""
-    w = chart_width(width_key) if kw.get("width", "stretch") == "stretch" else None
-    return st.plotly_chart(_Sent(browser_spec(fig, w)), **kw)
 
 
 class _Sent(go.Figure):
