@@ -60,7 +60,7 @@ def _snngm_equations():
 
 
 # ----------------------------------------------------------------------------- cached work
-@ui.cache_data(show_spinner="Running from the three starts ...", max_entries=64)
+@ui.cache_data(show_spinner=False, max_entries=64)  # no spinner of its own: ui.prefetch calls it off the page
 def _fig3(name, alpha):
     return [(t.mean[:, 0], t.cov[:, 0, 0], t.status, t.extra["failed_at"] or t.extra["iterations"])
             for t in rep.fig3_run(name, alpha, max_iter=20000)]
@@ -205,7 +205,10 @@ def _fig3_view():
                                           f"the step size of {LABEL[name]}: every coordinate moves by about α per "
                                           "step")
     with ui.guard("Fig. 3"):
-        res = {name: _fig3(name, alphas1[name]) for name, *_ in FIG3}
+        with st.spinner("Running from the three starts ..."):
+            res = {name: _fig3(name, alphas1[name]) for name, *_ in FIG3}
+        # each step size one notch up and down, run while the browser draws: a keyboard step is then a cache hit
+        ui.prefetch(_fig3, *[(name, a) for name, *_ in FIG3 for a in ui.log_neighbours(1e-4, 1e-1, alphas1[name])])
         optimum = _crab().info["optimum"]
         mu_rng, s2_rng = oplots.fig3_view([(r[0], r[1]) for rs in res.values() for r in rs], optimum, rep.FIG3_STARTS)
         mu_rng = (max(mu_rng[0], FIELD_MU[0]), min(mu_rng[1], FIELD_MU[-1]))
@@ -214,8 +217,8 @@ def _fig3_view():
             U, V = _field(nat)
             paths = [(s, mp, sp, _note(st_, cnt)) for s, (mp, sp, st_, cnt) in zip(rep.FIG3_STARTS, res[name])]
             with col:
-                ui.show(oplots.field_panel(name, U, V, FIELD_MU, FIELD_S2, paths, mu_rng, s2_rng, optimum=optimum,
-                                           height=320 if ui.lecture() else 370), key=f"fig3_{name}", main=j == 0)
+                ui.show(ui.recipe(oplots.field_panel, name, U, V, FIELD_MU, FIELD_S2, paths, mu_rng, s2_rng,
+                                  optimum=optimum, height=320 if ui.lecture() else 370), key=f"fig3_{name}", main=j == 0)
         count = {n: [r[3] for r in res[n]] for n in res}
         ok = {n: all(not r[2].startswith("diverged") for r in res[n]) for n in res}
         bad = [f"{LABEL[n]} from {s}" for n in res for s, r in zip(rep.FIG3_STARTS, res[n])

@@ -30,7 +30,7 @@ from vilab.plots.spec import browser_spec
 
 __all__ = [
     "page", "slider", "log_slider", "select", "radio", "multiselect", "number", "toggle", "checkbox",
-    "text", "seed", "lecture", "show", "guard", "more", "report_status", "log_grid", "selected_point",
+    "text", "seed", "lecture", "show", "log_neighbours", "guard", "more", "report_status", "log_grid", "selected_point",
     "click_setter", "scope", "tabs", "link", "status_text", "columns", "notice", "explain", "table", "apply_mode", "MAIN_FIGURE",
     "plain", "SharedStore", "recipe", "Recipe", "TEXT_MAX_CHARS", "cache_data", "cache_resource", "prefetch",
 ]
@@ -179,6 +179,13 @@ def log_slider(label: str, key: str, lo: float, hi: float, value: float, points_
     out = st.select_slider(label, options=opts, key=key, format_func=lambda v: f"{v:.3g}", help=help, **kw)
     _publish(key, out, _fmt_num)
     return float(out)
+
+
+def log_neighbours(lo: float, hi: float, value: float, points_per_decade: int = 4) -> list[float]:
+    """The values one notch below and above ``value`` on :func:`log_slider`'s grid (for :func:`prefetch`)."""
+    opts = log_grid(lo, hi, points_per_decade)
+    i = min(range(len(opts)), key=lambda j: abs(math.log(opts[j]) - math.log(float(value))))
+    return [opts[j] for j in (i - 1, i + 1) if 0 <= j < len(opts)]
 
 
 def _choice(make, label: str, key: str, options: Sequence, value, help, kw):
@@ -710,7 +717,8 @@ def prefetch(fn: Callable, *calls: tuple) -> int:
     finds them in ``fn``'s cache (``fn`` is a :func:`cache_data` function): a slider moved one notch by the
     keyboard then redraws from the cache. Best effort and bounded: at most ``PREFETCH_MAX_PENDING`` calls wait
     at once (others are dropped), a call already waiting is not queued twice, and an error is ignored (the
-    page's own call reports it). Returns the number of calls queued."""
+    page's own call reports it). ``fn`` shows no spinner of its own (``show_spinner=False``, :func:`cache_data`'s
+    default): a spinner from the background thread would land in the page. Returns the number of calls queued."""
     todo = []
     with _PREFETCH_LOCK:
         for args in calls:

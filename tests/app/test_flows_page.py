@@ -19,6 +19,13 @@ def _app(**params):
     return at.run()
 
 
+VN_TAB, THM_TAB, CVX_TAB, LR_TAB = ("VN vs SR-VN", "Theorems 2 and 3", "Convexity in v vs σ",
+                                  "Logistic regression (Sec. 6)")
+# the charts of each tab below the KL figure (only the open tab is drawn): two path panels and the O(rho^2) gap;
+# Theorems 2-3; the convexity pair; the logistic regression tab's ELBO, NLL and cost per step
+CHARTS = {VN_TAB: 1 + 3, THM_TAB: 1 + 1, CVX_TAB: 1 + 2}
+
+
 def _errors(at):
     return [e.value for e in at.error] + [str(e.value) for e in at.exception]
 
@@ -32,7 +39,8 @@ def test_flows_default_view():
     Theorem 1 bounds; Lemma 1 holds (lambda_min = 0.029 < 1); at rho = 1 VN takes 1 step, SR-VN 7."""
     at = _app()
     assert not at.exception and not _errors(at)
-    assert len(at.get("plotly_chart")) == 7  # KL, two path panels, the O(rho^2) gap, Thms 2-3, convexity (2)
+    assert len(at.get("plotly_chart")) == CHARTS[VN_TAB]  # the first tab below the KL figure is VN vs SR-VN
+    assert at.tabs[0].label == VN_TAB and at.query_params["lt"] in (VN_TAB, [VN_TAB])
     fig = json.loads(_spec(at, 0))
     names = [d["name"] for d in fig["data"]]
     assert names == ["natural flow", "Wasserstein flow", "Euclidean (m, V) flow", "VN", "SR-VN", "BW-GD",
@@ -57,11 +65,17 @@ def test_flows_default_view():
     assert any("0.0259" in i.value or "0.026" in i.value for i in at.info)
     text = " ".join(str(m.value) for m in list(at.markdown) + list(at.caption) + list(at.info))
     assert "digest" not in text and "vilab." not in text
-    # the convexity tab opens by default: |theta| at m = 0, where d2L/dv2 < 0 from v = 2 pi on
+
+
+def test_flows_convexity_tab():
+    """The convexity tab from the URL: |theta| at m = 0, where d2L/dv2 < 0 from v = 2 pi on."""
+    at = _app(lt=CVX_TAB)
+    assert not at.exception and not _errors(at)
+    assert len(at.get("plotly_chart")) == CHARTS[CVX_TAB]
     notices = [i.value for i in at.info if "What to notice" in i.value]
     assert "v ≥ 6.3" in next(n for n in notices if "bend downward" in n)
     assert any("positive on the whole grid" in n for n in notices)
-    assert [d["name"] for d in json.loads(_spec(at, 5))["data"]] == ["L against the scale σ",
+    assert [d["name"] for d in json.loads(_spec(at, 1))["data"]] == ["L against the scale σ",
                                                                      "L against the variance v = σ²"]
 
 
@@ -99,21 +113,22 @@ def test_flows_widgets_round_trip_through_the_url():
 def test_flows_hostile_url_values_fall_back(params):
     at = _app(**params)
     assert not at.exception and not _errors(at)
-    assert len(at.get("plotly_chart")) == 7
+    assert len(at.get("plotly_chart")) == CHARTS[VN_TAB]  # an unknown tab opens the first
 
 
 @pytest.mark.parametrize("params", [
     dict(rho=1e-3, dm=["vn", "srvn", "gd-mv", "gd-mc", "bwgd", "fbgvi"], T=20.0, rs=1e-2, rl=0.1),
     dict(rho=1.0, dm=["vn", "srvn", "gd-mv", "gd-mc", "bwgd", "fbgvi"], fl=["natural", "Euclidean (m, C)"], T=1.0),
-    dict(c0=5.0, m1=10.0, m2=-10.0, rs=1e-4, rl=0.5, cl="logistic", cw=100.0, cm=-3.0),
-    dict(c0=0.05, fl=["Wasserstein"], dm=["gd-mv"], rho=1.0, cl="logistic", cw=0.1, cm=3.0),
+    dict(c0=5.0, m1=10.0, m2=-10.0, rs=1e-4, rl=0.5, cl="logistic", cw=100.0, cm=-3.0, lt=CVX_TAB),
+    dict(c0=0.05, fl=["Wasserstein"], dm=["gd-mv"], rho=1.0, cl="logistic", cw=0.1, cm=3.0, lt=CVX_TAB),
+    dict(c0=5.0, m1=10.0, m2=-10.0, t3rho=0.1, bg=1.0, eh=1.0, lt=THM_TAB),
     dict(tgt="correlated Gaussian", kappa=1000.0, scale=0.1, rho=1e-3, rl=1.0),
     dict(tgt="correlated Gaussian", kappa=1.0, scale=10.0, c0=5.0, fl=[], dm=[]),
 ])
 def test_flows_extremes(params):
     at = _app(**params)
     assert not at.exception and not _errors(at)
-    assert len(at.get("plotly_chart")) == 7
+    assert len(at.get("plotly_chart")) == CHARTS[params.get("lt", VN_TAB)]
 
 
 def _thm3_notice(at):
@@ -121,7 +136,7 @@ def _thm3_notice(at):
 
 
 def _thm3_names(at):
-    return [d["name"] for d in json.loads(_spec(at, 4))["data"]]
+    return [d["name"] for d in json.loads(_spec(at, 1))["data"]]
 
 
 def test_theorems_2_and_3_default_view():
@@ -131,7 +146,7 @@ def test_theorems_2_and_3_default_view():
     import numpy as np
     from vilab.targets.papers import kumar_t2
 
-    at = _app()
+    at = _app(lt=THM_TAB)
     assert not at.exception and not _errors(at)
     assert _thm3_names(at) == ["SR-VN, exact oracle", "SR-VN, biased oracle", "Thm 2 bound", "Thm 3 bound (corrected)",
                                "Thm 3 bound (printed)"]
@@ -147,7 +162,7 @@ def test_theorems_2_and_3_default_view():
 
 
 def test_theorems_2_and_3_large_step_and_no_bias():
-    at = _app(t3rho="0.1", bg="0")
+    at = _app(t3rho="0.1", bg="0", lt=THM_TAB)
     assert not at.exception and not _errors(at)
     assert _thm3_names(at) == ["SR-VN, exact oracle"]  # no bias: one run; eta <= 0: no bound to draw
     assert "say nothing" in _thm3_notice(at) and "η > 0 needs ρ <" in _thm3_notice(at)
@@ -156,12 +171,10 @@ def test_theorems_2_and_3_large_step_and_no_bias():
 @pytest.mark.parametrize("params", [dict(t3rho="abc", bg="-5", eh="1e9"), dict(t3rho="-1", bg="nan", eh="inf"),
                                     dict(t3rho="1e-4", bg="1", eh="1")])
 def test_theorems_2_and_3_hostile_and_extreme_values(params):
-    at = _app(**params)
+    at = _app(lt=THM_TAB, **params)
     assert not at.exception and not _errors(at)
     assert _thm3_names(at)[0] == "SR-VN, exact oracle"
 
-
-LR_TAB = "Logistic regression (Sec. 6)"
 
 
 @pytest.mark.parametrize("params", [dict(lit=200, nc="1", sx=100.0)])

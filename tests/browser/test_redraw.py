@@ -72,13 +72,14 @@ def _page_figures():
 
     import vilab_ui
 
-    figs, orig = [], vilab_ui._plotly_chart
+    figs, orig = [], vilab_ui.browser_spec
 
-    def record(fig, width_key, **kw):
+    def record(fig, width=None):  # every figure ui.show styles, before it is flattened for the browser
         figs.append(go.Figure(fig))
-        return orig(fig, width_key, **kw)
+        return orig(fig, width)
 
-    vilab_ui._plotly_chart = record
+    vilab_ui.browser_spec = record
+    vilab_ui._SPECS = None  # no figure sent from an earlier test's store: every one is built and recorded
     try:
         for name in PAGES:
             for lecture in (False, True):
@@ -88,7 +89,7 @@ def _page_figures():
                 at.run()
                 assert not at.exception, (name, [e.value for e in at.exception])
     finally:
-        vilab_ui._plotly_chart = orig
+        vilab_ui.browser_spec = orig
     return figs
 
 
