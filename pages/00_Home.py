@@ -41,11 +41,10 @@ ctl, area = ui.columns(1, 2.2)
 with area:
     with ui.guard("figure"):
         grid, fine, opt, l_opt, paths, steps = _hero()
-        fig = fplots.field_figure(grid["xs"], grid["ys"], grid["Nx"], grid["Ny"], objective=fine["L"],
-                                  objective_xy=(fine["xs"], fine["ys"]), objective_max=l_opt, optimum=opt,
-                                  paths=paths, normalise=True, xlabel="mean μ", ylabel="variance σ²",
-                                  arrow_color="#9a9a9a", height=430)
-        ui.show(fig, key="hero", main=True)
+        ui.show(ui.recipe(fplots.field_figure, grid["xs"], grid["ys"], grid["Nx"], grid["Ny"], objective=fine["L"],
+                          objective_xy=(fine["xs"], fine["ys"]), objective_max=l_opt, optimum=opt, paths=paths,
+                          normalise=True, xlabel="mean μ", ylabel="variance σ²", arrow_color="#9a9a9a", height=430),
+                key="hero", main=True)
         ui.notice(f"Both paths maximise the same ELBO from the same start. The Euclidean gradient ascent "
                   f"zigzags ({steps['gd-mv']} steps): near σ² = 0 the entropy term makes its vertical component "
                   f"huge, so the step size must stay tiny. The natural gradient (grey arrows) rescales by the "

@@ -140,6 +140,27 @@ with ctl:
         st.button("reset starts", key="reset_starts", on_click=st.session_state.__setitem__,
                   args=(starts_key, PAPER_STARTS if crab else GAUSS_STARTS))
 
+def _field_pair(arrows, fine, L_opt, optimum, start_xy, starts, paths, normalise, xlabel, ylabel, height, bends,
+                bend_symbol, chart, box, lecture):
+    """The two fields side by side with every path (and the star where a live run's step size changed)."""
+    fig = fplots.field_pair_figure(
+        arrows["xs"], arrows["ys"], [(arrows["Ex"], arrows["Ey"]), (arrows["Nx"], arrows["Ny"])],
+        titles=("Euclidean gradient field", "natural gradient field"), paths=paths,
+        objective=fine["L"], objective_xy=(fine["xs"], fine["ys"]), objective_max=L_opt, optimum=optimum,
+        starts=start_xy, start_labels=[f"start {k + 1}: ({m:g}, {s:g})" for k, (m, s) in enumerate(starts)],
+        normalise=normalise, xlabel=xlabel, ylabel=ylabel, clickable=True, height=height)
+    if bends:
+        fplots.add_pair_bends(fig, paths, list(bends), symbol=bend_symbol)
+    if chart == vf.CHARTS[4]:
+        tv, tt = _log_ticks(*box[1], decades=lecture)
+        fig.update_yaxes(tickvals=tv, ticktext=tt)
+    if lecture:  # projector: large text on a short plot; the notice names the optimum ○
+        fig.update_yaxes(title_text=LECTURE_AXIS_TEXT.get(ylabel, ylabel), row=1, col=1)
+        fig.update_traces(showlegend=False, selector=dict(name="optimum"))
+        fig.update_layout(legend=dict(xref="container", x=0.0, font_size=plots.LECTURE_FONT_PX - 2))  # the floor: 2 rows
+    return fig
+
+
 with area:
     fig_slot, rules_slot, table_slot = st.container(), st.container(), st.container()
 with rules_slot:  # under the figure, where the chips have room; made first: the figure needs it
@@ -197,22 +218,11 @@ with fig_slot, ui.guard("vector fields"):
                                        else f"{its}: {ui.status_text(status)}")
                 counts.setdefault(code, []).append((its, status, rmin))
             rows.append(row)
-        fig = fplots.field_pair_figure(
-            arrows["xs"], arrows["ys"], [(arrows["Ex"], arrows["Ey"]), (arrows["Nx"], arrows["Ny"])],
-            titles=("Euclidean gradient field", "natural gradient field"), paths=(eu_paths, na_paths),
-            objective=fine["L"], objective_xy=(fine["xs"], fine["ys"]), objective_max=L_opt, optimum=(ox, oy),
-            starts=start_xy, start_labels=[f"start {k + 1}: ({m:g}, {s:g})" for k, (m, s) in enumerate(starts)],
-            normalise=normalise, xlabel=xlabel, ylabel=ylabel, clickable=True,
-            height=(345 if ui.lecture() else 360) if live_on else 400)  # live: the buttons' row sits above
-        if bends:
-            fplots.add_pair_bends(fig, (eu_paths, na_paths), bends, symbol="ρ₀" if step_key == "rho0" else "ρ")
-        if chart == vf.CHARTS[4]:
-            tv, tt = _log_ticks(*box[1], decades=ui.lecture())
-            fig.update_yaxes(tickvals=tv, ticktext=tt)
-        if ui.lecture():  # projector: large text on a short plot; the notice names the optimum ○
-            fig.update_yaxes(title_text=LECTURE_AXIS_TEXT.get(ylabel, ylabel), row=1, col=1)
-            fig.update_traces(showlegend=False, selector=dict(name="optimum"))
-            fig.update_layout(legend=dict(xref="container", x=0.0, font_size=plots.LECTURE_FONT_PX - 2))  # the floor: 2 rows
+        args = (arrows, fine, L_opt, (ox, oy), start_xy, list(starts), (eu_paths, na_paths), normalise, xlabel, ylabel,
+                (345 if ui.lecture() else 360) if live_on else 400,  # live: the buttons' row sits above
+                tuple(bends), "ρ₀" if step_key == "rho0" else "ρ", chart, box, ui.lecture())
+        # a live run's frames are drawn once each: built directly, not kept in the store of figures every visitor shares
+        fig = _field_pair(*args) if live_on else ui.recipe(_field_pair, *args)
         ui.show(fig, key="fields", main=True, on_select=lambda: _add_click("fields", starts_key, chart),
                 selection_mode="points")
         return rows, counts

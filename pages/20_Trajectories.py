@@ -119,6 +119,15 @@ def _sweep(tkey, method, grads, n_samples, seed, m0, c0, n_steps, tol, _model=No
     return steps, its, sts
 
 
+def _paths_figure(traces, contour, every, truth, bounds, axis_names=None):
+    """The paths view's figure; ``axis_names``: the two coefficients shown of your data's model."""
+    fig = tplots.paths_figure(traces, contour, every=every, truth=truth, bounds=bounds, height=430)
+    if axis_names is not None:
+        fig.update_xaxes(title=f"θ: {axis_names[0]}")
+        fig.update_yaxes(title=f"θ: {axis_names[1]}")
+    return fig
+
+
 def _names(ms):
     return ", ".join(plots.label(m) for m in ms[:-1]) + (" and " if len(ms) > 1 else "") + plots.label(ms[-1])
 
@@ -246,11 +255,8 @@ with fig_slot, ui.guard("runs"):
                      "their ellipses differ." if gauss else ": their mean paths coincide.")
 
     if view == "paths":
-        fig = tplots.paths_figure(traces, contour, every=int(every), truth=truth, bounds=bounds, height=430)
-        if model is not None:
-            fig.update_xaxes(title=f"θ: {csv.names[pair[0]]}")
-            fig.update_yaxes(title=f"θ: {csv.names[pair[1]]}")
-        ui.show(fig, key="paths", main=True)
+        ui.show(ui.recipe(_paths_figure, traces, contour, int(every), truth, bounds,
+                          None if model is None else (csv.names[pair[0]], csv.names[pair[1]])), key="paths", main=True)
         counts = ", ".join(f"{plots.label(m)} {t.n_steps}" + ("" if t.status == "converged" else f" ({ui.status_text(t.status)})")
                            for m, t in traces.items())
         lesson = ("Natural-gradient methods precondition by the covariance and take steps of size about 1 however "
@@ -266,15 +272,15 @@ with fig_slot, ui.guard("runs"):
             if not gauss:
                 opt = min(float(np.nanmin(t.objective)) for t in traces.values()) - 1e-9
             st.markdown(f"**{obj_name if gauss else obj_name + ' minus the best value seen'}, against the iteration**")
-            ui.show(tplots.objective_figure(traces, optimum=opt, log_x=True, height=360), key="objective")
+            ui.show(ui.recipe(tplots.objective_figure, traces, optimum=opt, log_x=True, height=360), key="objective")
             rows = [{"method": plots.label(m), "step size": f"{settings[m][0]:.3g}", "gradients": settings[m][1],
                      "iterations": tr.n_steps, "status": ui.status_text(tr.status),
                      "final " + tr.objective_name: f"{float(tr.objective[-1]):.4g}"}
                     for m, tr in traces.items()]
             ui.table(pd.DataFrame(rows), hide_index=True)
     elif view == "animation":
-        ui.show(tplots.animation_figure(traces, contour, n_frames=int(n_frames), truth=truth, bounds=bounds,
-                                        height=450), key="anim", main=True)
+        ui.show(ui.recipe(tplots.animation_figure, traces, contour, n_frames=int(n_frames), truth=truth, bounds=bounds,
+                          height=450), key="anim", main=True)
         ui.notice("Press Play, or drag the iteration slider. Each ellipse is q's 1-sd region at that iteration, "
                   "drawn in its method's colour and dash; the long-dashed black ellipse (Gaussian targets) is the "
                   "posterior. Natural-gradient ellipses take the "
@@ -315,7 +321,7 @@ with fig_slot, ui.guard("runs"):
         thr = None
         if lim is not None:  # linearised at the optimum: the target's precision, or V*^-1 at the Gaussian fixed point
             thr = {m: lim["limits"].get(m) for m in methods}
-        ui.show(tplots.sweep_figure(steps, its, sts, thresholds=thr, max_steps=int(n_steps), height=430), key="sweep",
+        ui.show(ui.recipe(tplots.sweep_figure, steps, its, sts, thresholds=thr, max_steps=int(n_steps), height=430), key="sweep",
                 main=True)
         keys = {m: [(st_, int(n)) if st_ == "converged" else (str(st_)[:8], 0) for n, st_ in zip(its[m], sts[m])]
                 for m in methods}

@@ -103,10 +103,11 @@ with area:
             cell = (i, j)
     fig = None
     with ui.guard("figure"):
-        fig = aplots.atlas_figure(at, limits, show_all=show_all, kappa_range=(lo, hi), selected=cell, height=470)
+        fig = ui.recipe(aplots.atlas_figure, at, limits, show_all=show_all, kappa_range=(lo, hi), selected=cell,
+                        height=470)
+        ui.show(fig, key="atlas", main=True, on_select=_on_click, selection_mode="points")
     if fig is None:
         st.stop()
-    ui.show(fig, key="atlas", main=True, on_select=_on_click, selection_mode="points")
 
     with ctl:  # beside the figure, so that the link is on the first screen
         if cell is None:

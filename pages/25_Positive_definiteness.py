@@ -101,16 +101,16 @@ if mode == MODES[0]:
             with a:
                 extent = 2.5 * np.sqrt(s2)
                 st.markdown(f"**Level sets xᵀS x = 1 at ρ = {rho:g}**")
-                ui.show(pdplots.level_set_figure({"precision update": P_prec, "T update": P_chol},
-                                                 points={"sampled θ": (th1, th2)}, extent=extent, height=420),
+                ui.show(ui.recipe(pdplots.level_set_figure, {"precision update": P_prec, "T update": P_chol},
+                                  points={"sampled θ": (th1, th2)}, extent=extent, height=420),
                         key="levels")
             with b:
                 st.markdown("**Eigenvalues of the new precision S**")
                 markers = {f"indefinite beyond ρ = {limit:.3f}": limit} if np.isfinite(limit) and limit <= 1.5 else {}
                 markers.update({f"T singular at ρ = {s:.3f}": s for s in sing if s <= 1.5})
-                ui.show(pdplots.eigenvalue_figure(RHO_GRID, {"precision update": out["eig_prec"],
-                                                             "T update": out["eig_chol"]},
-                                                  current=rho, markers=markers, height=420, show_current=False),
+                ui.show(ui.recipe(pdplots.eigenvalue_figure, RHO_GRID,
+                                  {"precision update": out["eig_prec"], "T update": out["eig_chol"]},
+                                  current=rho, markers=markers, height=420, show_current=False),
                         key="eigs")
         a, b = st.columns(2)
         with a:
@@ -163,8 +163,8 @@ elif mode == MODES[1]:
         with ui.guard("Monte Carlo"):
             with st.spinner("Running the Monte Carlo..."):
                 res = _monte_carlo(tname, delta, mu1, mu2, ms2, mrho, int(n_runs), int(n_steps), ui.seed())
-            ui.show(pdplots.pd_loss_figure({k: v["lost PD"] for k, v in res.items()}, int(n_runs), height=430,
-                                           title=f"{tname}: runs that stopped being a Gaussian"),
+            ui.show(ui.recipe(pdplots.pd_loss_figure, {k: v["lost PD"] for k, v in res.items()}, int(n_runs), height=430,
+                              title=f"{tname}: runs that stopped being a Gaussian"),
                     key="mc", main=True)
             lost = {pdplots.RULE_LABELS.get(k, k): v["lost PD"] for k, v in res.items()}
             worst = max(lost, key=lost.get)
@@ -197,7 +197,7 @@ elif mode == MODES[3]:
             runs, L_star = _crab_runs(crab_key)
         st.markdown(f"**Horseshoe crabs, {crab.split(' (')[0]}: the step size each update could take, and its "
                     "progress**")
-        ui.show(pdplots.step_size_figure(runs, L_star, height=380 if ui.lecture() else 420),
+        ui.show(ui.recipe(pdplots.step_size_figure, runs, L_star, height=380 if ui.lecture() else 420),
                 key="crabsteps", main=True)
         t1, c1 = runs["T by Theorem 1(ii)"], runs["T with Corollary 1"]
         small = sorted({f"{r:g}" for r in t1["rho"] if r < 1}, key=float)
@@ -242,7 +242,7 @@ else:
                  "C Hbarbar": "C H̿ (natural gradient)", "T Hbarbar": "T H̿ (natural gradient)"}
         mats = {names[k]: v for k, v in parts.items()}
         st.markdown(f"**Nonzero entries (shaded) of the matrices of one natural-gradient step, d = {M.shape[0]}**")
-        ui.show(pdplots.sparsity_figure(mats, code, height=400 if ui.lecture() else 440), key="sparsity", main=True)
+        ui.show(ui.recipe(pdplots.sparsity_figure, mats, code, height=400 if ui.lecture() else 440), key="sparsity", main=True)
         free = int(M.sum())
         nat = parts[f"{F} Hbarbar"]
         outside = int(pdplots.nonzero_pattern(nat)[M == 0].sum())
@@ -265,7 +265,7 @@ else:
         diff = ex["diff"]
         nd, ns = float(np.linalg.norm(diff)), float(np.linalg.norm(ex["sparse"]))
         st.markdown("**The sparse natural gradient against the dense one with its extra entries set to zero**")
-        ui.show(pdplots.natgrad_comparison_figure(ex["sparse"], ex["masked"], M, code, height=380), key="masking")
+        ui.show(ui.recipe(pdplots.natgrad_comparison_figure, ex["sparse"], ex["masked"], M, code, height=380), key="masking")
         if full:
             st.caption(f"No zeros to put in: the difference has norm {nd:.2g}.")
         elif is_c:

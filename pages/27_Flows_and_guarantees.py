@@ -575,7 +575,7 @@ with tab_lr:
                 measured = klog.time_per_step(ds_f5, seconds_each=0.1)
                 st.session_state["f5_times"] = measured
         with ui.guard("cost per step"):
-            ui.show(flplots.cost_figure(np.geomspace(4, 512, 40), klog.flops(np.geomspace(4, 512, 40)), measured),
+            ui.show(ui.recipe(flplots.cost_figure, np.geomspace(4, 512, 40), klog.flops(np.geomspace(4, 512, 40)), measured),
                     key="f5")
             ui.notice("Lines: the paper's flop counts per update, VN d³ + 4d², SR-VN 3d³ + 4.5d² + d/2, BW-GD "
                       "3d³ + 5d² (VN inverts one matrix; SR-VN multiplies three; BW-GD inverts and multiplies twice). "

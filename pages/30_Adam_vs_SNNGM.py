@@ -287,8 +287,9 @@ elif view == VIEWS[1]:
         if csv2 is None:
             t1, t2, logp = _grid2d()
             st.markdown("**Mean paths over the exact posterior**")
-            ui.show(oplots.mean_paths_2d((t1, t2, logp), {LABEL[n]: (n, r["mean"], r["cov"], r["status"])
-                                                          for n, r in runs.items()}, height=height2),
+            ui.show(ui.recipe(oplots.mean_paths_2d, (t1, t2, logp),
+                              {LABEL[n]: (n, r["mean"], r["cov"], r["status"]) for n, r in runs.items()},
+                              height=height2),
                     key="paths2d", main=True)
         else:
             ix = list(pair)
@@ -331,8 +332,9 @@ elif view == VIEWS[1]:
                   "precondition by the covariance and head along the posterior's shape; Adam and ProxGenAdam "
                   "(warm, dashed) move each coordinate by about α per step." + verdict)
         st.markdown("**ELBO estimate (single draw, moving average of 25)**")
-        ui.show(oplots.elbo_curves({LABEL[n]: (n, np.arange(1, len(r["elbo"]) + 1), r["elbo"])
-                                    for n, r in runs.items()}, log_x=True, window=25, height=420), key="elbo2d")
+        ui.show(ui.recipe(oplots.elbo_curves, {LABEL[n]: (n, np.arange(1, len(r["elbo"]) + 1), r["elbo"])
+                                               for n, r in runs.items()}, log_x=True, window=25, height=420),
+                key="elbo2d")
         ui.notice("Each ELBO estimate uses one draw from q, hence the noise; the moving average shows the trend. A "
                   "curve that flattens early has found its optimum or stalled: compare the final ELBOs in the table.")
         ui.table(pd.DataFrame([{"optimizer": LABEL[n], "α" + ("₀" if n == "snngm" else ""): f"{alphas[n]:.3g}",
@@ -367,7 +369,7 @@ elif view == VIEWS[1]:
         if cfg != sweep_config:
             st.info("The settings changed since this sweep ran; press Run the sweep to update it.")
         with ui.guard("sweep plot"):
-            ui.show(oplots.alpha_sweep(out, title=f"Final ELBO after {cfg[3]} iterations, against α"), key="sweep")
+            ui.show(ui.recipe(oplots.alpha_sweep, out, title=f"Final ELBO after {cfg[3]} iterations, against α"), key="sweep")
             ok_vals = [v[~b & np.isfinite(v)] for (_, _, v, b) in out.values()]
             top = max((float(v.max()) for v in ok_vals if v.size), default=np.nan)
             width = {lab: int(np.sum(~b & np.isfinite(v) & (top - v < 1.0))) for lab, (_, _, v, b) in out.items()}
@@ -500,9 +502,9 @@ elif view == VIEWS[3]:
                                   for (n, o, d), r in runs3.items() if d == diag}
                         with col:
                             st.markdown(f"**{'Diagonal' if diag else 'Full'} covariance: average ELBO per epoch**")
-                            ui.show(oplots.elbo_curves(curves, xlabel="epoch", log_x=True,
-                                                       window=20 if full_batch else 3, clip_quantile=0.1,
-                                                       height=400), key=f"rd_{int(diag)}")
+                            ui.show(ui.recipe(oplots.elbo_curves, curves, xlabel="epoch", log_x=True,
+                                              window=20 if full_batch else 3, clip_quantile=0.1,
+                                              height=400), key=f"rd_{int(diag)}")
                 done = {k: r for k, r in runs3.items() if not r["status"].startswith("diverged")}
                 if done:
                     (bn, bo, bd), br = max(done.items(), key=lambda kv: kv[1]["final"])
@@ -550,7 +552,7 @@ elif view == THM3:
                           help="SNNGM's momentum; Theorem 3 needs N > β/(1 − β)")
     with area, ui.guard("Theorem 3"):
         sw = _thm3(toy3, float(c3), float(beta3))
-        ui.show(oplots.theorem3_figure(sw, height=330 if ui.lecture() else 400), key="thm3", main=True)
+        ui.show(ui.recipe(oplots.theorem3_figure, sw, height=330 if ui.lecture() else 400), key="thm3", main=True)
         okN = np.isfinite(sw["observed"])
         bad = [int(n) for n, o in zip(sw["N"], okN) if not o]
         if okN.sum() >= 2:
@@ -623,9 +625,9 @@ elif view == TABS:
             if not paper7:
                 st.info("Choose at least one covariance.")
             else:
-                ui.show(oplots.table8_sim_figure(paper7, ours7 or None, table_rows=oplots.TABLE7_ROWS,
-                                                 titles=("Tan (2025)", "here" if d7 == 50 else "here, n = 2·10⁴"),
-                                                 height=360 if ui.lecture() else 400), key="t7", main=True)
+                ui.show(ui.recipe(oplots.table8_sim_figure, paper7, ours7 or None, table_rows=oplots.TABLE7_ROWS,
+                                  titles=("Tan (2025)", "here" if d7 == 50 else "here, n = 2·10⁴"),
+                                  height=360 if ui.lecture() else 400), key="t7", main=True)
                 ui.notice("Each marker is one row of Table 7: how far its final ELBO ends below the best run of its "
                           "column, filled for a diagonal covariance, open for a full one. Adam (orange) ends hundreds of "
                           "nats below SNNGM, NAGM and VOGN (blue, green), which end within tens of nats of each other; "
@@ -680,10 +682,10 @@ elif view == TABS:
             if not paper8:
                 st.info("Choose at least one covariance.")
             else:
-                ui.show(oplots.table8_sim_figure(paper8, ours or None,
-                                                 titles=(("Tan (2025), German", "here, German") if german8 else
-                                                         ("Tan (2025), n = 10⁵", "here, n = 10⁴")),
-                                                 height=400 if ui.lecture() else 460), key="t8", main=True)
+                ui.show(ui.recipe(oplots.table8_sim_figure, paper8, ours or None,
+                                  titles=(("Tan (2025), German", "here, German") if german8 else
+                                          ("Tan (2025), n = 10⁵", "here, n = 10⁴")),
+                                  height=400 if ui.lecture() else 460), key="t8", main=True)
                 ui.notice("Each marker is one row of Table 8 (1: first-order, 2: second-order gradient estimates): how "
                           "far its final ELBO ends below the best run of its column, filled for a diagonal covariance, "
                           "open for a full one. "
@@ -723,8 +725,8 @@ else:
         beta = ui.slider("momentum β", "beta", 0.5, 0.99, 0.9, step=0.01)
     with area, ui.guard("Fig. 4"):
         w = optim.tau_weights(N, beta)
-        ui.show(oplots.tau_weights_figure(w, title="Weight of each iteration j in the law of τ",
-                                          height=320 if ui.lecture() else 360), key="tau", main=True)
+        ui.show(ui.recipe(oplots.tau_weights_figure, w, title="Weight of each iteration j in the law of τ",
+                          height=320 if ui.lecture() else 360), key="tau", main=True)
         ui.notice(f"{int(np.sum(w <= 0.99))} of the {N} weights 1 − β^(N−j+1) are at most 0.99 "
                   "(43 for N = 10000, β = 0.9): only the last few iterations are down-weighted, so τ is almost "
                   "uniform on 1..N and Theorem 3's guarantee is about an iterate drawn almost uniformly.")

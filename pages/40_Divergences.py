@@ -203,14 +203,14 @@ if tab2d.open:
             if rescale:
                 w = _two_d(rho, sd1, sd2 * k)
                 back = {n: np.array([x[0], x[1] / k**2]) for n, x in w.items() if n != "forward_kl"}
-                ui.show(dplots.rescaled_pair([0, 0], cov, {n: v[n] for n in back}, back, k), key="ell2", main=True)
+                ui.show(ui.recipe(dplots.rescaled_pair, [0, 0], cov, {n: v[n] for n in back}, back, k), key="ell2", main=True)
                 moved = abs(back["fisher"][0] - v["fisher"][0]) / v["fisher"][0]
                 ui.notice(f"KL and score-based optima are the same after mapping back: both rescale with θ₂. "
                           f"The Fisher optimum changes shape (Σ₁₁ moves by {100 * moved:.3g}%): the Fisher "
                           "divergence measures the score mismatch with the identity, not with the target's own "
                           "scale, so it depends on the units of θ.")
             else:
-                ui.show(dplots.meanfield_ellipses([0, 0], cov, v, title="2-s.d. ellipses: target and mean-field optima"),
+                ui.show(ui.recipe(dplots.meanfield_ellipses, [0, 0], cov, v, title="2-s.d. ellipses: target and mean-field optima"),
                         key="ell", main=True)
                 ui.notice(f"A mean-field (diagonal) Gaussian cannot tilt, so it fits inside the tilted target. "
                           f"Target Σ₁₁ = {_sig(sd1**2)}; {L('kl')} {_sig(v['kl'][0])}, Fisher {_sig(v['fisher'][0])}, "
@@ -225,7 +225,7 @@ if tab2d.open:
             ui.table(table)
         with ui.guard("variance against ρ"):
             rhos, curves = _curves(sd1, sd2)
-            ui.show(dplots.variance_curves(rhos, curves, title="Σ₁₁ against the correlation ρ"), key="curves")
+            ui.show(ui.recipe(dplots.variance_curves, rhos, curves, title="Σ₁₁ against the correlation ρ"), key="curves")
             ui.notice("At ρ = 0 the coordinates are independent and every optimum is exact; the stronger the "
                       "correlation, the more each divergence underestimates. Theorem 1: score-based and Fisher "
                       "variances never exceed KL's, which never exceeds the true variance; with equal scales "
@@ -260,11 +260,11 @@ if tabw.open:
             wres = _weighted(wrho, wsd1, wsd2, wkind, custom)
             wv = wres["variances"]
             wcov = np.array([[wsd1**2, wrho * wsd1 * wsd2], [wrho * wsd1 * wsd2, wsd2**2]])
-            ui.show(dplots.meanfield_ellipses([0, 0], wcov, {k: wv[k] for k in ("kl", "fisher", "score",
+            ui.show(ui.recipe(dplots.meanfield_ellipses, [0, 0], wcov, {k: wv[k] for k in ("kl", "fisher", "score",
                                                                                  "weighted_fisher")},
-                                              title=f"2-s.d. ellipses: the target and the mean-field optima "
+                              title=f"2-s.d. ellipses: the target and the mean-field optima "
                                                     f"({W_SHORT[wkind]})",
-                                              names={"weighted_fisher": wname}),
+                              names={"weighted_fisher": wname}),
                     key="wfell", main=True)
             M = wres["M"]
             above = [i + 1 for i in range(2) if wv["weighted_fisher"][i] > wv["kl"][i] * (1 + 1e-9)]
@@ -304,8 +304,8 @@ if tabw.open:
                            "optimum is best only by its own measure.")
             with ui.guard("weighted Fisher against ρ"):
                 rhos_w, wcurves = _weighted_curves(wsd1, wsd2, wkind, custom)
-                ui.show(dplots.variance_curves(rhos_w, wcurves, title="Σ₁₁ against the correlation ρ",
-                                               names={"weighted_fisher": wname}, marked=wrho), key="wfcurves")
+                ui.show(ui.recipe(dplots.variance_curves, rhos_w, wcurves, title="Σ₁₁ against the correlation ρ",
+                                  names={"weighted_fisher": wname}, marked=wrho), key="wfcurves")
                 ui.notice("The dotted line is the ρ above. "
                           + ("M = Λ⁻¹ follows the target as ρ moves; " if wkind == "target_cov" else "")
                           + ("your M stays fixed while ρ moves; " if wkind == "custom" else "")
@@ -333,7 +333,7 @@ if tab3d.open:
             st.caption("**Click a point** of the map (or move a and b) to see its variances below.")
         with fig, ui.guard("Fig. 1"):
             g = _grid(c)
-            ui.show(dplots.fig1_heatmap(g, marked=(a, b), title=f"c = {c:g}: # coordinates with score-based ≤ Fisher"),
+            ui.show(ui.recipe(dplots.fig1_heatmap, g, marked=(a, b), title=f"c = {c:g}: # coordinates with score-based ≤ Fisher"),
                     key="fig1", main=True, on_select=ui.click_setter("fig1", "a", "b", -0.99, 0.99),
                     selection_mode="points")
     with tab3d:
@@ -375,8 +375,8 @@ if tab1d.open:
                 params = (("a1", ui.slider("a₁ = a₀ + n/2", "a1", 0.6, 30.0, 3.01, 0.01)), ("b1", 1.0))
         with fig, ui.guard("univariate optima"):
             x, pdf, opt = _univariate(kind, params)
-            ui.show(dplots.univariate_densities(x, pdf, {k: (o.mu, o.var) for k, o in opt.items()},
-                                                title="target and optimal Gaussians"), key="uni", main=True)
+            ui.show(ui.recipe(dplots.univariate_densities, x, pdf, {k: (o.mu, o.var) for k, o in opt.items()},
+                              title="target and optimal Gaussians"), key="uni", main=True)
             ratios = ", ".join(f"{L(k)} {_sig(o.var_ratio)}" for k, o in opt.items())
             modes = ", ".join(f"{L(k)} {_sig(o.mode_error)}" for k, o in opt.items())
             ui.notice(f"Variance of each optimum over the target's (σ²/σ*²): {ratios}; distance of its mean from the "
@@ -422,8 +422,8 @@ if tabg.open:
                 marks = {p: [(cross[p]["score"], "score = KL")] + ([(cross[p]["fisher"], "Fisher = KL")]
                                                                     if np.isfinite(cross[p]["fisher"]) else [])
                          for p in ("mu", "T")}
-            ui.show(dplots.gradient_sd(lam, gres["closed"], gres["mc"], marks=marks, curves=not german,
-                                       title=f"Noise of one-draw gradients at μ = 0, T = {gt:g} I (d = {lam.size})"),
+            ui.show(ui.recipe(dplots.gradient_sd, lam, gres["closed"], gres["mc"], marks=marks, curves=not german,
+                              title=f"Noise of one-draw gradients at μ = 0, T = {gt:g} I (d = {lam.size})"),
                     key="gradsd", main=True)
             med = {p: {m: float(np.median(gres["closed"][p][m])) for m in CODES} for p in ("mu", "T")}
             devs = np.concatenate([np.abs(gres["mc"][p][m] / gres["closed"][p][m] - 1) for p in ("mu", "T")
@@ -496,8 +496,8 @@ if tabb.open:
         with fig, ui.guard("SDb progression"):
             means, var, samples, status = _fig5(n_it, B, ui.seed(), mu0)
             shown = np.unique(np.linspace(1, n_it, 6).astype(int))
-            ui.show(dplots.sdb_progression(means[shown], var[shown], samples[shown - 1], shown, 2.0, 1.5,
-                                           title="SDb on N(2, 1.5): q_t and the B draws of iteration t"),
+            ui.show(ui.recipe(dplots.sdb_progression, means[shown], var[shown], samples[shown - 1], shown, 2.0, 1.5,
+                              title="SDb on N(2, 1.5): q_t and the B draws of iteration t"),
                     key="fig5", main=True)
             ui.report_status(status, "SDb")
             step0 = math.sqrt(1e-6 / (1 - 0.95))
@@ -526,7 +526,7 @@ if tabb.open:
                 for m, (v, status) in _mf_runs(tuple(map(tuple, cov)), 6000, 5, ui.seed()).items():
                     runs[m] = v
                     ui.report_status(status, L(m))
-            ui.show(dplots.fixed_point_bars(vals, runs, title="mean-field variances"), key="bars")
+            ui.show(ui.recipe(dplots.fixed_point_bars, vals, runs, title="mean-field variances"), key="bars")
             ui.notice(f"Batch Fisher (FDb) ends at KL's solution Σᵢᵢ = 1/Λᵢᵢ (Σ₁₁ = {_sig(vals['fdb'][0])}); batch "
                       f"score-based (SDb) ends where Σᵢᵢ (ΛΣΛ)ᵢᵢ = 1 (Σ₁₁ = {_sig(vals['sdb'][0])}): it never "
                       "collapses, but it underestimates more than FDb. Hatched bars: the batch methods.")
@@ -605,10 +605,10 @@ if tabo.open:
         ores = None
         with fig, ui.guard("objective landscapes"):
             ores = _landscape(orho, osd1, osd2, odec)
-            ui.show(dplots.objective_landscapes(ores, valleys=oval,  # lecture mode: the tab's name is the title
-                                                title=None if ui.lecture() else
-                                                "KL, Fisher and score-based over the variances of a diagonal q",
-                                                height=390 if ui.lecture() else 430),
+            ui.show(ui.recipe(dplots.objective_landscapes, ores, valleys=oval,  # lecture mode: the tab's name is the title
+                              title=None if ui.lecture() else
+                              "KL, Fisher and score-based over the variances of a diagonal q",
+                              height=390 if ui.lecture() else 430),
                     key="land", main=True)
             opt, true = ores["optimum"], ores["true"]
             gap = ores["optimum_value"]["score"]
@@ -684,7 +684,7 @@ if tabt.open:
             if trun:
                 with st.spinner("Running KLD, FDr, SDr, FDb, SDb and BaM on German credit..."):
                     tres = _table6(ui.seed())
-                ui.show(dplots.table6_bars(tres["rows"], title="German credit (our run): accuracy of each fit"),
+                ui.show(ui.recipe(dplots.table6_bars, tres["rows"], title="German credit (our run): accuracy of each fit"),
                         key="t6bars", main=True)
                 r = tres["rows"]
                 best = max(r, key=lambda k: r[k]["M*"][0])
@@ -696,9 +696,9 @@ if tabt.open:
                           "tab), so they crawl and stop far from the posterior. Compare the order and the mode errors: "
                           "M*'s scale depends on a kernel width the paper does not state.")
             else:
-                ui.show(dplots.table6_bars({k: {"M*": paper["M*"][k], "mode": paper["mode"][k]}
+                ui.show(ui.recipe(dplots.table6_bars, {k: {"M*": paper["M*"][k], "mode": paper["mode"][k]}
                                             for k in dvl.TABLE6_METHODS},
-                                           title="The paper's Table 6, German credit (49 coefficients)"),
+                                  title="The paper's Table 6, German credit (49 coefficients)"),
                         key="t6paper", main=True)
                 ui.notice("The paper's numbers: M* measures how close each Gaussian's draws are to the Monte Carlo "
                           "posterior's (higher is better). KLD, batch score-based (SDb) and batch and match are far "

@@ -111,8 +111,8 @@ if tab_lin.open:
                 d = _linear(ui.seed(), T, R, 1.0)
                 beliefs = {FC: (d["fc"][0][t], d["fc"][1][t]), "kalman": (d["kf"][0][t], d["kf"][1][t]),
                            "batch": (d["batch"][0][t], d["batch"][1][t]), MOM: (d["fc_mom"][0][t], d["fc_mom"][1][t])}
-                ui.show(po.linear_stream(beliefs, np.arange(T + 1), {FC: d["min_eig_fc"], MOM: d["min_eig_mom"]},
-                                         theta_true=d["theta"], t_now=t, height=400 if ui.lecture() else 430),
+                ui.show(ui.recipe(po.linear_stream, beliefs, np.arange(T + 1), {FC: d["min_eig_fc"], MOM: d["min_eig_mom"]},
+                                  theta_true=d["theta"], t_now=t, height=400 if ui.lecture() else 430),
                         key="lin", main=True)
                 bad = np.where(~(d["min_eig_mom"] > 0))[0]
             with ui.guard("linear-Gaussian notes"):
@@ -157,8 +157,8 @@ if tab_conj.open:
                 y = ui.slider("observation y", "cy", 0, 1 if kind == "bernoulli" else 20, 1)
             with fig, ui.guard("conjugate update"):
                 d = _conj(kind, float(chi), float(nu), float(y))
-                ui.show(po.conjugate_densities(d["theta"], d["densities"],
-                                               title="Prior, one BONG step and the Bayes posterior over θ"),
+                ui.show(ui.recipe(po.conjugate_densities, d["theta"], d["densities"],
+                                  title="Prior, one BONG step and the Bayes posterior over θ"),
                         key="cden", main=True)
                 gap = float(np.max(np.abs(np.asarray(d["psi_bong"]) - np.asarray(d["psi_bayes"]))))
                 ui.notice(f"The BONG step (wide pale blue) and the Bayes posterior (black dashes) are the same curve: "
@@ -226,9 +226,9 @@ if tab_dig.open:
                     names = {short[r["name"]]: r for r in sel}
                     curves = {n: (r["t"], [np.nan if v is None else v for v in r["metrics"][metric]])
                               for n, r in names.items()}
-                    ui.show(po.metric_curves(curves, metric_label, codes={n: r["name"] for n, r in names.items()},
-                                             notes={n: _run_settings(r) for n, r in names.items()},
-                                             title=f"digits, {pmodel.upper()}" + (f": {common}" if common else "")),
+                    ui.show(ui.recipe(po.metric_curves, curves, metric_label, codes={n: r["name"] for n, r in names.items()},
+                                      notes={n: _run_settings(r) for n, r in names.items()},
+                                      title=f"digits, {pmodel.upper()}" + (f": {common}" if common else "")),
                             key="pcurves", main=True)
         if data is not None:
             with ui.guard("precomputed notes"):
@@ -244,9 +244,9 @@ if tab_dig.open:
                            + ". α of BLR, BOG and BBB tuned on the validation split.")
                 for r in sel:
                     ui.report_status(r["status"], L(r["name"]))
-                ui.show(po.runtime_bars([short[r["name"]] for r in sel], [r["ms_per_step"] for r in sel],
-                                        title="Wall time per example (this CPU, at precompute time)",
-                                        codes=[r["name"] for r in sel]), key="pbars")
+                ui.show(ui.recipe(po.runtime_bars, [short[r["name"]] for r in sel], [r["ms_per_step"] for r in sel],
+                                  title="Wall time per example (this CPU, at precompute time)",
+                                  codes=[r["name"] for r in sel]), key="pbars")
         with ui.explain("About this experiment"):
             st.markdown(
                 "scikit-learn's 8×8 digits, one example per step (T ≤ 1000), test NLPD on 597 held-out images. This is "
@@ -325,12 +325,12 @@ if tab_dig.open:
                 codes = [_split(r["label"])[0] for r in results]
                 short, common = po.short_labels(codes)
                 curves = {short[c]: (r["t"], r["metrics"][metric]) for c, r in zip(codes, results)}
-                ui.show(po.metric_curves(curves, metric_label, codes={short[c]: c for c in codes},
-                                         notes={short[c]: _split(r["label"])[1] for c, r in zip(codes, results)},
-                                         title=f"digits, {last['model'].upper()}, live, seed {last['seed']}"
+                ui.show(ui.recipe(po.metric_curves, curves, metric_label, codes={short[c]: c for c in codes},
+                                  notes={short[c]: _split(r["label"])[1] for c, r in zip(codes, results)},
+                                  title=f"digits, {last['model'].upper()}, live, seed {last['seed']}"
                                                + (f": {common}" if common else "")), key="lcurves")
-                ui.show(po.runtime_bars([short[c] for c in codes], [r["ms_per_step"] for r in results],
-                                        title="Wall time per example", codes=codes), key="lbars")
+                ui.show(ui.recipe(po.runtime_bars, [short[c] for c in codes], [r["ms_per_step"] for r in results],
+                                  title="Wall time per example", codes=codes), key="lbars")
 
         live_panel()
 
@@ -365,8 +365,8 @@ if tab_sweep.open:
                                        [r["status"] for r in rs])
                     bong = base[0]["metrics"]["nlpd_plugin"][-1] if base else None
                     baseline = ("BONG (α = 1, nothing to tune)", bong) if base else None
-                    ui.show(po.sweep_plot(series, "learning rate α", baseline, codes=codes, open_markers=more_iters,
-                                          title="Final test NLPD against α" + (f": {common}" if common else "")),
+                    ui.show(ui.recipe(po.sweep_plot, series, "learning rate α", baseline, codes=codes, open_markers=more_iters,
+                                      title="Final test NLPD against α" + (f": {common}" if common else "")),
                             key="lrs", main=True)
                     best = min(((y, lab, x) for lab, (xs, ys, st_) in series.items() for x, y, s in zip(xs, ys, st_)
                                 if y is not None and np.isfinite(y) and not s.startswith("diverged")), default=None)
@@ -384,8 +384,8 @@ if tab_sweep.open:
                         codes[short[name]] = name
                         series[short[name]] = ([r["sigma0_2"] for r in rs],
                                                [r["metrics"]["nlpd_plugin"][-1] for r in rs], [r["status"] for r in rs])
-                    ui.show(po.sweep_plot(series, "prior variance σ₀²", codes=codes, cap=3.0,
-                                          title=f"Final test NLPD of {common or 'BONG'} against σ₀²"), key="pvs",
+                    ui.show(ui.recipe(po.sweep_plot, series, "prior variance σ₀²", codes=codes, cap=3.0,
+                                      title=f"Final test NLPD of {common or 'BONG'} against σ₀²"), key="pvs",
                             main=True)
                     ui.notice("BONG's only setting is the prior variance σ₀². Too small underfits (the belief barely "
                               "moves from the prior); too large makes the first steps so big that the network's units "
@@ -413,12 +413,12 @@ if tab_drift.open:
             with fig, ui.guard("drifting stream"):
                 d = _drift(ui.seed(), T, kind, float(gamma), float(Q))
                 names = ("BONG, static", "BONG, predict step")
-                ui.show(po.drift_tracking(d["t"], d["theta"],
-                                          (d["static"]["mean"], d["static"]["sd"], d["static"]["error"]),
-                                          (d["dynamic"]["mean"], d["dynamic"]["sd"], d["dynamic"]["error"]),
-                                          names=names, switch_at=d["switch_at"],
-                                          title=f"True θ: {kind}; predict step γ = {gamma:g}, Q = {Q:g}",
-                                          height=400 if ui.lecture() else 470),
+                ui.show(ui.recipe(po.drift_tracking, d["t"], d["theta"],
+                                  (d["static"]["mean"], d["static"]["sd"], d["static"]["error"]),
+                                  (d["dynamic"]["mean"], d["dynamic"]["sd"], d["dynamic"]["error"]),
+                                  names=names, switch_at=d["switch_at"],
+                                  title=f"True θ: {kind}; predict step γ = {gamma:g}, Q = {Q:g}",
+                                  height=400 if ui.lecture() else 470),
                         key="drift", main=True)
                 for nm, part in zip(names, ("static", "dynamic")):
                     ui.report_status(d[part]["status"], nm)
@@ -493,12 +493,12 @@ if tab_batch.open:
             with fig, ui.guard("batch vs online"):
                 d = _batch_online(ui.seed(), kind, int(T), float(lam), float(alpha), int(n_passes), float(damping))
                 ref = "the exact posterior" if kind == "linear-Gaussian" else "the batch answer"
-                ui.show(po.batch_vs_online((d["batch"]["evals"], d["batch"]["error"]),
-                                           (d["bong"]["evals"], d["bong"]["error"]),
-                                           (d["implicit"]["evals"], d["implicit"]["error"]),
-                                           (np.arange(1, T + 1), d["gap"]), reference=ref,
-                                           title=f"{BATCH_MODEL_NAMES[kind]}, T = {T}, λ = {lam:g}",
-                                           height=400 if ui.lecture() else 450),
+                ui.show(ui.recipe(po.batch_vs_online, (d["batch"]["evals"], d["batch"]["error"]),
+                                  (d["bong"]["evals"], d["bong"]["error"]),
+                                  (d["implicit"]["evals"], d["implicit"]["error"]),
+                                  (np.arange(1, T + 1), d["gap"]), reference=ref,
+                                  title=f"{BATCH_MODEL_NAMES[kind]}, T = {T}, λ = {lam:g}",
+                                  height=400 if ui.lecture() else 450),
                         key="bvo", main=True)
                 for nm, part in (("batch BLR", "batch"), ("implicit RVGA", "implicit")):
                     ui.report_status(d["status"][part], nm)
@@ -580,9 +580,9 @@ if tab_batch.open:
                     r = last["result"]
                     if last["config"] != config:
                         st.info("The settings changed since this measurement; press Measure to update it.")
-                    ui.show(po.runtime_vs_size(r["P"], r["seconds"], r["order"],
-                                               title=f"One update, measured on this server ({r['device']})",
-                                               height=380 if ui.lecture() else 420), key="rfig")
+                    ui.show(ui.recipe(po.runtime_vs_size, r["P"], r["seconds"], r["order"],
+                                      title=f"One update, measured on this server ({r['device']})",
+                                      height=380 if ui.lecture() else 420), key="rfig")
                     ui.notice("Each line is one update of one method, measured here. The dotted lines are slopes, not "
                               "measurements: P (diagonal and low-rank families), P² (BONG and BOG with a full "
                               "covariance) and P³ (BLR and BBB with a full covariance must invert the prior's "

@@ -420,7 +420,7 @@ vi_runs = [r for r in shown if r["kind"] == "vi"]
 on_runs = [r for r in shown if r["kind"] == "online"]
 mode_runs = on_runs if online else vi_runs
 with slot.container():
-    ui.show(main_figure(mode_runs), key="curves", main=True)
+    ui.show(ui.recipe(main_figure, mode_runs), key="curves", main=True)
 with fig_col:
     if not mode_runs:
         ui.notice("The curves show the test error of the trained network after every epoch, and while it "
@@ -493,16 +493,16 @@ if shown:
     c1, c2 = st.columns(2)
     with c1:
         if vi_runs:
-            ui.show(pcnn.metric_curves(legend_runs(vi_runs), "test_nlpd",
-                                       "Test NLPD (probabilities averaged over 10 draws)"), key="nlpd")
+            ui.show(ui.recipe(pcnn.metric_curves, legend_runs(vi_runs), "test_nlpd",
+                              "Test NLPD (probabilities averaged over 10 draws)"), key="nlpd")
     with c2:
-        ui.show(pcnn.speed_bars([r.get("short", r["label"]) for r in shown], [r["examples_per_second"] for r in shown],
-                                f"Training speed on {devices.device_label()}", codes=[r["optimizer"] for r in shown]),
+        ui.show(ui.recipe(pcnn.speed_bars, [r.get("short", r["label"]) for r in shown], [r["examples_per_second"] for r in shown],
+                          f"Training speed on {devices.device_label()}", codes=[r["optimizer"] for r in shown]),
                 key="speed")
     if on_runs and not online:
-        ui.show(pcnn.online_curves(legend_runs(on_runs)), key="online")
+        ui.show(ui.recipe(pcnn.online_curves, legend_runs(on_runs)), key="online")
     if vi_runs and online:
-        ui.show(pcnn.learning_curves(legend_runs(vi_runs), n_classes=data_full.n_classes), key="vi-curves")
+        ui.show(ui.recipe(pcnn.learning_curves, legend_runs(vi_runs), n_classes=data_full.n_classes), key="vi-curves")
 
     # ------------------------------------------------------------------------ gallery
     st.subheader("What the trained network says about test images")
@@ -519,8 +519,8 @@ if shown:
             Xte, yte = data_full.x_test[:500], data_full.y_test[:500]
             probs, H = gallery_probs(run_key, net, store[run_key], Xte, seed)
             worst = np.argsort(-H)[:n_show]
-            ui.show(pcnn.digit_gallery(Xte[worst], probs[worst], yte[worst], entropies=H[worst],
-                                       title="Most uncertain test images (highest predictive entropy)"), key="uncertain")
+            ui.show(ui.recipe(pcnn.digit_gallery, Xte[worst], probs[worst], yte[worst], entropies=H[worst],
+                              title="Most uncertain test images (highest predictive entropy)"), key="uncertain")
             wrong = np.argmax(probs, 1) != yte
             ui.notice("Each image is titled with the predicted class, its probability and the true class; red: "
                       "misclassified. The probabilities p average the softmax over 20 draws of the weights from q, "
@@ -529,15 +529,15 @@ if shown:
                       f"{H[~wrong].mean():.2f} nats on the correctly classified images"
                       + (f", {H[wrong].mean():.2f} nats on the misclassified ones." if wrong.any()
                          else "; no test image is misclassified."))
-            ui.show(pcnn.digit_gallery(Xte[:n_show], probs[:n_show], yte[:n_show], entropies=H[:n_show],
-                                       title="The first test images"), key="gallery")
+            ui.show(ui.recipe(pcnn.digit_gallery, Xte[:n_show], probs[:n_show], yte[:n_show], entropies=H[:n_show],
+                              title="The first test images"), key="gallery")
             c1, c2 = st.columns([1, 2])
             with c1:
                 j = ui.slider("Probabilities of the k-th most uncertain image", "img", 1, n_show, 1) if n_show > 1 else 1
             w = worst[j - 1]
             with c2:
-                ui.show(pcnn.probability_bars(probs[w], yte[w], title=f"Uncertain image no. {j}: true class "
-                                              f"{int(yte[w])} (red), H = {H[w]:.2f}"), key="probs")
+                ui.show(ui.recipe(pcnn.probability_bars, probs[w], yte[w], title=f"Uncertain image no. {j}: true class "
+                                  f"{int(yte[w])} (red), H = {H[w]:.2f}"), key="probs")
 
 with ui.explain():
     st.markdown(
@@ -635,19 +635,19 @@ for i, res in enumerate(recs):
             c1, c2 = st.columns(2)
             with c1:
                 _, far = results.on_one_scale(curves)
-                ui.show(plots.figure(elbo_fig), key=f"tan-elbo-{i}")
+                ui.show(ui.recipe(plots.figure, elbo_fig), key=f"tan-elbo-{i}")
                 for c in far:
                     st.caption(f"{c['label']} is left out of this chart: its ELBO (down to "
                                f"{np.nanmin(c['elbo_epoch']):.3g}) would flatten the others into one line. "
                                "The table has its values.")
             with c2:
                 if err_fig is not None:
-                    ui.show(plots.figure(err_fig), key=f"tan-err-{i}")
+                    ui.show(ui.recipe(plots.figure, err_fig), key=f"tan-err-{i}")
             text = results.tan_notice(res)
         else:
             ui.table(_rounded(pd.DataFrame(results.bong_rows(res))), hide_index=True, width="stretch")
             for j, fig in enumerate(recorded_figures(res["file"], _version(res))):
-                ui.show(plots.figure(fig), key=f"bong-fig-{i}-{j}")
+                ui.show(ui.recipe(plots.figure, fig), key=f"bong-fig-{i}-{j}")
             text = results.bong_notice(res)
         if text:
             ui.notice(text)

@@ -124,8 +124,8 @@ with fig_col:
             results[lab] = _run(key, labels[lab], n_iter, alpha0, batch, use_rule, budget, ui.seed())
     if results:
         with ui.guard("ELBO plot"):
-            ui.show(hplots.elbo_vs_time({lab: (r["t"], r["elbo"]) for lab, r in results.items()},
-                                        title="Lower bound (ELBO) against time"), key="elbo", main=True)
+            ui.show(ui.recipe(hplots.elbo_vs_time, {lab: (r["t"], r["elbo"]) for lab, r in results.items()},
+                              title="Lower bound (ELBO) against time"), key="elbo", main=True)
     elif not chosen:
         st.info("Choose at least one method.")
 for lab, r in results.items():
@@ -166,7 +166,7 @@ if ref is not None:
         idx = [names.index(v) for v in shown][:6]
         fitted = {lab: r for lab, r in results.items() if not r["status"].startswith("diverged")}
         if idx:
-            ui.show(plots.figure(_marginal_figure(key, tuple(idx), tuple(
+            ui.show(ui.recipe(plots.figure, _marginal_figure(key, tuple(idx), tuple(
                 (lab, tuple(float(r["mu"][i]) for i in idx), tuple(float(r["sd"][i]) for i in idx))
                 for lab, r in fitted.items()))), key="marg")
             if fitted:
@@ -216,7 +216,7 @@ st.subheader("Sparsity patterns")
 with ui.guard("sparsity patterns"):
     st_ = fam.structure_of(model)
     n_show = 8 if model.ell == 0 else 12
-    ui.show(plots.figure(_sparsity_figure(key, n_show)), key="sparsity")
+    ui.show(ui.recipe(plots.figure, _sparsity_figure(key, n_show)), key="sparsity")
     ui.notice(f"Dark cells can be non-zero. T, the precision T Tᵀ and the Hessian of log p share one pattern: "
               + ("an arrow (each subject's effects talk only to the globals)" if model.ell == 0 else
                  "a band (each state talks to its neighbours) with dense last rows for the globals")
@@ -309,13 +309,13 @@ with dg_fig:
         curves = {lab: (r["t"], r["elbo"]) for lab, r in dg_results.items() if len(r["elbo"])}
         if curves:
             with ui.guard("lower-bound plot"):
-                ui.show(dplots.elbo_vs_time(curves, skip_first=min(3, max(0, ep_r // 5)),
-                                            title="Average lower bound of each epoch against time"), key="dg_elbo")
+                ui.show(ui.recipe(dplots.elbo_vs_time, curves, skip_first=min(3, max(0, ep_r // 5)),
+                                  title="Average lower bound of each epoch against time"), key="dg_elbo")
             with ui.guard("shrinkage plot"):
                 k = next(iter(dg_results.values()))["relevant"]
-                ui.show(dplots.gamma_per_input({lab: r["gamma"] for lab, r in dg_results.items()
+                ui.show(ui.recipe(dplots.gamma_per_input, {lab: r["gamma"] for lab, r in dg_results.items()
                                                 if not r["status"].startswith("diverged")}, k,
-                                               title="Shrinkage parameter γⱼ of each input at the end"), key="dg_gamma")
+                                  title="Shrinkage parameter γⱼ of each input at the end"), key="dg_gamma")
 for lab, r in dg_results.items():
     ui.report_status(r["status"], lab)
 if dg_results:

@@ -14,6 +14,8 @@ from vilab.plots.spec import browser_spec
 @pytest.fixture(autouse=True)
 def empty_store(monkeypatch):
     monkeypatch.setattr(ui, "_SPECS", None)
+    monkeypatch.setattr(ui, "_MARGINS", None)
+    ui.st.session_state.pop(ui._SENT_REVISIONS, None)
 
 
 CALLS: list = []  # module level: a builder that closed over its own list would change its fingerprint
@@ -21,7 +23,7 @@ CALLS: list = []  # module level: a builder that closed over its own list would 
 
 def _build(x, y, title="t"):
     CALLS.append(title)
-    return go.Figure(go.Scatter(x=np.asarray(x), y=np.asarray(y)), layout=dict(title=title))
+    return ui.plots.style(go.Figure(go.Scatter(x=np.asarray(x), y=np.asarray(y))), title=title)
 
 
 def _counting():
@@ -37,7 +39,9 @@ def test_the_same_recipe_is_built_once_and_sent_as_built():
     # what is sent equals the spec of the figure built directly
     fig = build(np.arange(3.0), [1.0, 2.0, 3.0], title="a")
     ui.plots.use_template(fig, False)
-    assert a == browser_spec(fig, None)
+    direct = browser_spec(fig, None)
+    assert a["layout"].pop("datarevision").startswith("vilab:") and direct["layout"].pop("datarevision") == 1
+    assert a == direct
 
 
 @pytest.mark.parametrize("change", [
@@ -81,6 +85,15 @@ def test_dataclasses_and_nested_containers_are_read_by_value():
     assert r1.digest() == r2.digest() != r3.digest()
 
 
+def test_plotly_objects_handed_to_a_builder_are_read_by_value():
+    def contour(z):
+        return go.Contour(z=np.asarray(z), showscale=False)
+
+    one, same, other = (ui.recipe(len, contour(z)).digest() for z in ([[1.0, 2.0]], [[1.0, 2.0]], [[1.0, 3.0]]))
+    assert one is not None and one == same != other
+    assert ui.recipe(len, go.Figure(contour([[1.0]]))).digest() is not None
+
+
 def test_an_unreadable_argument_builds_every_time():
     build_calls = []
 
@@ -113,3 +126,49 @@ def test_the_store_is_bounded(monkeypatch):
     assert len(ui._SPECS) == 3
     ui._sent_spec(ui.recipe(build, [0.0], [0.0]), False, None)  # the oldest went first: built again
     assert len(calls) == 6
+
+
+def _report(spec, margins, rev=None):
+    return {"widths": {"chart": [812.0, rev or spec["layout"]["datarevision"], *margins]}}
+
+
+def test_reported_margins_are_sent_with_the_same_figure_to_the_next_visitor():
+    """The margins a browser drew a recipe's figure with (Plotly's automargin result) go out with that figure, so the
+    next browser draws it once; another figure, mode or width is sent as built."""
+    build, _ = _counting()
+    first = ui._sent_spec(ui.recipe(build, [1.0], [2.0]), False, None)
+    own = first["layout"]["margin"]
+    grown = (own["l"] + 31.0, own["r"], own["t"] + 5.0, own["b"] + 155.0)
+    assert ui._harvest_margins(_report(first, grown)) == 1
+    again = ui._sent_spec(ui.recipe(build, [1.0], [2.0]), False, None)
+    assert [again["layout"]["margin"][s] for s in "lrtb"] == list(grown)
+    assert first["layout"]["margin"] == own  # the stored figure itself is not changed
+    lecture = ui._sent_spec(ui.recipe(build, [1.0], [2.0]), True, None)["layout"]["margin"]
+    assert [lecture[s] for s in "lrtb"] != list(grown)
+    assert ui._sent_spec(ui.recipe(build, [1.0], [2.0]), False, 640.0)["layout"]["margin"] == own
+
+
+@pytest.mark.parametrize("bad", [
+    "unknown revision", "smaller than its own", "far larger", "not a number", "nan", "short list"])
+def test_a_report_that_cannot_be_true_is_refused(bad):
+    build, _ = _counting()
+    spec = ui._sent_spec(ui.recipe(build, [1.0], [2.0]), False, None)
+    own = [spec["layout"]["margin"][s] for s in "lrtb"]
+    report = {
+        "unknown revision": _report(spec, own, rev="vilab:not-sent-here:0:0"),
+        "smaller than its own": _report(spec, [own[0] - 20.0, *own[1:]]),
+        "far larger": _report(spec, [own[0] + 5000.0, *own[1:]]),
+        "not a number": _report(spec, ["<img src=x>", *own[1:]]),
+        "nan": _report(spec, [float("nan"), *own[1:]]),
+        "short list": {"widths": {"chart": [812.0, spec["layout"]["datarevision"], 1.0]}},
+    }[bad]
+    assert ui._harvest_margins(report) == 0
+    assert ui._sent_spec(ui.recipe(build, [1.0], [2.0]), False, None)["layout"]["margin"] == spec["layout"]["margin"]
+
+
+def test_chart_width_reads_both_report_forms(monkeypatch):
+    ui.st.session_state[ui._WIDTHS_KEY] = {"widths": {"a": 700.0, "b": [640.0, "vilab:x:0:0", 1, 2, 3, 4]}}
+    try:
+        assert ui.chart_width("a") == 700.0 and ui.chart_width("b") == 640.0 and ui.chart_width("c") is None
+    finally:
+        ui.st.session_state.pop(ui._WIDTHS_KEY, None)

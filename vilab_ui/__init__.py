@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.basedatatypes import BaseFigure, BasePlotlyType
 import streamlit as st
 
 from vilab import plots
@@ -463,6 +464,12 @@ def _feed(h, v) -> None:
         _feed(h, tuple(c for c in code.co_consts if not hasattr(c, "co_code")))
         _feed(h, tuple(c.cell_contents for c in (v.__closure__ or ())))
         _feed(h, v.__defaults__)
+    elif isinstance(v, BasePlotlyType):  # a trace or layout object handed to a builder (a contour, say)
+        h.update(f"plotly:{type(v).__name__};".encode())
+        _feed(h, v.to_plotly_json())
+    elif isinstance(v, BaseFigure):
+        h.update(b"plotly figure;")
+        _feed(h, v.to_dict())
     elif isinstance(v, types.BuiltinFunctionType):
         h.update(f"builtin:{v.__module__}.{v.__qualname__};".encode())
     elif isinstance(v, functools.partial):
@@ -486,12 +493,88 @@ def _sent_spec(fig, lecture_mode: bool, width: float | None) -> dict:
         return _styled_spec(fig.build(*fig.args, **fig.kwargs), lecture_mode, width)
     if _SPECS is None:
         _SPECS = SharedStore(maxsize=SPEC_STORE_SIZE, ttl_s=3600.0)
-    k = (digest, bool(lecture_mode), width)
-    spec = _SPECS.get(k)
+    rev = _revision(digest, lecture_mode, width)
+    spec = _SPECS.get(rev)
     if spec is None:
         spec = _styled_spec(fig.build(*fig.args, **fig.kwargs), lecture_mode, width)
-        _SPECS[k] = spec
-    return spec
+        spec["layout"]["datarevision"] = rev  # names the figure in the browser's report of its margins
+        _SPECS[rev] = spec
+    return _with_margins(spec, rev)
+
+
+# ------------------------------------------------------------------------------------------ margins
+# Plotly grows a chart's margins to fit its tick labels, axis titles and legends (automargin) by drawing the chart,
+# measuring, and drawing it again, often twice: two to three drawings per chart (on Vector fields 190-480 ms against
+# 90-130 ms, Adam vs SNNGM's panels 90-170 ms against 45-80 ms, measured in Chromium on this project's 2-core
+# machine). Given the margins it would end with, Plotly draws once and the picture is the same. Those margins only
+# the browser knows: the width reporter sends, for every chart of a recipe, the margins it was drawn with and the
+# chart's revision (the recipe's fingerprint, mode and width, in ``layout.datarevision``); they are kept in a store
+# every visitor shares, so the next visitor to get the same figure (a new student on the same view, a return to a
+# view) gets it with its margins. A report is taken only for a revision sent to that session, with margins no smaller
+# than the figure's own and at most MARGIN_MAX_GROWTH_PX larger (a browser's word cannot spoil another's charts).
+_MARGINS: SharedStore | None = None  # revision -> (l, r, t, b) the browser drew that figure with
+MARGIN_MAX_GROWTH_PX = 240.0
+_SENT_REVISIONS = "_vilab_sent_revisions"  # session state: revision -> the figure's own margins (the last 64 sent)
+_SIDES = (("l", 80.0), ("r", 80.0), ("t", 100.0), ("b", 80.0))  # Plotly's default margins
+
+
+def _revision(digest: str, lecture_mode: bool, width: float | None) -> str:
+    return f"vilab:{digest}:{int(bool(lecture_mode))}:{0.0 if width is None else float(width):g}"
+
+
+def _own_margins(spec: dict) -> tuple[float, ...]:
+    m = (spec.get("layout") or {}).get("margin") or {}
+    return tuple(float(m.get(side, default)) for side, default in _SIDES)
+
+
+def _with_margins(spec: dict, rev: str) -> dict:
+    """``spec`` with the margins the browser drew revision ``rev`` with, when some browser reported them; the
+    revision is remembered as sent to this session (with the figure's own margins) so its report is taken."""
+    global _MARGINS
+    if _MARGINS is None:
+        _MARGINS = SharedStore(maxsize=4 * SPEC_STORE_SIZE, ttl_s=3600.0)
+    try:
+        sent = st.session_state.setdefault(_SENT_REVISIONS, OrderedDict())
+        sent[rev] = _own_margins(spec)
+        sent.move_to_end(rev)
+        while len(sent) > 64:
+            sent.popitem(last=False)
+    except Exception:  # noqa: BLE001 - no session (a figure drawn outside a page): nothing to remember
+        pass
+    m = _MARGINS.get(rev)
+    if m is None:
+        return spec
+    layout = dict(spec["layout"])
+    layout["margin"] = {**(layout.get("margin") or {}), **dict(zip((s for s, _ in _SIDES), m))}
+    return {**spec, "layout": layout}
+
+
+def _harvest_margins(state) -> int:
+    """Keep the margins a browser reported (the width reporter's state) for revisions sent to this session;
+    returns how many were kept."""
+    global _MARGINS
+    widths = (state or {}).get("widths") if isinstance(state, dict) else None
+    try:
+        sent = st.session_state.get(_SENT_REVISIONS) or {}
+    except Exception:  # noqa: BLE001
+        return 0
+    if not isinstance(widths, dict) or not sent:
+        return 0
+    if _MARGINS is None:
+        _MARGINS = SharedStore(maxsize=4 * SPEC_STORE_SIZE, ttl_s=3600.0)
+    kept = 0
+    for v in widths.values():
+        if not (isinstance(v, list) and len(v) == 6 and isinstance(v[1], str) and v[1] in sent):
+            continue
+        own = sent[v[1]]
+        try:
+            m = tuple(float(x) for x in v[2:])
+        except (TypeError, ValueError):
+            continue
+        if all(math.isfinite(x) and o - 0.5 <= x <= o + MARGIN_MAX_GROWTH_PX for x, o in zip(m, own)):
+            _MARGINS[v[1]] = tuple(round(x, 2) for x in m)
+            kept += 1
+    return kept
 
 
 def _styled_spec(fig, lecture_mode: bool, width: float | None) -> dict:
@@ -527,7 +610,9 @@ export default function(component) {
       const ec = gd.closest('[data-testid="stElementContainer"]');
       const k = keyOf(ec) || (ec && ec.parentElement && ec.parentElement.classList.contains('st-key-%(main)s') ? '%(main)s' : null);
       const width = gd.layout && gd.layout.width;
-      if (k && width > 0) out[k] = width;
+      const rev = gd.layout && gd.layout.datarevision, m = gd._fullLayout && gd._fullLayout._size;
+      if (k && width > 0) out[k] = (typeof rev === 'string' && rev.startsWith('vilab:') && m)
+        ? [width, rev, m.l, m.r, m.t, m.b] : width;
     });
     const s = JSON.stringify(out);
     if (s !== w.last && Object.keys(out).length) { w.last = s; setStateValue('widths', out); }
@@ -548,6 +633,7 @@ def report_chart_widths() -> None:
     if _WIDTHS is None:
         _WIDTHS = st.components.v2.component("vilab_chart_widths", js=_WIDTHS_JS % {"main": MAIN_FIGURE})
     _WIDTHS(key=_WIDTHS_KEY, on_widths_change=lambda: None)
+    _harvest_margins(st.session_state.get(_WIDTHS_KEY))
 
 
 def chart_width(key: str | None) -> float | None:
@@ -558,6 +644,8 @@ def chart_width(key: str | None) -> float | None:
         w = (st.session_state.get(_WIDTHS_KEY) or {}).get("widths", {}).get(key)
     except AttributeError:
         return None
+    if isinstance(w, list) and w:  # a recipe's chart: [width, revision, margins...]
+        w = w[0]
     return float(w) if isinstance(w, (int, float)) and 0 < w < 1e5 else None
 
 
