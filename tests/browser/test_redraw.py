@@ -183,3 +183,26 @@ def test_a_slider_change_draws_the_figure_once_at_its_width(server, browser):
     assert not any(c["recalculated"] for c in sized), charts
     assert not errors, errors
     page.close()
+
+
+MARGINS_JS = """() => { const gd = document.querySelector('.st-key-main_figure .js-plotly-plot');
+    const m = gd.layout.margin || {}, s = gd._fullLayout._size;
+    return {given: [m.l, m.r, m.t, m.b], drawn: [s.l, s.r, s.t, s.b], rev: gd.layout.datarevision}; }"""
+
+
+def test_a_new_visitor_gets_the_main_figure_with_the_margins_it_was_drawn_with(server, browser):
+    """The first visitor's browser reports the margins Plotly's automargin ended with; the next visitor's main
+    figure (the same revision) comes with them, so Plotly draws it once and the picture has the same margins."""
+    first, errors = layout.open_page(browser, server, "Flows_and_guarantees", 1280, 900, lecture=False)
+    one = first.evaluate(MARGINS_JS)
+    assert one["rev"].startswith("vilab:")
+    first.wait_for_timeout(2500)  # the width reporter's next round (every 0.7 s) reaches the server
+    second, errors2 = layout.open_page(browser, server, "Flows_and_guarantees", 1280, 900, lecture=False)
+    two = second.evaluate(MARGINS_JS)
+    assert two["rev"] == one["rev"]
+    assert two["given"] == pytest.approx(one["drawn"], abs=0.5)  # sent with the margins the first drawing ended with
+    assert two["drawn"] == pytest.approx(two["given"], abs=0.5)  # and Plotly had nothing to grow
+    assert one["given"] != one["drawn"]  # the first drawing grew them (a legend below the plot, tick labels)
+    assert not errors and not errors2, (errors, errors2)
+    first.close()
+    second.close()
