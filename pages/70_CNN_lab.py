@@ -565,26 +565,7 @@ with ui.explain():
 
 
 # -------------------------------------------------------------------- recorded results
-st.subheader("Do the papers' orderings hold on the digits?")
-st.markdown(
-    "A scaled-down analogue, not the papers' MNIST runs: averaged over 3 seeds, does SNNGM end with a higher ELBO "
-    f"than Adam (Tan Table 9), and does {plots.label('bong-lin-hess-dlr-10')} reach a lower test NLPD than "
-    f"{plots.label('bong-mc-ef-diag')} (BONG Figs 1-2)? The outcome is shown whichever way it goes."
-)
-with ui.guard("reading the recorded reproduction"):
-    rec = results.ordering()
-    if rec is None:
-        st.info("Not recorded yet: `python scripts/cnn_full_scale.py --only digits` (or `vilab repro "
-                "cnn-digits-ordering`, about 3 minutes on a CPU) runs it.")
-    else:
-        st.caption(f"Recorded {rec['date']} on {rec['device']} by `{rec['script']}`.")
-        rows = results.ordering_rows(rec)
-        ui.table(_rounded(pd.DataFrame(rows)), hide_index=True, width="stretch")
-        for c in rows:
-            if not c["holds"]:
-                st.warning(f"The paper's direction does NOT hold here: {c['quantity']}. {c['note']}")
-
-st.subheader("The papers' MNIST experiments, recorded")
+st.subheader("The papers' experiments, recorded")
 st.markdown(
     "Tan (2025) Table 9 (MNIST row): LeNet-5, 61,706 weights, diagonal Gaussian, batch 128, 300 epochs "
     "(VOGN: batch 8, 7 epochs); paper: Adam -50535, PGA -82010, NAdam -50786, SNNGM -42936, NAGM -49113, "
@@ -592,6 +573,8 @@ st.markdown(
     "The script `scripts/cnn_full_scale.py` runs both with this code and records its settings, the device and "
     "the date; on a CPU it runs them at a reduced scale, which each record states."
 )
+
+
 @ui.cache_data(max_entries=16)
 def recorded_figures(file: str, version: float):
     """The figures of one recorded experiment, as dicts: built once per version of its file (then redrawn
@@ -613,6 +596,13 @@ def _version(res: dict) -> float:
         return 0.0
 
 
+def _record_tab(res: dict) -> str:
+    """A record's tab: the experiment, and where and at what scale it ran (stated before it is opened)."""
+    name = "Tan (2025) Table 9" if res["kind"] == "tan" else "BONG Figs 1-2"
+    gpu = res.get("device_info", {}).get("platform") == "gpu"
+    return f"{name}: {'GPU' if gpu else 'CPU'}, " + ("the paper's scale" if res["full"] else "reduced scale")
+
+
 recs = []
 with ui.guard("reading the recorded results"):
     recs = results.recorded()
@@ -620,36 +610,64 @@ if not any(r.get("device_info", {}).get("platform") == "gpu" for r in recs):
     st.info("No GPU run has been made yet, so there are no results at the papers' scale to show (none are "
             "invented)" + (": the records below were made on a CPU at a reduced scale. " if recs else ". ")
             + "On a machine with a GPU: `pip install -e '.[gpu]'`, then `python scripts/cnn_full_scale.py`.")
-for i, res in enumerate(recs):
-    with ui.guard(f"showing {res['file']}"):
-        st.markdown(f"**{res['experiment']}**: {res['device']}, {res['date'][:10]}, `{res['script']}`")
-        notes = results.scale_notes(res)
-        if notes:
-            st.info("Reduced scale, so the numbers are not the paper's: " + "; ".join(notes) + ".")
-        else:
-            st.caption("At the paper's setting.")
-        if res["kind"] == "tan":
-            ui.table(_rounded(pd.DataFrame(results.tan_rows(res))), hide_index=True, width="stretch")
-            curves = results.tan_curves(res)
-            elbo_fig, err_fig = recorded_figures(res["file"], _version(res))
-            c1, c2 = st.columns(2)
-            with c1:
-                _, far = results.on_one_scale(curves)
-                ui.show(ui.recipe(plots.figure, elbo_fig), key=f"tan-elbo-{i}")
-                for c in far:
-                    st.caption(f"{c['label']} is left out of this chart: its ELBO (down to "
-                               f"{np.nanmin(c['elbo_epoch']):.3g}) would flatten the others into one line. "
-                               "The table has its values.")
-            with c2:
-                if err_fig is not None:
-                    ui.show(ui.recipe(plots.figure, err_fig), key=f"tan-err-{i}")
-            text = results.tan_notice(res)
-        else:
-            ui.table(_rounded(pd.DataFrame(results.bong_rows(res))), hide_index=True, width="stretch")
-            for j, fig in enumerate(recorded_figures(res["file"], _version(res))):
-                ui.show(ui.recipe(plots.figure, fig), key=f"bong-fig-{i}-{j}")
-            text = results.bong_notice(res)
-        if text:
-            ui.notice(text)
-        with st.expander("Every setting of this run"):
-            st.json(res["settings"], expanded=True)
+# one tab per record, only the open one drawn (a new visitor's first load draws the main figure, not every record's)
+rec_labels = ["Orderings on the digits"]
+for res in recs:
+    lab = _record_tab(res)
+    rec_labels.append(lab if lab not in rec_labels else f"{lab} ({len(rec_labels)})")
+rec_tabs = ui.tabs(rec_labels, "rec")
+with rec_tabs[0]:
+    if rec_tabs[0].open:
+        st.markdown(
+            "**Do the papers' orderings hold on the digits?** A scaled-down analogue, not the papers' MNIST runs: "
+            "averaged over 3 seeds, does SNNGM end with a higher ELBO than Adam (Tan Table 9), and does "
+            f"{plots.label('bong-lin-hess-dlr-10')} reach a lower test NLPD than {plots.label('bong-mc-ef-diag')} "
+            "(BONG Figs 1-2)? The outcome is shown whichever way it goes.")
+        with ui.guard("reading the recorded reproduction"):
+            rec = results.ordering()
+            if rec is None:
+                st.info("Not recorded yet: `python scripts/cnn_full_scale.py --only digits` (or `vilab repro "
+                        "cnn-digits-ordering`, about 3 minutes on a CPU) runs it.")
+            else:
+                st.caption(f"Recorded {rec['date']} on {rec['device']} by `{rec['script']}`.")
+                rows = results.ordering_rows(rec)
+                ui.table(_rounded(pd.DataFrame(rows)), hide_index=True, width="stretch")
+                for c in rows:
+                    if not c["holds"]:
+                        st.warning(f"The paper's direction does NOT hold here: {c['quantity']}. {c['note']}")
+for i, (tab, res) in enumerate(zip(rec_tabs[1:], recs)):
+    with tab:
+        if not tab.open:
+            continue
+        with ui.guard(f"showing {res['file']}"):
+            st.markdown(f"**{res['experiment']}**: {res['device']}, {res['date'][:10]}, `{res['script']}`")
+            notes = results.scale_notes(res)
+            if notes:
+                st.info("Reduced scale, so the numbers are not the paper's: " + "; ".join(notes) + ".")
+            else:
+                st.caption("At the paper's setting.")
+            if res["kind"] == "tan":
+                ui.table(_rounded(pd.DataFrame(results.tan_rows(res))), hide_index=True, width="stretch")
+                curves = results.tan_curves(res)
+                elbo_fig, err_fig = recorded_figures(res["file"], _version(res))
+                c1, c2 = st.columns(2)
+                with c1:
+                    _, far = results.on_one_scale(curves)
+                    ui.show(ui.recipe(plots.figure, elbo_fig), key=f"tan-elbo-{i}")
+                    for c in far:
+                        st.caption(f"{c['label']} is left out of this chart: its ELBO (down to "
+                                   f"{np.nanmin(c['elbo_epoch']):.3g}) would flatten the others into one line. "
+                                   "The table has its values.")
+                with c2:
+                    if err_fig is not None:
+                        ui.show(ui.recipe(plots.figure, err_fig), key=f"tan-err-{i}")
+                text = results.tan_notice(res)
+            else:
+                ui.table(_rounded(pd.DataFrame(results.bong_rows(res))), hide_index=True, width="stretch")
+                for j, fig in enumerate(recorded_figures(res["file"], _version(res))):
+                    ui.show(ui.recipe(plots.figure, fig), key=f"bong-fig-{i}-{j}")
+                text = results.bong_notice(res)
+            if text:
+                ui.notice(text)
+            with st.expander("Every setting of this run"):
+                st.json(res["settings"], expanded=True)

@@ -29,9 +29,15 @@ def test_default_view_is_mnist_with_device_and_honest_recorded_section():
     recs = results.recorded()
     if not any(r["device_info"]["platform"] == "gpu" for r in recs):
         assert any("No GPU run has been made yet" in i.value for i in at.info)
-    for r in recs:  # every record's scale is stated
-        assert r["full"] or any(r["experiment"] in m.value for m in at.markdown)
-        assert r["full"] or any("Reduced scale" in i.value and "(paper: " in i.value for i in at.info)
+    tabs = [t.label for t in at.tabs]
+    assert tabs[0] == "Orderings on the digits" and len(tabs) == 1 + len(recs)
+    for r, label in zip(recs, tabs[1:]):  # every record's device and scale are stated on its tab
+        assert ("the paper's scale" if r["full"] else "reduced scale") in label
+        opened = AppTest.from_file(PAGE, default_timeout=120)
+        opened.query_params["rec"] = label
+        opened.run()
+        assert not opened.exception and any(r["experiment"] in m.value for m in opened.markdown)
+        assert r["full"] or any("Reduced scale" in i.value and "(paper: " in i.value for i in opened.info)
     if results.ordering() is not None:  # the recorded cnn-digits-ordering outcome is shown
         assert any("holds" in df.value.columns for df in at.dataframe)
 
@@ -220,14 +226,25 @@ def test_recorded_results_are_shown_with_their_provenance(tmp_path, monkeypatch)
     monkeypatch.setenv("VILAB_CNN_ASSETS", str(tmp_path))
     at = AppTest.from_file(PAGE, default_timeout=120).run()
     assert not at.exception
-    infos = " ".join(i.value for i in at.info)
-    assert "No GPU run has been made yet" in infos and "made on a CPU at a reduced scale" in infos
+    assert "No GPU run has been made yet" in " ".join(i.value for i in at.info)
+    assert "made on a CPU at a reduced scale" in " ".join(i.value for i in at.info)
+    assert "does NOT hold" in " ".join(w.value for w in at.warning)  # a failing direction is reported (first tab)
+    charts = len(at.get("plotly_chart"))  # the main figure only: the records' tabs are closed
+    infos, cols, text = "", [], ""
+    for label in [t.label for t in at.tabs][1:]:  # open each record's tab from the URL
+        assert "CPU, reduced scale" in label
+        one = AppTest.from_file(PAGE, default_timeout=120)
+        one.query_params["rec"] = label
+        one.run()
+        assert not one.exception
+        infos += " ".join(i.value for i in one.info)
+        cols += [set(df.value.columns) for df in one.dataframe]
+        charts += len(one.get("plotly_chart")) - 1
+        text += _text(one)
     assert "Reduced scale" in infos and "1 epochs (paper: 300)" in infos  # not passed off as the papers' scale
-    assert "does NOT hold" in " ".join(w.value for w in at.warning)  # a failing direction is reported
-    cols = [set(df.value.columns) for df in at.dataframe]
     assert any("ELBO (Tan Table 9)" in c for c in cols) and any("nlpd_plugin" in c for c in cols)
-    assert len(at.get("plotly_chart")) >= 3  # Tan ELBO curves, BONG Figs 1 and 2
-    assert "--allow-cpu" in _text(at)
+    assert charts >= 4  # the main figure, Tan ELBO curves, BONG Figs 1 and 2
+    assert "--allow-cpu" in text
 
 
 @pytest.mark.slow
