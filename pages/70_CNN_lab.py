@@ -291,11 +291,15 @@ def live_gallery(run: dict, n_epochs: int):
     return fig
 
 
+DATA_NAME, N_CLASSES = data_full.name, data_full.n_classes
+
+
 def main_figure(runs: list[dict], title: str | None = None):
-    """The page's main figure: learning curves (VI) or test metrics along the stream (online)."""
+    """The page's main figure: learning curves (VI) or test metrics along the stream (online). It reads the data
+    set's name and class count (DATA_NAME, N_CLASSES), not the data set: a recipe fingerprints what it reads."""
     if not online:
-        return pcnn.learning_curves(legend_runs(runs), epochs=epochs, n_classes=data_full.n_classes,
-                                    title=title or f"Learning curves on {DATA_TITLES.get(data_full.name, 'the ' + data_full.name)} "
+        return pcnn.learning_curves(legend_runs(runs), epochs=epochs, n_classes=N_CLASSES,
+                                    title=title or f"Learning curves on {DATA_TITLES.get(DATA_NAME, 'the ' + DATA_NAME)} "
                                                             "(test images)",
                                     message=START_MESSAGE)
     fig = pcnn.online_curves(legend_runs(runs), metrics=("err_plugin", "nlpd_plugin"), height=420,

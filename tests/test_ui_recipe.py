@@ -2,6 +2,7 @@
 width); the fingerprint tells arguments apart by value and kind, and a figure it cannot read is built every time."""
 
 import dataclasses
+import sys
 
 import numpy as np
 import plotly.graph_objects as go
@@ -18,12 +19,23 @@ def empty_store(monkeypatch):
     ui.st.session_state.pop(ui._SENT_REVISIONS, None)
 
 
-CALLS: list = []  # module level: a builder that closed over its own list would change its fingerprint
+CALLS: list = []  # the figures built (counted where ui.show styles them: a builder that wrote to a global it
+# reads would change its own fingerprint)
 
 
 def _build(x, y, title="t"):
-    CALLS.append(title)
     return ui.plots.style(go.Figure(go.Scatter(x=np.asarray(x), y=np.asarray(y))), title=title)
+
+
+@pytest.fixture(autouse=True)
+def count_builds(monkeypatch):
+    styled = ui._styled_spec
+
+    def counted(fig, lecture_mode, width):
+        CALLS.append(fig)
+        return styled(fig, lecture_mode, width)
+
+    monkeypatch.setattr(ui, "_styled_spec", counted)
 
 
 def _counting():
@@ -172,3 +184,31 @@ def test_chart_width_reads_both_report_forms(monkeypatch):
         assert ui.chart_width("a") == 700.0 and ui.chart_width("b") == 640.0 and ui.chart_width("c") is None
     finally:
         ui.st.session_state.pop(ui._WIDTHS_KEY, None)
+
+
+EPOCHS = 3  # a page's module-level setting, read by a builder defined on the page
+
+
+def _curves(runs):
+    return go.Figure(go.Scatter(x=list(range(EPOCHS)), y=runs))
+
+
+class _Dataset:  # an object a builder reads from the page's globals that cannot be fingerprinted
+    name = "digits"
+
+
+DATA = _Dataset()
+
+
+def _titled(runs):
+    return go.Figure(go.Scatter(y=runs), layout=dict(title=DATA.name))
+
+
+def test_module_level_values_a_builder_reads_are_inputs(monkeypatch):
+    """A builder defined on a page reads the page's globals: a changed one is a new figure, and one that cannot be
+    read makes the figure unreadable (built every time) rather than stale."""
+    a = ui._sent_spec(ui.recipe(_curves, [1.0, 2.0, 3.0]), False, None)
+    monkeypatch.setattr(sys.modules[__name__], "EPOCHS", 2)
+    b = ui._sent_spec(ui.recipe(_curves, [1.0, 2.0, 3.0]), False, None)
+    assert len(a["data"][0]["x"]) == 3 and len(b["data"][0]["x"]) == 2
+    assert ui.recipe(_titled, [1.0]).digest() is None

@@ -464,6 +464,7 @@ def _feed(h, v) -> None:
         _feed(h, tuple(c for c in code.co_consts if not hasattr(c, "co_code")))
         _feed(h, tuple(c.cell_contents for c in (v.__closure__ or ())))
         _feed(h, v.__defaults__)
+        _feed_globals(h, code, getattr(v, "__globals__", {}))
     elif isinstance(v, BasePlotlyType):  # a trace or layout object handed to a builder (a contour, say)
         h.update(f"plotly:{type(v).__name__};".encode())
         _feed(h, v.to_plotly_json())
@@ -476,6 +477,32 @@ def _feed(h, v) -> None:
         _feed(h, (v.func, v.args, v.keywords))
     else:
         raise _Unreadable
+
+
+def _feed_globals(h, code, namespace: dict) -> None:
+    """The global names ``code`` (and the code nested in it) reads: a page's module-level values are inputs of a
+    builder defined on the page. Modules, classes and functions count by name (a function also by its code); any
+    other value by what it holds, and a value that cannot be read makes the figure unreadable (built every time)."""
+    names = set()
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(x for x in c.co_consts if hasattr(x, "co_code"))
+    for name in sorted(names):
+        if name not in namespace:
+            continue  # an attribute, a builtin
+        x = namespace[name]
+        h.update(f"global {name}:".encode())
+        if isinstance(x, (types.ModuleType, type)):
+            h.update(getattr(x, "__name__", "").encode())
+        elif callable(x):
+            h.update(f"{getattr(x, '__module__', '')}.{getattr(x, '__qualname__', type(x).__name__)};".encode())
+            inner = getattr(x, "__code__", None)
+            if inner is not None:
+                h.update(inner.co_code)
+        else:
+            _feed(h, x)
 
 
 _SPECS: SharedStore | None = None  # figures as sent, shared by every session: (recipe digest, lecture, width) -> spec
