@@ -212,3 +212,19 @@ def test_module_level_values_a_builder_reads_are_inputs(monkeypatch):
     b = ui._sent_spec(ui.recipe(_curves, [1.0, 2.0, 3.0]), False, None)
     assert len(a["data"][0]["x"]) == 3 and len(b["data"][0]["x"]) == 2
     assert ui.recipe(_titled, [1.0]).digest() is None
+
+
+def _registry_builder(name):
+    return REGISTRY[name]()
+
+
+def _registered():
+    return go.Figure(go.Scatter(y=[len(REGISTRY)]))
+
+
+REGISTRY = {"one": _registered}  # a global dict of functions whose code reads the dict again: no endless loop
+
+
+def test_globals_that_refer_back_to_the_builder_are_read_once():
+    d = ui.recipe(_registry_builder, "one").digest()
+    assert d is not None and d == ui.recipe(_registry_builder, "one").digest()

@@ -428,8 +428,9 @@ class _Unreadable(Exception):
     """An argument of a recipe that cannot be fingerprinted."""
 
 
-def _feed(h, v) -> None:
-    """Feed ``v`` into the hash ``h``, tagged by kind (so 1, 1.0, "1" and (1,) differ)."""
+def _feed(h, v, nested: bool = False) -> None:
+    """Feed ``v`` into the hash ``h``, tagged by kind (so 1, 1.0, "1" and (1,) differ). ``nested``: ``v`` was reached
+    through a global a builder reads, where a function counts by its code alone (no cycle through globals)."""
     if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
         h.update(f"{type(v).__name__}:{v!r};".encode())
     elif isinstance(v, (np.ndarray, np.generic)) or (hasattr(v, "__array__") and hasattr(v, "dtype") and hasattr(v, "shape")):
@@ -443,38 +444,39 @@ def _feed(h, v) -> None:
     elif isinstance(v, (tuple, list)):
         h.update(f"{type(v).__qualname__}[{len(v)}:".encode())
         for x in v:
-            _feed(h, x)
+            _feed(h, x, nested)
         h.update(b"]")
     elif isinstance(v, dict):
         h.update(f"dict{{{len(v)}:".encode())
         for k in sorted(v, key=repr):
-            _feed(h, k)
-            _feed(h, v[k])
+            _feed(h, k, nested)
+            _feed(h, v[k], nested)
         h.update(b"}")
     elif dataclasses.is_dataclass(v) and not isinstance(v, type):
         h.update(f"{type(v).__module__}.{type(v).__qualname__}(".encode())
         for f in dataclasses.fields(v):
             h.update(f.name.encode())
-            _feed(h, getattr(v, f.name))
+            _feed(h, getattr(v, f.name), nested)
         h.update(b")")
     elif callable(v) and hasattr(v, "__code__"):  # a function: its code, the constants and the values it closes over
         code = v.__code__
         h.update(f"fn:{v.__module__}.{v.__qualname__}:".encode())
         h.update(code.co_code)
-        _feed(h, tuple(c for c in code.co_consts if not hasattr(c, "co_code")))
-        _feed(h, tuple(c.cell_contents for c in (v.__closure__ or ())))
-        _feed(h, v.__defaults__)
-        _feed_globals(h, code, getattr(v, "__globals__", {}))
+        _feed(h, tuple(c for c in code.co_consts if not hasattr(c, "co_code")), nested)
+        _feed(h, tuple(c.cell_contents for c in (v.__closure__ or ())), nested)
+        _feed(h, v.__defaults__, nested)
+        if not nested:
+            _feed_globals(h, code, getattr(v, "__globals__", {}))
     elif isinstance(v, BasePlotlyType):  # a trace or layout object handed to a builder (a contour, say)
         h.update(f"plotly:{type(v).__name__};".encode())
-        _feed(h, v.to_plotly_json())
+        _feed(h, v.to_plotly_json(), nested)
     elif isinstance(v, BaseFigure):
         h.update(b"plotly figure;")
-        _feed(h, v.to_dict())
+        _feed(h, v.to_dict(), nested)
     elif isinstance(v, types.BuiltinFunctionType):
         h.update(f"builtin:{v.__module__}.{v.__qualname__};".encode())
     elif isinstance(v, functools.partial):
-        _feed(h, (v.func, v.args, v.keywords))
+        _feed(h, (v.func, v.args, v.keywords), nested)
     else:
         raise _Unreadable
 
@@ -502,7 +504,7 @@ def _feed_globals(h, code, namespace: dict) -> None:
             if inner is not None:
                 h.update(inner.co_code)
         else:
-            _feed(h, x)
+            _feed(h, x, nested=True)
 
 
 _SPECS: SharedStore | None = None  # figures as sent, shared by every session: (recipe digest, lecture, width) -> spec
