@@ -404,12 +404,13 @@ class Recipe:
         self.build, self.args, self.kwargs = build, args, kwargs
 
     def digest(self) -> str | None:
-        """A fingerprint of the builder (its code and the values it closes over) and of every argument, or
-        None when an argument is of a kind :func:`_feed` cannot read (the figure is then built every time)."""
+        """A fingerprint of the builder (its code, the values it closes over and the module-level values it reads)
+        and of every argument, or None when one of them is of a kind :func:`_feed` cannot read (the figure is then
+        built every time)."""
         h = hashlib.blake2b(digest_size=20)
         try:
             _feed(h, (self.build, self.args, self.kwargs))
-        except _Unreadable:
+        except (_Unreadable, RecursionError):
             return None
         return h.hexdigest()
 
@@ -417,8 +418,9 @@ class Recipe:
 def recipe(build: Callable[..., go.Figure], *args, **kwargs) -> Recipe:
     """A figure for :func:`show` to build with ``build(*args, **kwargs)`` only when it has not sent the same one:
     the arguments (numbers, strings, arrays, tuples, lists, dicts, dataclasses such as a Trace) are
-    fingerprinted, and the figure as sent is kept in a store every visitor shares. ``build`` must draw from its
-    arguments alone (module constants aside): ``ui.show(ui.recipe(flplots.gap_figure, rho, gaps), key="gap")``."""
+    fingerprinted, and so are the module-level values ``build`` reads (a page's builder reading its settings); the
+    figure as sent is kept in a store every visitor shares. ``build`` must not draw from anything else (session
+    state, files): ``ui.show(ui.recipe(flplots.order_gap_figure, rho, gaps), key="gap")``."""
     if not callable(build):
         raise ValueError(f"A figure recipe needs a function that builds the figure; got {type(build).__name__}.")
     return Recipe(build, args, kwargs)
