@@ -509,7 +509,7 @@ def _feed_globals(h, code, namespace: dict) -> None:
             _feed(h, x, nested=True)
 
 
-_SPECS: SharedStore | None = None  # figures as sent, shared by every session: (recipe digest, lecture, width) -> spec
+_SPECS: SharedStore | None = None  # figures as sent, shared by every session: revision (:func:`_revision`) -> spec
 SPEC_STORE_SIZE = 256  #: how many sent figures the shared store keeps (least recently used first out)
 
 
@@ -553,6 +553,13 @@ def _revision(digest: str, lecture_mode: bool, width: float | None) -> str:
     return f"vilab:{digest}:{int(bool(lecture_mode))}:{0.0 if width is None else float(width):g}"
 
 
+def _margins_store() -> SharedStore:
+    global _MARGINS
+    if _MARGINS is None:
+        _MARGINS = SharedStore(maxsize=4 * SPEC_STORE_SIZE, ttl_s=3600.0)
+    return _MARGINS
+
+
 def _own_margins(spec: dict) -> tuple[float, ...]:
     m = (spec.get("layout") or {}).get("margin") or {}
     return tuple(float(m.get(side, default)) for side, default in _SIDES)
@@ -561,9 +568,6 @@ def _own_margins(spec: dict) -> tuple[float, ...]:
 def _with_margins(spec: dict, rev: str) -> dict:
     """``spec`` with the margins the browser drew revision ``rev`` with, when some browser reported them; the
     revision is remembered as sent to this session (with the figure's own margins) so its report is taken."""
-    global _MARGINS
-    if _MARGINS is None:
-        _MARGINS = SharedStore(maxsize=4 * SPEC_STORE_SIZE, ttl_s=3600.0)
     try:
         sent = st.session_state.setdefault(_SENT_REVISIONS, OrderedDict())
         sent[rev] = _own_margins(spec)
@@ -572,7 +576,7 @@ def _with_margins(spec: dict, rev: str) -> dict:
             sent.popitem(last=False)
     except Exception:  # noqa: BLE001 - no session (a figure drawn outside a page): nothing to remember
         pass
-    m = _MARGINS.get(rev)
+    m = _margins_store().get(rev)
     if m is None:
         return spec
     layout = dict(spec["layout"])
@@ -583,7 +587,6 @@ def _with_margins(spec: dict, rev: str) -> dict:
 def _harvest_margins(state) -> int:
     """Keep the margins a browser reported (the width reporter's state) for revisions sent to this session;
     returns how many were kept."""
-    global _MARGINS
     widths = (state or {}).get("widths") if isinstance(state, dict) else None
     try:
         sent = st.session_state.get(_SENT_REVISIONS) or {}
@@ -591,8 +594,6 @@ def _harvest_margins(state) -> int:
         return 0
     if not isinstance(widths, dict) or not sent:
         return 0
-    if _MARGINS is None:
-        _MARGINS = SharedStore(maxsize=4 * SPEC_STORE_SIZE, ttl_s=3600.0)
     kept = 0
     for v in widths.values():
         if not (isinstance(v, list) and len(v) == 6 and isinstance(v[1], str) and v[1] in sent):
@@ -603,7 +604,7 @@ def _harvest_margins(state) -> int:
         except (TypeError, ValueError):
             continue
         if all(math.isfinite(x) and o - 0.5 <= x <= o + MARGIN_MAX_GROWTH_PX for x, o in zip(m, own)):
-            _MARGINS[v[1]] = tuple(round(x, 2) for x in m)
+            _margins_store()[v[1]] = tuple(round(x, 2) for x in m)
             kept += 1
     return kept
 
