@@ -178,6 +178,43 @@ def test_a_report_that_cannot_be_true_is_refused(bad):
     assert ui._sent_spec(ui.recipe(build, [1.0], [2.0]), False, None)["layout"]["margin"] == spec["layout"]["margin"]
 
 
+def test_a_figure_is_stored_with_the_margins_its_labels_needed():
+    """A report may add the margins the chart's labels and legends needed (Plotly's margin pushes): those are kept,
+    never below the figure's own margins and never above what it was drawn with."""
+    build, _ = _counting()
+    first = ui._sent_spec(ui.recipe(build, [1.0], [2.0]), False, None)
+    own = [first["layout"]["margin"][s] for s in "lrtb"]
+    drawn = (own[0] + 30.0, own[1] + 10.0, own[2], own[3] + 150.0)
+    needed = (own[0] + 22.0, 0.0, own[2] + 90.0, own[3] + 150.0)  # r below its own; t above what it was drawn with
+    assert ui._harvest_margins(_report(first, (*drawn, *needed))) == 1
+    again = ui._sent_spec(ui.recipe(build, [1.0], [2.0]), False, None)
+    assert [again["layout"]["margin"][s] for s in "lrtb"] == [own[0] + 22.0, own[1], own[2], own[3] + 150.0]
+
+
+def test_a_new_figure_on_a_chart_gets_the_margins_the_last_one_needed():
+    """A slider moved to a new value: the new figure of the same chart (same mode and width) goes out with the
+    margins the browser said the last one needed, so Plotly draws it once when its labels fit; another chart,
+    mode or width, or a report of a figure not sent to this session, gives no hint."""
+    build, _ = _counting()
+    first = ui._sent_spec(ui.recipe(build, [1.0], [2.0]), False, None, "chart")
+    own = [first["layout"]["margin"][s] for s in "lrtb"]
+    needed = (own[0] + 28.0, own[1], own[2] + 3.0, own[3] + 155.0)
+    ui.st.session_state[ui._WIDTHS_KEY] = _report(first, (*needed, *needed))
+    try:
+        new = ui._sent_spec(ui.recipe(build, [1.0], [3.0]), False, None, "chart")
+        slack = ui.MARGIN_HINT_SLACK_PX  # a pushed side gets a little room for labels that move by a pixel
+        assert [new["layout"]["margin"][s] for s in "lrtb"] == [needed[0] + slack, own[1], needed[2] + slack,
+                                                                 needed[3] + slack]
+        for args in ((True, None, "chart"), (False, 640.0, "chart"), (False, None, "other")):
+            other = ui._sent_spec(ui.recipe(build, [1.0], [4.0]), *args)
+            assert other["layout"]["margin"]["b"] < needed[3]  # its own (lecture mode has other own margins)
+        ui.st.session_state[ui._WIDTHS_KEY] = _report(first, (*needed, *needed), rev="vilab:elsewhere:0:0")
+        assert [ui._sent_spec(ui.recipe(build, [1.0], [5.0]), False, None, "chart")["layout"]["margin"][s]
+                for s in "lrtb"] == own
+    finally:
+        ui.st.session_state.pop(ui._WIDTHS_KEY, None)
+
+
 def test_chart_width_reads_both_report_forms(monkeypatch):
     ui.st.session_state[ui._WIDTHS_KEY] = {"widths": {"a": 700.0, "b": [640.0, "vilab:x:0:0", 1, 2, 3, 4]}}
     try:

@@ -382,7 +382,7 @@ def show(fig, key: str | None = None, main: bool = False, download: bool | None 
     (PNG, SVG, HTML; GIF for animations; vilab_ui/export.py); ``download`` forces it on or off."""
     width_key = key or (MAIN_FIGURE if main else None)
     w = chart_width(width_key) if kw.get("width", "stretch") == "stretch" else None
-    spec = _sent_spec(fig, lecture(), w)
+    spec = _sent_spec(fig, lecture(), w, width_key)
     kw.setdefault("config", _CHART_CONFIG)
     kw.setdefault("theme", None)  # vilab's template, not Streamlit's (which would override its fonts)
     animated = bool(spec.get("frames"))
@@ -513,9 +513,10 @@ _SPECS: SharedStore | None = None  # figures as sent, shared by every session: r
 SPEC_STORE_SIZE = 256  #: how many sent figures the shared store keeps (least recently used first out)
 
 
-def _sent_spec(fig, lecture_mode: bool, width: float | None) -> dict:
+def _sent_spec(fig, lecture_mode: bool, width: float | None, key: str | None = None) -> dict:
     """The figure as the browser is sent it (styled for the mode, :func:`browser_spec` at ``width``), from the
-    shared store when it is a :class:`Recipe` whose figure was sent before."""
+    shared store when it is a :class:`Recipe` whose figure was sent before; ``key``: the chart's key (whose last
+    figure's margins a new figure there is given, :func:`_with_margins`)."""
     global _SPECS
     if not isinstance(fig, Recipe):
         return _styled_spec(fig, lecture_mode, width)
@@ -530,7 +531,7 @@ def _sent_spec(fig, lecture_mode: bool, width: float | None) -> dict:
         spec = _styled_spec(fig.build(*fig.args, **fig.kwargs), lecture_mode, width)
         spec["layout"]["datarevision"] = rev  # names the figure in the browser's report of its margins
         _SPECS[rev] = spec
-    return _with_margins(spec, rev)
+    return _with_margins(spec, rev, key)
 
 
 # ------------------------------------------------------------------------------------------ margins
@@ -543,8 +544,15 @@ def _sent_spec(fig, lecture_mode: bool, width: float | None) -> dict:
 # every visitor shares, so the next visitor to get the same figure (a new student on the same view, a return to a
 # view) gets it with its margins. A report is taken only for a revision sent to that session, with margins no smaller
 # than the figure's own and at most MARGIN_MAX_GROWTH_PX larger (a browser's word cannot spoil another's charts).
+# A figure no browser has drawn yet (a slider moved to a new value) is given the margins the last figure of the same
+# chart needed (same mode and width): its labels and legend are mostly the same, so Plotly draws it once unless it
+# needs more. "Needed" is what the labels and legends ask for (Plotly's margin pushes, read by the reporter), not
+# what that figure was drawn with, so margins do not only ever grow as a slider moves; a figure is stored with
+# what it needed, at most what it was drawn with.
 _MARGINS: SharedStore | None = None  # revision -> (l, r, t, b) the browser drew that figure with
 MARGIN_MAX_GROWTH_PX = 240.0
+MARGIN_HINT_SLACK_PX = 4.0  # room given beyond the last figure's need on a side its labels pushed (tick labels and
+# legends move by a pixel or two as a slider moves: without it such a change costs a second drawing)
 _SENT_REVISIONS = "_vilab_sent_revisions"  # session state: revision -> the figure's own margins (the last 64 sent)
 _SIDES = (("l", 80.0), ("r", 80.0), ("t", 100.0), ("b", 80.0))  # Plotly's default margins
 
@@ -565,9 +573,50 @@ def _own_margins(spec: dict) -> tuple[float, ...]:
     return tuple(float(m.get(side, default)) for side, default in _SIDES)
 
 
-def _with_margins(spec: dict, rev: str) -> dict:
-    """``spec`` with the margins the browser drew revision ``rev`` with, when some browser reported them; the
-    revision is remembered as sent to this session (with the figure's own margins) so its report is taken."""
+def _reported(value, sent) -> tuple[str, tuple[float, ...], tuple[float, ...] | None] | None:
+    """A width report of a recipe's chart, ``[width, revision, l, r, t, b]`` (the margins drawn with) optionally
+    followed by the four margins its labels and legends needed: (revision, drawn, needed or None), or None for a
+    report of a revision not sent to this session, or that cannot be true (not numbers, smaller than the
+    figure's own margins or more than MARGIN_MAX_GROWTH_PX larger)."""
+    if not (isinstance(value, list) and len(value) in (6, 10) and isinstance(value[1], str) and value[1] in sent):
+        return None
+    own = sent[value[1]]
+    try:
+        m = tuple(float(x) for x in value[2:])
+    except (TypeError, ValueError):
+        return None
+    if not all(math.isfinite(x) for x in m):
+        return None
+    drawn, needed = m[:4], (m[4:] or None)
+    if not all(o - 0.5 <= x <= o + MARGIN_MAX_GROWTH_PX for x, o in zip(drawn, own)):
+        return None
+    if needed is not None:  # at least the own margins, at most what it was drawn with (Plotly ends there)
+        needed = tuple(min(max(n, o), x) for n, o, x in zip(needed, own, drawn))
+    return value[1], drawn, needed
+
+
+def _margins_hint(spec: dict, rev: str, key: str | None) -> tuple[float, ...] | None:
+    """The margins the last figure of chart ``key`` needed, for a new figure there (same mode and width), when this
+    session's browser reported them: the new figure's own margins where nothing pushed them, else the need plus
+    MARGIN_HINT_SLACK_PX, at most MARGIN_MAX_GROWTH_PX more than its own."""
+    if not key:
+        return None
+    try:
+        value = ((st.session_state.get(_WIDTHS_KEY) or {}).get("widths") or {}).get(key)
+        got = _reported(value, st.session_state.get(_SENT_REVISIONS) or {})
+    except Exception:  # noqa: BLE001 - no session
+        return None
+    if got is None or got[2] is None or got[0].split(":")[2:] != rev.split(":")[2:]:
+        return None
+    own = _own_margins(spec)
+    hint = tuple(o if n <= o else min(n + MARGIN_HINT_SLACK_PX, o + MARGIN_MAX_GROWTH_PX) for o, n in zip(own, got[2]))
+    return None if hint == own else hint
+
+
+def _with_margins(spec: dict, rev: str, key: str | None = None) -> dict:
+    """``spec`` with the margins revision ``rev`` needed when some browser reported them, else with those the last
+    figure of chart ``key`` needed (:func:`_margins_hint`); the revision is remembered as sent to this session (with
+    the figure's own margins) so its report is taken."""
     try:
         sent = st.session_state.setdefault(_SENT_REVISIONS, OrderedDict())
         sent[rev] = _own_margins(spec)
@@ -576,7 +625,7 @@ def _with_margins(spec: dict, rev: str) -> dict:
             sent.popitem(last=False)
     except Exception:  # noqa: BLE001 - no session (a figure drawn outside a page): nothing to remember
         pass
-    m = _margins_store().get(rev)
+    m = _margins_store().get(rev) or _margins_hint(spec, rev, key)
     if m is None:
         return spec
     layout = dict(spec["layout"])
@@ -596,15 +645,10 @@ def _harvest_margins(state) -> int:
         return 0
     kept = 0
     for v in widths.values():
-        if not (isinstance(v, list) and len(v) == 6 and isinstance(v[1], str) and v[1] in sent):
-            continue
-        own = sent[v[1]]
-        try:
-            m = tuple(float(x) for x in v[2:])
-        except (TypeError, ValueError):
-            continue
-        if all(math.isfinite(x) and o - 0.5 <= x <= o + MARGIN_MAX_GROWTH_PX for x, o in zip(m, own)):
-            _margins_store()[v[1]] = tuple(round(x, 2) for x in m)
+        got = _reported(v, sent)
+        if got is not None:
+            rev, drawn, needed = got
+            _margins_store()[rev] = tuple(round(x, 2) for x in (needed or drawn))
             kept += 1
     return kept
 
@@ -635,6 +679,35 @@ export default function(component) {
   const { setStateValue } = component;
   const w = window.__vilabWidths = window.__vilabWidths || { timer: null, last: null };
   clearInterval(w.timer);
+  // The margins a chart's labels and legends need: Plotly's own automargin sum over its margin pushes (each a
+  // fraction of the plot area and a size in px) plus the room reserved for legends on the page's edge, without
+  // the margins it was given ([] when Plotly has none).
+  const needed = fl => {
+    const h = fl._pushmargin, W = fl.width, H = fl.height, num = x => typeof x === 'number' && isFinite(x);
+    if (!h || !num(W) || !num(H)) return [];
+    const es = Object.keys(h).filter(k => k !== 'base').map(k => h[k])
+      .concat([{ l: { val: 0, size: 0 }, r: { val: 1, size: 0 }, t: { val: 1, size: 0 }, b: { val: 0, size: 0 } }]);
+    let l = 0, r = 0, t = 0, b = 0;
+    for (const a of es) {
+      const L = a.l || {}, B = a.b || {};
+      for (const c of es) {
+        if (num(L.size) && c.r && c.r.val > L.val) {
+          const nl = (L.size * c.r.val + (c.r.size - W) * L.val) / (c.r.val - L.val);
+          const nr = (c.r.size * (1 - L.val) + (L.size - W) * (1 - c.r.val)) / (c.r.val - L.val);
+          if (nl + nr > l + r) { l = nl; r = nr; }
+        }
+        if (num(B.size) && c.t && c.t.val > B.val) {
+          const nb = (B.size * c.t.val + (c.t.size - H) * B.val) / (c.t.val - B.val);
+          const nt = (c.t.size * (1 - B.val) + (B.size - H) * (1 - c.t.val)) / (c.t.val - B.val);
+          if (nb + nt > b + t) { b = nb; t = nt; }
+        }
+      }
+    }
+    const res = { l: 0, r: 0, t: 0, b: 0 }, rm = fl._reservedMargin || {};  // legends placed on the page's edge
+    for (const id in rm) for (const side in rm[id]) if (side in res && num(rm[id][side])) res[side] = Math.max(res[side], rm[id][side]);
+    const out = [Math.round(l) + res.l, Math.round(r) + res.r, Math.round(t) + res.t, Math.round(b) + res.b];
+    return out.every(num) ? out : [];
+  };
   const keyOf = el => { const c = el && Array.from(el.classList).find(x => x.startsWith('st-key-')); return c && c.slice(7); };
   const report = () => {
     const out = {};
@@ -644,7 +717,7 @@ export default function(component) {
       const width = gd.layout && gd.layout.width;
       const rev = gd.layout && gd.layout.datarevision, m = gd._fullLayout && gd._fullLayout._size;
       if (k && width > 0) out[k] = (typeof rev === 'string' && rev.startsWith('vilab:') && m)
-        ? [width, rev, m.l, m.r, m.t, m.b] : width;
+        ? [width, rev, m.l, m.r, m.t, m.b].concat(needed(gd._fullLayout)) : width;
     });
     const s = JSON.stringify(out);
     if (s !== w.last && Object.keys(out).length) { w.last = s; setStateValue('widths', out); }

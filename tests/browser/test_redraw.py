@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 import pytest
 from plotly.subplots import make_subplots
 
+import vilab_ui as ui
 from tests.browser import layout
 from tests.browser.layout import wait_rendered
 
@@ -206,3 +207,31 @@ def test_a_new_visitor_gets_the_main_figure_with_the_margins_it_was_drawn_with(s
     assert not errors and not errors2, (errors, errors2)
     first.close()
     second.close()
+
+
+def test_a_slider_change_sends_the_new_figure_with_the_margins_the_last_one_needed(server, browser):
+    """A figure no browser has drawn yet (the time horizon moved to new values) is sent with the margins the
+    chart's last figure needed (its labels and legend), not its own small ones: Plotly mostly has nothing to grow
+    (one drawing instead of two or three) and never keeps more than a figure needed."""
+    page, errors = layout.open_page(browser, server, "Flows_and_guarantees", 1280, 900, lecture=False)
+    thumb = page.locator('.st-key-T [data-testid="stSlider"] input[type="range"]').first
+    seen = []
+    for _ in range(4):
+        page.wait_for_timeout(1500)  # the width reporter's next round (every 0.7 s) reaches the server
+        rev = page.evaluate(MARGINS_JS)["rev"]
+        thumb.focus()
+        page.keyboard.press("ArrowLeft")
+        page.wait_for_function(f"() => {{ const gd = document.querySelector('.st-key-main_figure .js-plotly-plot');"
+                               f" return gd && gd.layout.datarevision !== {rev!r} && gd._fullLayout._size; }}",
+                               timeout=120_000)
+        wait_rendered(page)
+        seen.append(page.evaluate(MARGINS_JS))
+    # the figure's own margins are far too small for its legend below the plot (Plotly grows the bottom one by
+    # 150 px): a figure sent with them is drawn again; sent with the last one's, most are drawn once
+    assert sum(s["drawn"] == pytest.approx(s["given"], abs=0.5) for s in seen) >= 2, seen
+    # never more than the last figure was drawn with, plus the slack (and a few px: the need is read without
+    # Plotly's coupling of the top and bottom margins through a legend placed in fractions of the plot's height)
+    tol = ui.MARGIN_HINT_SLACK_PX + 6
+    assert all(g <= d + tol for a, b in zip(seen, seen[1:]) for g, d in zip(b["given"], a["drawn"])), seen
+    assert not errors, errors
+    page.close()
