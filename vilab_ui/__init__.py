@@ -549,7 +549,7 @@ def _sent_spec(fig, lecture_mode: bool, width: float | None, key: str | None = N
 # needs more. "Needed" is what the labels and legends ask for (Plotly's margin pushes, read by the reporter), not
 # what that figure was drawn with, so margins do not only ever grow as a slider moves; a figure is stored with
 # what it needed, at most what it was drawn with.
-_MARGINS: SharedStore | None = None  # revision -> (l, r, t, b) the browser drew that figure with
+_MARGINS: SharedStore | None = None  # revision -> (l, r, t, b) that figure needed (at most what it was drawn with)
 MARGIN_MAX_GROWTH_PX = 240.0
 MARGIN_HINT_SLACK_PX = 4.0  # room given beyond the last figure's need on a side its labels pushed (tick labels and
 # legends move by a pixel or two as a slider moves: without it such a change costs a second drawing)
