@@ -599,10 +599,8 @@ def _margins_hint(spec: dict, rev: str, key: str | None) -> tuple[float, ...] | 
     """The margins the last figure of chart ``key`` needed, for a new figure there (same mode and width), when this
     session's browser reported them: the new figure's own margins where nothing pushed them, else the need plus
     MARGIN_HINT_SLACK_PX, at most MARGIN_MAX_GROWTH_PX more than its own."""
-    if not key:
-        return None
+    value = _chart_report(key)
     try:
-        value = ((st.session_state.get(_WIDTHS_KEY) or {}).get("widths") or {}).get(key)
         got = _reported(value, st.session_state.get(_SENT_REVISIONS) or {})
     except Exception:  # noqa: BLE001 - no session
         return None
@@ -741,14 +739,20 @@ def report_chart_widths() -> None:
     _harvest_margins(st.session_state.get(_WIDTHS_KEY))
 
 
-def chart_width(key: str | None) -> float | None:
-    """The width (px) the browser last drew the chart with this key at (a page's main figure: MAIN_FIGURE)."""
+def _chart_report(key: str | None):
+    """What the width reporter last said of the chart with this key: its width, or for a recipe's chart
+    ``[width, revision, margins...]``; None when nothing was reported (or there is no session)."""
     if not key:
         return None
     try:
-        w = (st.session_state.get(_WIDTHS_KEY) or {}).get("widths", {}).get(key)
-    except AttributeError:
+        return ((st.session_state.get(_WIDTHS_KEY) or {}).get("widths") or {}).get(key)
+    except Exception:  # noqa: BLE001 - no session, or a report that is not a dict
         return None
+
+
+def chart_width(key: str | None) -> float | None:
+    """The width (px) the browser last drew the chart with this key at (a page's main figure: MAIN_FIGURE)."""
+    w = _chart_report(key)
     if isinstance(w, list) and w:  # a recipe's chart: [width, revision, margins...]
         w = w[0]
     return float(w) if isinstance(w, (int, float)) and 0 < w < 1e5 else None
