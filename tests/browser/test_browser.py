@@ -102,8 +102,13 @@ def test_vector_fields_click_adds_a_start(server, browser):
     wait_rendered(page)
     page.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for(timeout=60_000)
     box = page.locator('[data-testid="stMain"] [data-testid="stTextInput"] input').first  # not the sidebar's deck builder
-    before = box.input_value()
-    assert before == "0,0.1; 0.5,0.02; 2,0.01"
+    before = "0,0.1; 0.5,0.02; 2,0.01"
+    deadline = time.time() + 30  # a loaded machine may still be drawing the page's last rerun
+    while box.input_value() != before and time.time() < deadline:
+        time.sleep(0.5)
+    boxes = page.evaluate("""() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stTextInput"] input')]
+        .map(e => [e.getAttribute('aria-label'), e.value])""")
+    assert box.input_value() == before, f"the page's text boxes hold {boxes}"
     area = page.locator('[data-testid="stPlotlyChart"]').first.locator(".nsewdrag").first
     area.scroll_into_view_if_needed()
     b = area.bounding_box()
