@@ -13,7 +13,10 @@ Starts ``streamlit run app.py`` (tests/browser/layout.py's server and headless C
   moved by the keyboard, one step at a time, ``--changes`` times (default 12) in one direction, each
   step a value the page has not seen before; the time from the key press until the script run ended
   (Streamlit's ``script_finished`` message, read from the WebSocket) AND the main figure's data (or
-  layout) changed in the Plotly div, that is, the figure is redrawn. Median and p95.
+  layout) changed in the Plotly div, that is, the figure is redrawn. Median and p95. The first change
+  comes after the loaded page has been idle for ``--settle`` seconds (default 3), as a student looks at
+  a page before moving a slider: earlier, the first changes also timed what follows a load (the first
+  width report's short run, Plotly's resize after mounting) and made up most of the p95.
 
 A load counts as done when the page's script run has finished and its main figure (the container
 ``main_figure``) is drawn. Times include Streamlit's own slider debounce and the browser's drawing: what
@@ -21,7 +24,7 @@ a user waits for. Browser, server and JAX share this machine's cores; its load a
 
 Writes benchmarks/results/browser.json (machine, date, load, every raw time) and prints a Markdown table.
 
-    python benchmarks/bench_browser.py [--pages Hierarchical_models Home] [--changes 12] [--no-cold]
+    python benchmarks/bench_browser.py [--pages Hierarchical_models Home] [--changes 12] [--settle 3] [--no-cold]
 """
 
 from __future__ import annotations
@@ -205,6 +208,21 @@ def load(browser, base: str, path: str, query: str, timeout_s: float):
     return seconds, page, runs
 
 
+SETTLE_S = 3.0  # --settle: seconds a freshly loaded page stays idle before its first slider change
+
+
+def settle(page, runs: ScriptRuns, seconds: float, timeout_s: float) -> None:
+    """Wait until no script run (the width reporter's included) has ended for ``seconds`` and none is
+    running: a student looks at a page before moving its first slider, and by then the browser has done
+    what follows a load (Plotly's resize after mounting, the first width report and its short run)."""
+    deadline = time.perf_counter() + timeout_s
+    while time.perf_counter() < deadline:
+        last = runs.finished[-1] if runs.finished else 0.0
+        if _quiet(page) and time.perf_counter() - last >= seconds:
+            return
+        page.wait_for_timeout(100)
+
+
 def _slider(page, key: str):
     """The (visually hidden) range input of the slider with this key, or of the first slider on the page
     shown on screen (not in a closed expander)."""
@@ -245,6 +263,7 @@ def redraws(page, runs: ScriptRuns, kind: str, key: str, n: int, timeout_s: floa
                 arrow = "ArrowLeft" if arrow == "ArrowRight" else "ArrowRight"  # at the end: come back
             thumb.focus()
             page.keyboard.press(arrow)
+    settle(page, runs, SETTLE_S, timeout_s)
     # a main figure that is a table (Lecture decks) has no Plotly data to watch: its change is the run's end
     charts = page.locator('.st-key-main_figure .js-plotly-plot').count() > 0
     for i in range(n):
@@ -360,10 +379,13 @@ def table(results: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
+    global WATCH_FILES, SETTLE_S
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pages", nargs="*", help="substrings of page names (default: every page)")
     ap.add_argument("--changes", type=int, default=12, help="slider changes per page (default 12)")
     ap.add_argument("--timeout", type=float, default=240.0, help="seconds one load or redraw may take")
+    ap.add_argument("--settle", type=float, default=SETTLE_S,
+                    help=f"seconds a loaded page stays idle before its first change (default {SETTLE_S:g})")
     ap.add_argument("--no-cold", action="store_true", help="skip the fresh servers with an empty cache")
     ap.add_argument("--watch-files", action="store_true", help="keep Streamlit's file watcher on (off by default)")
     ap.add_argument("--flag", action="append", default=[], metavar="OPTION=VALUE",
@@ -372,8 +394,7 @@ def main(argv=None) -> int:
                                   "a run over some pages writes only when given)")
     args = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # killed: still stop the servers and the browser
-    global WATCH_FILES
-    WATCH_FILES = args.watch_files
+    WATCH_FILES, SETTLE_S = args.watch_files, args.settle
     FLAGS[:] = args.flag
     if layout.chromium_path() is None:
         print("bench_browser needs Chromium (set VILAB_CHROMIUM or install chromium).", file=sys.stderr)
@@ -430,7 +451,7 @@ def main(argv=None) -> int:
                        "system": platform.platform(), "chromium": layout.chromium_path(),
                        "note": "browser, Streamlit server and JAX share this machine"},
            "load_average": {"start": load0, "end": load_average()},
-           "settings": {"changes": args.changes, "viewport": VIEWPORT, "file_watcher": WATCH_FILES, "streamlit_flags": FLAGS, "controls": {k or HOME: v for k, v in CONTROLS.items()}},
+           "settings": {"changes": args.changes, "settle_s": SETTLE_S, "viewport": VIEWPORT, "file_watcher": WATCH_FILES, "streamlit_flags": FLAGS, "controls": {k or HOME: v for k, v in CONTROLS.items()}},
            "results": results, "table": table(results)}
     dest = args.out or (None if args.pages else OUT)  # a partial run does not overwrite the full table
     if dest:
