@@ -9,6 +9,9 @@ Starts ``streamlit run app.py`` (tests/browser/layout.py's server and headless C
   every page (``cold, filled cache``: a restarted server, or a replica of ``vilab hall``);
 * **warm load**: the page opened in a new browser context (a new visitor) on a server that has served
   it before;
+* **page switch**: in an open app (Home, or Lecture decks for Home itself, loaded and idle), a click on the
+  page's link in the sidebar until its run has finished and its main figure is drawn: no JavaScript to
+  load, what a lecturer going from one page to the next waits;
 * **slider -> redraw**: the page's slider (``CONTROLS`` below; else the first slider on the page)
   moved by the keyboard, one step at a time, ``--changes`` times (default 12) in one direction, each
   step a value the page has not seen before; the time from the key press until the script run ended
@@ -223,6 +226,31 @@ def settle(page, runs: ScriptRuns, seconds: float, timeout_s: float) -> None:
         page.wait_for_timeout(100)
 
 
+def switch(browser, base: str, path: str, timeout_s: float) -> float | None:
+    """Seconds from a click on the page's link in the sidebar of an open app (another page, loaded and idle)
+    until the page's run has finished and its main figure is drawn: how long a lecturer going from one
+    page to the next waits. None if it did not happen in ``timeout_s``."""
+    origin = "Lecture_decks" if path == HOME else HOME
+    t, page, runs = load(browser, base, origin, "", timeout_s)
+    try:
+        if t is None:
+            return None
+        settle(page, runs, 2.0, timeout_s)
+        links = page.locator('[data-testid="stSidebarNav"] a')
+        hrefs = [links.nth(i).get_attribute("href") or "" for i in range(links.count())]
+        want = [i for i, h in enumerate(hrefs) if h.rstrip("/").rsplit("/", 1)[-1] == path] if path != HOME else \
+            [i for i, h in enumerate(hrefs) if h.rstrip("/") == base.rstrip("/") or h.endswith(":" + base.rsplit(":", 1)[-1])]
+        if not want:
+            return None
+        t0 = time.perf_counter()
+        links.nth(want[0]).click()
+        ok = _wait(page, lambda: runs.finished_after(t0) is not None and page.evaluate(DRAWN_JS) and _quiet(page),
+                   timeout_s, 0.05)
+        return time.perf_counter() - t0 if ok else None
+    finally:
+        page.context.close()
+
+
 def _slider(page, key: str):
     """The (visually hidden) range input of the slider with this key, or of the first slider on the page
     shown on screen (not in a closed expander)."""
@@ -343,6 +371,8 @@ def bench_page(browser, path: str, cache_dir: Path, changes: int, timeout_s: flo
         if t is not None:
             res.update(redraws(page, runs, kind, key, changes, timeout_s, pid))
         page.context.close()
+        t = switch(browser, base, path, timeout_s)
+        res["switch_s"] = None if t is None else round(t, 3)
     return res
 
 
@@ -361,8 +391,8 @@ def table(results: list[dict]) -> str:
         return "–" if x is None else f"{x:.{d}f}"
 
     lines = ["| page | control moved | redraw median (s) | redraw p95 (s) | target p95 (s) | server CPU per redraw (s) "
-             "| cold load, empty cache (s) | cold load, filled cache (s) | warm load (s) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| cold load, empty cache (s) | cold load, filled cache (s) | warm load (s) | page switch (s) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         ts = r.get("times") or []
         cpu = r.get("server_cpu_s") or []
@@ -374,7 +404,7 @@ def table(results: list[dict]) -> str:
         target = 1.0 if r["page"] in RETRAINS else 0.5
         lines.append(f"| {name} | {control} | {f(statistics.median(ts) if ts else None)} | {f(pct(ts, 95))} | "
                      f"{target:g} | {f(statistics.median(cpu) if cpu else None, 3)} | {f(r.get('cold_empty_s'), 1)} | "
-                     f"{f(r.get('cold_filled_s'), 1)} | {f(r.get('warm_load_s'))} |")
+                     f"{f(r.get('cold_filled_s'), 1)} | {f(r.get('warm_load_s'))} | {f(r.get('switch_s'))} |")
     return "\n".join(lines)
 
 
