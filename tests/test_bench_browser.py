@@ -36,11 +36,11 @@ def test_percentile_and_table(bench):
     assert bench.pct([1.0, 2.0, 3.0, 4.0, 5.0], 50) == 3.0
     assert abs(bench.pct(list(range(1, 21)), 95) - 19.05) < 1e-9
     rows = [{"page": "Hierarchical_models", "control": "slider:iters", "times": [0.5, 0.7, 0.9], "server_cpu_s": [0.1],
-             "cold_empty_s": 30.0, "cold_filled_s": 10.0, "warm_load_s": 2.5},
+             "cold_empty_s": 30.0, "cold_filled_s": 10.0, "warm_load_s": 2.5, "switch_s": 1.9},
             {"page": "Home", "control": "toggle:lecture", "times": [], "error": "no slider on the page"}]
     md = bench.table(rows).splitlines()
     assert md[0].startswith("| page |") and len(md) == 4
-    assert "| Hierarchical models | slider:iters | 0.70 | 0.88 | 1 | 0.100 | 30.0 | 10.0 | 2.50 |" == md[2]
+    assert "| Hierarchical models | slider:iters | 0.70 | 0.88 | 1 | 0.100 | 30.0 | 10.0 | 2.50 | 1.90 |" == md[2]
     assert "no slider on the page" in md[3] and "| 0.5 |" in md[3]
 
 
@@ -50,3 +50,32 @@ def test_cpu_seconds_of_this_process(bench):
     assert t is not None and t > 0
     assert bench.cpu_seconds(None) is None
     assert bench.server_pid("http://127.0.0.1:1") is None  # nothing serves port 1
+
+
+def test_settle_waits_until_the_page_has_been_idle(bench):
+    """The first change waits until no run has ended for the settle time and none is running."""
+    import time
+
+    class Page:
+        def __init__(self):
+            self.running = 3  # the status widget is shown for the first three polls
+
+        def locator(self, _):
+            page = self
+
+            class Loc:
+                def count(self):
+                    page.running -= 1
+                    return int(page.running >= 0)
+            return Loc()
+
+        def wait_for_timeout(self, ms):
+            time.sleep(ms / 1000)
+
+    class Runs:
+        finished = [time.perf_counter()]  # a run (the width reporter's) has just ended
+
+    page, t0 = Page(), time.perf_counter()
+    bench.settle(page, Runs(), 0.5, 10.0)
+    assert time.perf_counter() - Runs.finished[-1] >= 0.5  # idle for the settle time after the last run
+    assert page.running < 0  # and it looked until the status widget was gone
