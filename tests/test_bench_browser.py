@@ -75,7 +75,7 @@ def test_settle_waits_until_the_page_has_been_idle(bench):
     class Runs:
         finished = [time.perf_counter()]  # a run (the width reporter's) has just ended
 
-    page, t0 = Page(), time.perf_counter()
+    page = Page()
     bench.settle(page, Runs(), 0.5, 10.0)
     assert time.perf_counter() - Runs.finished[-1] >= 0.5  # idle for the settle time after the last run
     assert page.running < 0  # and it looked until the status widget was gone
