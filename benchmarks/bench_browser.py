@@ -236,6 +236,10 @@ def switch(browser, base: str, path: str, timeout_s: float) -> float | None:
         if t is None:
             return None
         settle(page, runs, 2.0, timeout_s)
+        more = page.locator('[data-testid="stSidebarNavViewButton"]')
+        if more.count() and "more" in more.first.inner_text():  # Streamlit shows ten pages until "View N more"
+            more.first.click()
+            page.wait_for_timeout(300)
         links = page.locator('[data-testid="stSidebarNav"] a')
         hrefs = [links.nth(i).get_attribute("href") or "" for i in range(links.count())]
         want = [i for i, h in enumerate(hrefs) if h.rstrip("/").rsplit("/", 1)[-1] == path] if path != HOME else \
