@@ -96,3 +96,95 @@ def test_vilab_bench_runs_the_hall_and_the_soak_only_when_named(monkeypatch, cap
     ran.clear()
     assert cli.main(["bench", "hall", "soak"]) == 0
     assert ran == ["bench_hall", "bench_soak"]
+
+
+# A stand-in for Streamlit: answers /_stcore/health with "ok" and exits with status 3 when /quit is asked.
+FAKE_SERVER = """
+import http.server, sys, threading
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers()
+        self.wfile.write(b"ok" if self.path == "/_stcore/health" else b"bye")
+        if self.path == "/quit":
+            threading.Thread(target=lambda: (srv.shutdown(), srv.server_close())).start()
+    def log_message(self, *a):
+        pass
+srv = http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H)
+srv.serve_forever()
+sys.exit(3)
+"""
+
+
+def _fake_hall(monkeypatch, warm_up):
+    from types import SimpleNamespace
+
+    from vilab import cli
+
+    monkeypatch.setattr(cli, "load_hall", lambda: SimpleNamespace(wait_healthy=hall.wait_healthy, warm_up=warm_up))
+    return cli
+
+
+def test_vilab_app_warms_every_page_once_the_server_answers(monkeypatch, capsys):
+    import sys
+
+    port = hall.free_port()
+    url = f"http://127.0.0.1:{port}"
+    warmed = []
+
+    def warm_up(urls, log=print, verbose=True):
+        warmed.append(list(urls))
+        log("warmed it")
+        urllib.request.urlopen(url + "/quit", timeout=5).read()  # the server then exits on its own
+        return {urls[0]: 1.0}
+
+    cli = _fake_hall(monkeypatch, warm_up)
+    assert cli._serve_warmed([sys.executable, "-c", FAKE_SERVER, str(port)], url, start_timeout_s=30) == 3
+    assert warmed == [[url]]
+    out = capsys.readouterr().out
+    assert "opening every page once" in out and "vilab: warmed it" in out
+
+
+def test_vilab_app_reports_a_server_that_exits_at_start_without_warming(monkeypatch):
+    import sys
+
+    warmed = []
+    cli = _fake_hall(monkeypatch, lambda urls, **kw: warmed.append(urls))
+    assert cli._serve_warmed([sys.executable, "-c", "raise SystemExit(5)"], f"http://127.0.0.1:{hall.free_port()}",
+                             start_timeout_s=30) == 5
+    assert warmed == []
+
+
+def test_ctrl_c_during_the_warm_up_stops_the_server(monkeypatch):
+    import subprocess
+    import sys
+
+    port = hall.free_port()
+    started = []
+    real_popen = subprocess.Popen
+
+    def popen(cmd, cwd=None):
+        started.append(real_popen(cmd, cwd=cwd))
+        return started[-1]
+
+    def warm_up(urls, **kw):
+        raise KeyboardInterrupt  # the lecturer pressed Ctrl-C while the pages were being opened
+
+    cli = _fake_hall(monkeypatch, warm_up)
+    monkeypatch.setattr(cli.subprocess, "Popen", popen)
+    cli._serve_warmed([sys.executable, "-c", FAKE_SERVER, str(port)], f"http://127.0.0.1:{port}", start_timeout_s=30)
+    assert started and started[0].poll() is not None  # the server is gone
+
+
+def test_vilab_app_no_warmup_only_runs_the_server(monkeypatch):
+    from vilab import cli
+
+    ran = []
+    monkeypatch.setattr(cli.subprocess, "call", lambda cmd, cwd=None: ran.append(cmd) or 0)
+    monkeypatch.setattr(cli, "_serve_warmed", lambda *a, **k: pytest.fail("no warm-up was asked for"))
+    assert cli.main(["app", "--no-warmup", "--headless", "--port", "8599"]) == 0
+    cmd = ran[0]
+    assert cmd[cmd.index("--server.port") + 1] == "8599" and cmd[-2:] == ["--server.headless", "true"]
+    assert cmd[cmd.index("--server.fileWatcherType") + 1] == "none"  # a served lab does not reload its files
+    ran.clear()  # Streamlit's own options after --, the last of an option counting: the watcher back on
+    assert cli.main(["app", "--no-warmup", "--", "--server.fileWatcherType", "auto"]) == 0
+    assert ran[0][-2:] == ["--server.fileWatcherType", "auto"] and "--" not in ran[0]

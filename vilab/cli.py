@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,10 +19,58 @@ def _app(args) -> int:
     if not app.exists():
         print(f"vilab app needs the repository checkout (app.py not found at {app}).", file=sys.stderr)
         return 2
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port)]
+    # a served lab does not reload its files: Streamlit's file watcher (one per browser session, walking every
+    # imported module, JAX's thousands) cost each page load about a second of server CPU on two cores;
+    # `vilab app -- --server.fileWatcherType auto` brings it back for development
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port),
+           "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
     if args.headless:
         cmd += ["--server.headless", "true"]
-    return subprocess.call(cmd + list(args.streamlit_args), cwd=ROOT)
+    extra = list(args.streamlit_args)
+    cmd += extra[1:] if extra[:1] == ["--"] else extra  # Streamlit's options, not the script's arguments
+    if args.no_warmup:
+        return subprocess.call(cmd, cwd=ROOT)
+    return _serve_warmed(cmd, f"http://127.0.0.1:{args.port}")
+
+
+def _say(text: str) -> None:
+    print(f"vilab: {text}", flush=True)
+
+
+def _serve_warmed(cmd: list[str], url: str, start_timeout_s: float = 120.0) -> int:
+    """Run the server (``cmd``) and, once it answers at ``url``, open every page once in headless Chromium
+    (deploy/hall.py's warm-up, as ``vilab hall`` does for its replicas): the first visit of each page then
+    finds its programs compiled and its default view computed, instead of waiting 5-25 s for them on two
+    cores. The server is usable meanwhile; without Chromium or Playwright the warm-up is skipped with a
+    message. Returns the server's exit status; Ctrl-C or SIGTERM stops the server."""
+    try:
+        hall = load_hall()
+    except ValueError as exc:
+        _say(f"{exc} Pages are not warmed up.")
+        return subprocess.call(cmd, cwd=ROOT)
+    proc = subprocess.Popen(cmd, cwd=ROOT)
+
+    def _terminate(signum, frame):  # `kill PID` stops the server as Ctrl-C does
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        if hall.wait_healthy(url, start_timeout_s, proc):
+            _say("opening every page once in headless Chromium, so that no first visit waits for compilation "
+                 "(`vilab app --no-warmup` skips this) ...")
+            hall.warm_up([url], log=_say, verbose=False)
+        elif proc.poll() is None:
+            _say(f"the server did not answer at {url} within {start_timeout_s:.0f} s; pages are not warmed up.")
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)  # Streamlit's own clean shutdown
+        try:
+            return proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            return proc.wait()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def load_hall():
@@ -128,7 +177,10 @@ def main(argv: list[str] | None = None) -> int:
     a = sub.add_parser("app", help="launch the Streamlit app")
     a.add_argument("--port", type=int, default=8501)
     a.add_argument("--headless", action="store_true", help="do not open a browser")
-    a.add_argument("streamlit_args", nargs=argparse.REMAINDER, help="passed on to `streamlit run`")
+    a.add_argument("--no-warmup", action="store_true",
+                   help="do not open every page once at start (in headless Chromium) to compile its programs")
+    a.add_argument("streamlit_args", nargs=argparse.REMAINDER,
+                   help="Streamlit's options, after --: vilab app -- --server.fileWatcherType auto")
     a.set_defaults(fn=_app)
     h = sub.add_parser("hall", help="serve a lecture hall: several app replicas behind nginx, warmed up")
     h.add_argument("--replicas", type=int, default=max(2, (os.cpu_count() or 2) - 1),
