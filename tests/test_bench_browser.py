@@ -36,11 +36,11 @@ def test_percentile_and_table(bench):
     assert bench.pct([1.0, 2.0, 3.0, 4.0, 5.0], 50) == 3.0
     assert abs(bench.pct(list(range(1, 21)), 95) - 19.05) < 1e-9
     rows = [{"page": "Hierarchical_models", "control": "slider:iters", "times": [0.5, 0.7, 0.9], "server_cpu_s": [0.1],
-             "cold_empty_s": 30.0, "cold_filled_s": 10.0, "warm_load_s": 2.5, "switch_s": 1.9},
+             "cold_empty_s": 30.0, "cold_filled_s": 10.0, "warm_load_s": 2.5, "returning_load_s": 2.2, "switch_s": 1.9},
             {"page": "Home", "control": "toggle:lecture", "times": [], "error": "no slider on the page"}]
     md = bench.table(rows).splitlines()
     assert md[0].startswith("| page |") and len(md) == 4
-    assert "| Hierarchical models | slider:iters | 0.70 | 0.88 | 1 | 0.100 | 30.0 | 10.0 | 2.50 | 1.90 |" == md[2]
+    assert "| Hierarchical models | slider:iters | 0.70 | 0.88 | 1 | 0.100 | 30.0 | 10.0 | 2.50 | 2.20 | 1.90 |" == md[2]
     assert "no slider on the page" in md[3] and "| 0.5 |" in md[3]
 
 

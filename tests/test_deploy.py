@@ -1,7 +1,10 @@
-"""deploy/hall.py: the lecture-hall recipe (Streamlit replicas behind nginx with sticky sessions)."""
+"""deploy/hall.py: the lecture-hall recipe (Streamlit replicas behind nginx with sticky sessions), and `vilab app`,
+which warms its one server up with the same recipe."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 
@@ -125,8 +128,6 @@ def _fake_hall(monkeypatch, warm_up):
 
 
 def test_vilab_app_warms_every_page_once_the_server_answers(monkeypatch, capsys):
-    import sys
-
     port = hall.free_port()
     url = f"http://127.0.0.1:{port}"
     warmed = []
@@ -145,8 +146,6 @@ def test_vilab_app_warms_every_page_once_the_server_answers(monkeypatch, capsys)
 
 
 def test_vilab_app_reports_a_server_that_exits_at_start_without_warming(monkeypatch):
-    import sys
-
     warmed = []
     cli = _fake_hall(monkeypatch, lambda urls, **kw: warmed.append(urls))
     assert cli._serve_warmed([sys.executable, "-c", "raise SystemExit(5)"], f"http://127.0.0.1:{hall.free_port()}",
@@ -155,9 +154,6 @@ def test_vilab_app_reports_a_server_that_exits_at_start_without_warming(monkeypa
 
 
 def test_ctrl_c_during_the_warm_up_stops_the_server(monkeypatch):
-    import subprocess
-    import sys
-
     port = hall.free_port()
     started = []
     real_popen = subprocess.Popen
