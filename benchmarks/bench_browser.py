@@ -412,7 +412,7 @@ def load_average():
 
 def table(results: list[dict]) -> str:
     """The Markdown table: per page the redraw's median and p95 (and the server's CPU time per redraw, which
-    the machine's load does not inflate), the cold loads (fresh server; empty and filled compilation cache)
+    the machine's load does not inflate), the cold loads (fresh server; empty and filled compilation cache),
     the warm load (a new visitor of a server that served the page), a returning visitor's load and the page
     switch."""
     def f(x, d=2):
