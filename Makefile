@@ -26,7 +26,8 @@ chromium:
 # Slide export (PNG / SVG / GIF of a figure) draws with the system Chromium through kaleido (installed
 # with the project): ensure_chromium.sh installs Debian's chromium where it can (root + apt-get) and
 # otherwise says so; VILAB_CHROMIUM=/path/to/chromium picks another. Without one the app still runs and
-# its download menus offer HTML only.
+# its download menus offer HTML only. Once the server answers, `vilab app` opens every page once in that
+# Chromium, so that no first visit waits for compilation (`vilab app --no-warmup` does not).
 app: $(STAMP)
 	bash scripts/ensure_chromium.sh || true
 	$(BIN)/vilab app --port $(PORT) --headless
