@@ -12,6 +12,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ON_REQUEST = {"bench_hall", "bench_soak", "bench_browser"}  # benchmarks `vilab bench` runs only when asked by name
+# Streamlit options of every served lab (`vilab app` and each replica of `vilab hall`): a served lab does not reload
+# its files, and Streamlit's file watcher (one per browser session, walking every imported module, JAX's
+# thousands) cost each page load about a second of server CPU on two cores; no usage statistics leave the machine
+SERVED_OPTIONS = ("--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false")
 
 
 def _app(args) -> int:
@@ -19,11 +23,8 @@ def _app(args) -> int:
     if not app.exists():
         print(f"vilab app needs the repository checkout (app.py not found at {app}).", file=sys.stderr)
         return 2
-    # a served lab does not reload its files: Streamlit's file watcher (one per browser session, walking every
-    # imported module, JAX's thousands) cost each page load about a second of server CPU on two cores;
-    # `vilab app -- --server.fileWatcherType auto` brings it back for development
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port),
-           "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
+    # `vilab app -- --server.fileWatcherType auto` brings the file watcher back for development
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port), *SERVED_OPTIONS]
     if args.headless:
         cmd += ["--server.headless", "true"]
     extra = list(args.streamlit_args)
