@@ -184,3 +184,16 @@ def test_vilab_app_no_warmup_only_runs_the_server(monkeypatch):
     ran.clear()  # Streamlit's own options after --, the last of an option counting: the watcher back on
     assert cli.main(["app", "--no-warmup", "--", "--server.fileWatcherType", "auto"]) == 0
     assert ran[0][-2:] == ["--server.fileWatcherType", "auto"] and "--" not in ran[0]
+
+
+def test_a_failed_warm_up_leaves_the_lab_served(monkeypatch, capsys):
+    port = hall.free_port()
+    url = f"http://127.0.0.1:{port}"
+
+    def warm_up(urls, **kw):
+        urllib.request.urlopen(url + "/quit", timeout=5).read()  # the stand-in then exits on its own
+        raise RuntimeError("Chromium could not start")
+
+    cli = _fake_hall(monkeypatch, warm_up)
+    assert cli._serve_warmed([sys.executable, "-c", FAKE_SERVER, str(port)], url, start_timeout_s=30) == 3
+    assert "the warm-up stopped (RuntimeError: Chromium could not start)" in capsys.readouterr().out

@@ -59,7 +59,10 @@ def _serve_warmed(cmd: list[str], url: str, start_timeout_s: float = 120.0) -> i
         if hall.wait_healthy(url, start_timeout_s, proc):
             _say("opening every page once in headless Chromium, so that no first visit waits for compilation "
                  "(`vilab app --no-warmup` skips this) ...")
-            hall.warm_up([url], log=_say, verbose=False)
+            try:
+                hall.warm_up([url], log=_say, verbose=False)
+            except Exception as exc:  # noqa: BLE001 - a browser that cannot start costs the warm-up, not the lab
+                _say(f"the warm-up stopped ({type(exc).__name__}: {exc}); the lab is served without it.")
         elif proc.poll() is None:
             _say(f"the server did not answer at {url} within {start_timeout_s:.0f} s; pages are not warmed up.")
         return proc.wait()
