@@ -41,7 +41,9 @@ def site(tmp_path_factory):
 def _text(page: Path) -> str:
     """The visible text of a built page (tags removed, entities decoded, spaces collapsed)."""
     raw = re.sub(r"<[^>]+>", "", page.read_text())
-    return re.sub(r"\s+", " ", html.unescape(raw))
+    text = re.sub(r"\s+", " ", html.unescape(raw))
+    # a signature laid out one parameter per line (mkdocstrings-python 2) reads "run( algorithm: ..., )"
+    return re.sub(r"\s+\)", ")", re.sub(r"\(\s+", "(", text))
 
 
 def test_site_builds_strict_with_no_warning(site):
