@@ -132,7 +132,8 @@ if deck is not None and len(deck):
             st.markdown("**Share link**: opens the deck at view 1 on any computer that runs the lab.")
             st.code(f"{base}?{decks.DECK_PARAM}={tok}&{decks.POS_PARAM}=1", language=None, wrap_lines=True)
 
-with ui.explain("How decks work"):
+@ui.explain("How decks work")
+def decks():
     st.markdown(
         "A view is a page and the settings in its address bar, so it opens exactly as it was saved. "
         "The sidebar's **Lecture deck** adds the page you are on, with a question and its answer. "

@@ -291,23 +291,25 @@ with fig_slot, ui.guard("vector fields"):
                         "|L_new − L_old| < 10⁻⁷ |L_new|" + (" (Tan 2025, Table 2, with the default settings)." if crab else "."))
             ui.table(pd.DataFrame(rows).set_index("start"))
 
-with area, ui.explain():
-    st.markdown(
-        "The ELBO L(μ, σ²) of q = N(μ, σ²) is drawn as contours of its gap to the optimum (log scale, darker = "
-        "closer). **Euclidean gradient ascent** follows (∂L/∂μ, ∂L/∂σ²). Its σ² component contains the entropy term "
-        "1/(2σ²), which is huge near σ² = 0: a step large enough to move μ overshoots σ² below zero, so the "
-        "backtracking rule (Tan 2025, Sec. 4.1: try ρ = 1, 0.1, 0.01, … until q stays a Gaussian and L increases) "
-        "accepts only tiny steps and the path zigzags. **Natural-gradient ascent** premultiplies by the inverse "
-        "Fisher information F⁻¹:")
-    st.latex(r"\tilde\nabla L=F^{-1}\nabla L=\big(\sigma^2\,\partial_\mu L,\ 2\sigma^4\,\partial_{\sigma^2}L\big)")
-    st.caption("Tan (2025), Table 1, in κ = (μ, σ²).")
-    st.markdown(
-        "This is one tangent vector, the same whatever coordinates describe q: κ = (μ, σ²), ξ = (μ, 1/σ²), the "
-        "natural parameters λ = (μ/σ², −1/(2σ²)) or the Cholesky factors C = σ and T = 1/σ. The update rules differ "
-        "only in which coordinates take the straight step, hence the different iteration counts in the table. "
-        "In natural parameters, the natural-gradient flow lines on a Gaussian target are straight lines to the "
-        "optimum. Arrows show the direction only (equal sizes) unless 'arrows: direction only' is off, then their size "
-        "grows with the gradient's length; the coordinates menu redraws the same picture in other charts: "
-        "(μ, log σ²) spreads the small variances over the plot, (μ, σ²) is Tan's Fig. 1, and the natural "
-        "parameters are (μ/σ², −1/(2σ²)). Each starting point has its own numbered "
-        "shape, listed in the table's 'on the plot' column; click an arrow in either plot to start there.")
+with area:
+    @ui.explain()
+    def equations():
+        st.markdown(
+            "The ELBO L(μ, σ²) of q = N(μ, σ²) is drawn as contours of its gap to the optimum (log scale, darker = "
+            "closer). **Euclidean gradient ascent** follows (∂L/∂μ, ∂L/∂σ²). Its σ² component contains the entropy term "
+            "1/(2σ²), which is huge near σ² = 0: a step large enough to move μ overshoots σ² below zero, so the "
+            "backtracking rule (Tan 2025, Sec. 4.1: try ρ = 1, 0.1, 0.01, … until q stays a Gaussian and L increases) "
+            "accepts only tiny steps and the path zigzags. **Natural-gradient ascent** premultiplies by the inverse "
+            "Fisher information F⁻¹:")
+        st.latex(r"\tilde\nabla L=F^{-1}\nabla L=\big(\sigma^2\,\partial_\mu L,\ 2\sigma^4\,\partial_{\sigma^2}L\big)")
+        st.caption("Tan (2025), Table 1, in κ = (μ, σ²).")
+        st.markdown(
+            "This is one tangent vector, the same whatever coordinates describe q: κ = (μ, σ²), ξ = (μ, 1/σ²), the "
+            "natural parameters λ = (μ/σ², −1/(2σ²)) or the Cholesky factors C = σ and T = 1/σ. The update rules differ "
+            "only in which coordinates take the straight step, hence the different iteration counts in the table. "
+            "In natural parameters, the natural-gradient flow lines on a Gaussian target are straight lines to the "
+            "optimum. Arrows show the direction only (equal sizes) unless 'arrows: direction only' is off, then their size "
+            "grows with the gradient's length; the coordinates menu redraws the same picture in other charts: "
+            "(μ, log σ²) spreads the small variances over the plot, (μ, σ²) is Tan's Fig. 1, and the natural "
+            "parameters are (μ/σ², −1/(2σ²)). Each starting point has its own numbered "
+            "shape, listed in the table's 'on the plot' column; click an arrow in either plot to start there.")

@@ -351,32 +351,34 @@ with fig_slot, ui.guard("runs"):
                      else ".")
         ui.notice(text)
 
-with rest, ui.explain():
-    st.markdown(
-        "All methods minimise the same objective, the negative ELBO of q = N(m, V), V = CCᵀ, from the same start "
-        "(m₀, C₀ = c₀I). They differ in the geometry of their steps. **Natural-gradient** methods precondition by "
-        "the Fisher information, which for the mean is the covariance V: VN (Kumar et al. 2025, Eq. 7) updates the "
-        "precision S = V⁻¹ and takes a Newton-like step, exact in one step on a Gaussian target at ρ = 1; SR-VN "
-        "(Eq. 17) does the same in the Cholesky factor C; Tan's rules are natural-gradient steps in C or T = C⁻ᵀ.")
-    st.latex(r"\text{VN: } S_{t+1}=(1-\rho)S_t+\rho H_t,\quad m_{t+1}=m_t-\rho S_{t+1}^{-1}g_t")
-    st.latex(r"\text{SR-VN: } C_{t+1}=C_t-\rho\,C_t\,\mathrm{tril}[C_t^\top H_tC_t-I],")
-    st.latex(r"m_{t+1}=m_t-\rho\,C_tC_t^\top g_t")
-    st.markdown(
-        "Here g = E_q[∇ℓ] and H = E_q[∇²ℓ] are the expected gradient and Hessian of the negative log posterior ℓ. "
-        "**Euclidean** methods (GD in (m, C), GD in (m, V), Tan's Euclidean rules) and **Wasserstein** methods "
-        "(BW-GD, FB-GVI) all move the mean by m ← m − ρg. On a Gaussian target with precision A, g = A(m − m*) "
-        "shrinks the error along each eigenvector of A by the factor 1 − ρλ per step: stable only for ρ below about "
-        "1/λ_max, and then slow along the flat direction (λ_min), which is why they need hundreds of steps where "
-        "VN needs one. The stability limits drawn in the step-size sweep come from linearising each update at the "
-        "optimum: 1/λ_max for GD in (m, C) and BW-GD, min(2/λ_max, 4/λ_max²) for GD in (m, V), 1/λ_max for FB-GVI "
-        "(beyond it FB-GVI stalls at a wrong covariance rather than blowing up), 1 for VN, and a limit that depends "
-        "on the start for SR-VN. On targets that are not Gaussian, A is the curvature at the Gaussian fixed point, "
-        "V*⁻¹ = E_q*[∇²ℓ] (Kumar et al. Eq. 22). λ_max and λ_min are the largest and smallest eigenvalues of A.")
-    st.markdown(
-        "Three more rules to compare: **VN kept PD** (Lin, Schmidt & Khan 2020) adds ρ²/2 G S⁻¹G, G = H − S, to VN's "
-        "precision step, which keeps S positive definite for every step size and every (even indefinite, single-"
-        "draw) Hessian; **natural, C with log diagonal** is Tan's natural step in C with log Cᵢᵢ as the coordinate "
-        "(the paper's printed step has a typo: C, not C′, inside), so the diagonal stays positive; **Gaussian SVGD** "
-        "is Stein variational gradient descent with the kernel xᵀy + 1 and expectations in place of particles "
-        "(Kumar et al. App. G; the paper prints no update, this is our reconstruction): it needs small steps and "
-        "converges the slowest.")
+with rest:
+    @ui.explain()
+    def equations():
+        st.markdown(
+            "All methods minimise the same objective, the negative ELBO of q = N(m, V), V = CCᵀ, from the same start "
+            "(m₀, C₀ = c₀I). They differ in the geometry of their steps. **Natural-gradient** methods precondition by "
+            "the Fisher information, which for the mean is the covariance V: VN (Kumar et al. 2025, Eq. 7) updates the "
+            "precision S = V⁻¹ and takes a Newton-like step, exact in one step on a Gaussian target at ρ = 1; SR-VN "
+            "(Eq. 17) does the same in the Cholesky factor C; Tan's rules are natural-gradient steps in C or T = C⁻ᵀ.")
+        st.latex(r"\text{VN: } S_{t+1}=(1-\rho)S_t+\rho H_t,\quad m_{t+1}=m_t-\rho S_{t+1}^{-1}g_t")
+        st.latex(r"\text{SR-VN: } C_{t+1}=C_t-\rho\,C_t\,\mathrm{tril}[C_t^\top H_tC_t-I],")
+        st.latex(r"m_{t+1}=m_t-\rho\,C_tC_t^\top g_t")
+        st.markdown(
+            "Here g = E_q[∇ℓ] and H = E_q[∇²ℓ] are the expected gradient and Hessian of the negative log posterior ℓ. "
+            "**Euclidean** methods (GD in (m, C), GD in (m, V), Tan's Euclidean rules) and **Wasserstein** methods "
+            "(BW-GD, FB-GVI) all move the mean by m ← m − ρg. On a Gaussian target with precision A, g = A(m − m*) "
+            "shrinks the error along each eigenvector of A by the factor 1 − ρλ per step: stable only for ρ below about "
+            "1/λ_max, and then slow along the flat direction (λ_min), which is why they need hundreds of steps where "
+            "VN needs one. The stability limits drawn in the step-size sweep come from linearising each update at the "
+            "optimum: 1/λ_max for GD in (m, C) and BW-GD, min(2/λ_max, 4/λ_max²) for GD in (m, V), 1/λ_max for FB-GVI "
+            "(beyond it FB-GVI stalls at a wrong covariance rather than blowing up), 1 for VN, and a limit that depends "
+            "on the start for SR-VN. On targets that are not Gaussian, A is the curvature at the Gaussian fixed point, "
+            "V*⁻¹ = E_q*[∇²ℓ] (Kumar et al. Eq. 22). λ_max and λ_min are the largest and smallest eigenvalues of A.")
+        st.markdown(
+            "Three more rules to compare: **VN kept PD** (Lin, Schmidt & Khan 2020) adds ρ²/2 G S⁻¹G, G = H − S, to VN's "
+            "precision step, which keeps S positive definite for every step size and every (even indefinite, single-"
+            "draw) Hessian; **natural, C with log diagonal** is Tan's natural step in C with log Cᵢᵢ as the coordinate "
+            "(the paper's printed step has a typo: C, not C′, inside), so the diagonal stays positive; **Gaussian SVGD** "
+            "is Stein variational gradient descent with the kernel xᵀy + 1 and expectations in place of particles "
+            "(Kumar et al. App. G; the paper prints no update, this is our reconstruction): it needs small steps and "
+            "converges the slowest.")

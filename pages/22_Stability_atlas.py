@@ -180,7 +180,8 @@ with area:
             st.caption(f"Thm 2 at this cell: η = {eta:.3g} ≤ 0 (ρ above {c['eta_positive_below']:.3g}): the theorem "
                        "says nothing here.")
 
-with ui.explain():
+@ui.explain()
+def equations():
     st.markdown(
         "Each cell is one run, exactly the one the Trajectories page makes for the **correlated Gaussian** target: "
         "a 2-D Gaussian whose precision A has eigenvalues λ_min = 1 and λ_max = κ, from the start m₀ = (m₁, m₂), "

@@ -58,7 +58,8 @@ def _crab_runs(model_key):
 
 
 def _explain():
-    with ui.explain():
+    @ui.explain()
+    def precision_step():
         st.markdown(
             "A stochastic natural-gradient step on the precision matrix S = Σ⁻¹ uses the Hessian of log p at "
             "one sampled θ (the single-sample second-order, or Price, estimate). Where the target is not "
@@ -182,7 +183,9 @@ elif mode == MODES[1]:
 
     with area:
         _mc_panel()
-    with ui.explain():
+
+    @ui.explain()
+    def breakdown_rates():
         st.markdown("Repeated single-sample natural-gradient steps from q = N(μ, s² I): the fraction of runs "
                     "whose update stops being a Gaussian, for each rule of Tan (2025) Table 1 and Theorem 1: the "
                     "precision Σ⁻¹ (natural parameter), the covariance Σ, the Cholesky factor C of Σ, the "
@@ -211,7 +214,9 @@ elif mode == MODES[3]:
         st.caption("The right panel's L* is computed separately, by a fixed-point iteration on the natural "
                    "parameters; both runs stop when the ELBO changes by less than 10⁻⁷ of its value. Data: "
                    "Agresti's horseshoe crabs (173 females), shipped with the lab.")
-    with ui.explain():
+
+    @ui.explain()
+    def theorem1_rules():
         st.markdown("Tan (2025) Sec. 5 and Fig. 2. Both rules update the Cholesky factor T of the precision "
                     "the same way; they differ in when the mean moves. Theorem 1(ii) moves μ with the old T:")
         st.latex(r"\mu_{+}=\mu+\rho\,\Sigma\,\nabla_\mu L,\qquad T_{+}=T+\rho\,T\,\bar{\bar H}")
@@ -283,7 +288,9 @@ else:
         st.caption("Target: a Gaussian N(m, P⁻¹) with a dense random precision P; q has mean 0 and a random factor "
                    "with the chosen pattern; the gradients are exact. Change the random seed in the sidebar for "
                    "another example.")
-    with ui.explain():
+
+    @ui.explain()
+    def sparse_factors():
         st.markdown("Tan (2025) Sec. 7: when q's Cholesky factor is sparse, the natural gradient keeps the "
                     "sparsity. For a block-diagonal C = blockdiag(C₁, …, C_K) (Algorithm 1S), with Ḡ the "
                     "gradient over the free entries:")

@@ -188,7 +188,8 @@ with ui.guard("flows"):
                f"2/λ_max = {2 / lim['lam_max']:.3g}); VN is stable for every ρ up to {thr['vn']:g}; SR-VN from this "
                f"start up to about {thr['srvn']:.3g}.")
 
-with ui.explain():
+@ui.explain()
+def gradient_flows():
     st.markdown(
         "Shrink the step size to zero and every update rule becomes a gradient flow. On a Gaussian target the "
         "natural-gradient flow drives KL(q_t ‖ p) down like e^(−2t) whatever the conditioning, while the "
@@ -379,7 +380,8 @@ with tab_th:
                        "linear-regression target from C₀ = 0.2 I with ρ = 10⁻³, Eq. 25 gives η = 1.64 × 10⁻⁵ and "
                        "1 − 2ηδ = 0.999960 (computed by us from the paper's equation; the paper prints no number here).")
 
-        with ui.explain():
+        @ui.explain()
+        def theorem2_constant():
             st.markdown("Theorem 2's constant (Eq. 25), with δ, M the extreme eigenvalues of the target precision and "
                         "λ_min ≤ λ_min(V_t), ξ_l ≤ ‖C_t‖_F ≤ ξ_u along the run:")
             st.latex(r"\eta=\min\Big\{\lambda_{\min}\rho-\tfrac{M\rho^2\xi_u^4}{2},\ \sqrt{5/2}\,\rho\,\xi_l^2-"
@@ -431,7 +433,9 @@ with tab_cvx:
                       + f"while ∂²L/∂v² is negative on {100 * frac:.0f}% of it"
                       + (": L is not convex in the variance." if frac > 0 else ".")
                       + (" For |θ| at m = 0, E|θ| = √(2v/π) is concave in v." if loss == "abs" else ""))
-        with ui.explain("The formulas behind the convexity panel"):
+
+        @ui.explain("The formulas behind the convexity panel")
+        def convexity_formulas():
             st.markdown("For θ ~ N(m, σ²) and v = σ², with L = w E[ℓ(θ)] − log σ (the entropy up to a constant):")
             st.latex(r"\mathbb E|\theta|=\sigma\sqrt{2/\pi}\,e^{-m^2/2\sigma^2}+m\,(1-2\Phi(-m/\sigma))")
             st.latex(r"\frac{\partial^2L}{\partial\sigma^2}=\frac{2w\,\varphi(m/\sigma)\,m^2}{\sigma^3}+\frac1{\sigma^2}"
@@ -583,7 +587,9 @@ with tab_lr:
                          "expected gradient and Hessian, shared by all three, left out); timings vary from machine "
                          "to machine and run to run." if measured else
                          "Press the button to time the three updates on the machine serving this page."))
-        with ui.explain("The logistic-regression experiment"):
+
+        @ui.explain("The logistic-regression experiment")
+        def logistic_experiment():
             st.markdown(
                 "Bayesian logistic regression with labels y ∈ {−1, +1} and a Gaussian prior of precision β, "
                 "80 % of the points for training (Table 2's 614 of 768 and 546 of 683). The objective is the negative ELBO, with "

@@ -241,7 +241,9 @@ def _fig3_view():
         ui.table(pd.DataFrame(rows), hide_index=True, width="stretch")
         for i, s in enumerate(rep.FIG3_STARTS):
             ui.report_status(res["adam-natural"][i][2], f"{LABEL['adam-natural']} from {s}")
-    with ui.explain():
+
+    @ui.explain()
+    def poisson_model():
         st.markdown(
             "Poisson loglinear model with an intercept only (horseshoe crabs, n = 173), q = N(μ, σ²), "
             "λ = (μ, σ²), exact gradients; every run stops when |L_t − L_{t−1}| < 10⁻⁷ |L_t|. The arrows are "
@@ -378,7 +380,9 @@ elif view == VIEWS[1]:
                       f"{width[widest]} of the 11 step sizes. The natural-gradient methods tolerate larger steps, "
                       "because their steps are scaled by the posterior's covariance; Adam's step is about α per "
                       "coordinate, so too large an α overshoots.")
-    with ui.explain():
+
+    @ui.explain()
+    def logistic_2d():
         st.markdown("Bayesian logistic regression with two coefficients (n = 200 simulated points, prior "
                     "N(0, 100 I)), full covariance; every run starts at μ = 0. The exact posterior's contours are "
                     "computed on a 121 × 121 grid. With your CSV file: the same prior and starts, the model you chose "
@@ -422,7 +426,9 @@ elif view == VIEWS[2]:
                       "moves about α per coordinate and step whatever the posterior's shape; SNNGM's steps follow "
                       "the natural gradient. Raise or lower an α mid-run and watch the path bend at the star; the "
                       "link in the address bar opens this very step, bends included.")
-    with ui.explain():
+
+    @ui.explain()
+    def live_paths():
         st.markdown("The same model, starts and gradient estimates as the 2-D view (second-order estimates, C the "
                     "Cholesky factor of Σ, μ₀ = 0, C₀ = I/2); each optimizer keeps its step size α in its state, so "
                     "a new α applies from the next step on and the rest of the state (momentum, moment averages) "
@@ -530,7 +536,9 @@ elif view == VIEWS[3]:
         else:
             st.info("Press **Run comparison**: the runs go in turn with a progress bar; Stop keeps what finished. "
                     "The first run of each configuration compiles (a few seconds).")
-    with ui.explain():
+
+    @ui.explain()
+    def real_data():
         st.markdown(
             "Bayesian logistic regression (prior N(0, 100 I), standardised covariates, intercept) on data that "
             "ship with a package: scikit-learn's breast cancer set (n = 569, d = 31) and the Pima diabetes data "
@@ -575,7 +583,9 @@ elif view == THM3:
             "R": [f"{v:.3g}" for v in sw["R"]], "R₁": [f"{v:.3g}" for v in sw["R1"]],
             "R₂": [f"{v:.3g}" for v in sw["R2"]], "L (smoothness)": [f"{v:.3g}" for v in sw["L"]]}),
             hide_index=True, width="stretch")
-    with ui.explain():
+
+    @ui.explain()
+    def theorem3():
         st.markdown(
             "**Theorem 3 in words.** Run SNNGM for N steps with step size α, then pick one of its iterates at "
             "random, iterate j with probability proportional to 1 − β^(N−j+1) (almost uniform: only the last few "
@@ -644,7 +654,9 @@ elif view == TABS:
                                   if d7 == 50 else "Our n is a fifth of the paper's, so our ELBOs are about a fifth of "
                                                    "its: compare the order of the rows, not the numbers."))
                 _report_statuses(ours7)
-        with ui.explain():
+
+        @ui.explain()
+        def poisson_simulation():
             st.markdown(
                 "Tan's Sec. 8.1: Poisson regression with log link on simulated data, prior N(0, 100 I), start μ = 0, "
                 "C = I/√n. The ELBO has a closed form, so the gradients of each minibatch are exact and the best "
@@ -706,7 +718,9 @@ elif view == TABS:
                                   "Our n is a tenth of the paper's, so our ELBOs are about a tenth of its: compare the "
                                   "order of the rows, not the numbers."))
                 _report_statuses(ours)
-        with ui.explain():
+
+        @ui.explain()
+        def logistic_simulation():
             st.markdown(
                 "Tan's Sec. 8.2 simulation: logistic regression with d = 100 coefficients evenly spread on [−1, 1], "
                 "an intercept and standard-normal covariates, prior N(0, 100 I), start μ = 0, C = I/√n. The paper "

@@ -230,7 +230,9 @@ if tab2d.open:
                       "correlation, the more each divergence underestimates. Theorem 1: score-based and Fisher "
                       "variances never exceed KL's, which never exceeds the true variance; with equal scales "
                       "score ≤ Fisher ≤ KL ≤ true (and Fisher = √(KL · score)).")
-        with ui.explain():
+
+        @ui.explain()
+        def divergences():
             st.latex(r"S_M(q\|p)=\mathbb E_q\big\|\nabla\log q(\theta)-\nabla\log p(\theta\mid y)\big\|_M^2")
             st.markdown("with M = I the **Fisher** divergence and M = Σ (the covariance of q) the **score-based** "
                         "divergence; Λ is the target's precision matrix. The mean-field optima:")
@@ -310,7 +312,9 @@ if tabw.open:
                           + ("M = Λ⁻¹ follows the target as ρ moves; " if wkind == "target_cov" else "")
                           + ("your M stays fixed while ρ moves; " if wkind == "custom" else "")
                           + "at ρ = 0 the mean-field family contains the target and every divergence finds it.")
-        with ui.explain():
+
+        @ui.explain()
+        def weighted_divergences():
             st.latex(r"S_M(q\|p)=\mathbb E_q\big\|\nabla\log q(\theta)-\nabla\log p(\theta\mid y)\big\|_M^2"
                      r",\qquad \|z\|_M^2=z^\top M z")
             st.markdown("For a Gaussian target N(ν, Λ⁻¹) and q = N(μ, Σ) (Chen, Nott & Tan, Lemma 1):")
@@ -351,7 +355,9 @@ if tab3d.open:
                 st.info(f"Variational collapse at (a, b) = ({a:g}, {b:g}): the score-based variance of "
                         f"coordinate(s) {collapsed} is exactly zero. The batch method SDb does not collapse.")
             ui.table(_variance_table(vals, ["i = 1", "i = 2", "i = 3"]))
-        with ui.explain():
+
+        @ui.explain()
+        def collapse_map():
             st.latex(r"\Lambda=\begin{pmatrix}1&a&b\\a&1&c\\b&c&1\end{pmatrix}")
             st.markdown("The target is N(0, Λ⁻¹); the map (Chen, Nott & Tan, Fig. 1) scans a and b for a fixed c. "
                         "Rows of the table: the mean-field variances of each divergence, the true marginal "
@@ -466,7 +472,9 @@ if tabg.open:
                             f"(mean {lam.mean():.4g}), the range and mean the paper prints for German credit; "
                             "neighbours correlated as set above.")
                            + " The paper's Fig. 4 draws the same medians as box plots over the coordinates.")
-        with ui.explain():
+
+        @ui.explain()
+        def stochastic_methods():
             st.markdown("Each step of KLD, FDr and SDr (stochastic gradient descent with the reparametrisation "
                         "trick) uses one draw θ = μ + T⁻ᵀz, z ~ N(0, I). For a Gaussian target N(ν, Λ⁻¹) "
                         "(Chen, Nott & Tan, Sec. 5.1), with Σ = T⁻ᵀT⁻¹:")
@@ -530,7 +538,9 @@ if tabb.open:
             ui.notice(f"Batch Fisher (FDb) ends at KL's solution Σᵢᵢ = 1/Λᵢᵢ (Σ₁₁ = {_sig(vals['fdb'][0])}); batch "
                       f"score-based (SDb) ends where Σᵢᵢ (ΛΣΛ)ᵢᵢ = 1 (Σ₁₁ = {_sig(vals['sdb'][0])}): it never "
                       "collapses, but it underestimates more than FDb. Hatched bars: the batch methods.")
-        with ui.explain():
+
+        @ui.explain()
+        def batch_methods():
             st.latex(r"\hat S_{q_t}(\lambda)=\frac1B\sum_{i=1}^B\big\|\nabla\log h(\theta_i)+\Sigma^{-1}(\theta_i-\mu)"
                      r"\big\|^2_\Sigma,\qquad \theta_i\sim q_t")
             st.markdown("SDb draws B points from the current q_t, holds them fixed and takes a gradient step on this "
@@ -582,7 +592,9 @@ if tabl.open:
                           "draws' scores are the target's own, and it lands exactly on the target within a few dozen "
                           "steps. The link in the address bar opens this very step, bends "
                           "included.")
-        with ui.explain():
+
+        @ui.explain()
+        def batch_paths():
             st.markdown("Each step draws B points from the current qₜ. SDb and FDb take an Adadelta step on the "
                         "batch score-based or Fisher objective (times the learning rate); BaM (batch and match, "
                         "Cai et al. 2024) moves (μ, Σ) in closed form to match the draws' scores, with weight "
@@ -655,7 +667,9 @@ if tabo.open:
                                            for i, r in enumerate(mc)}).T.map(lambda x: float(f"{x:.4g}")))
                     st.caption("Monte Carlo: 20,000 draws from q of ‖∇log q − ∇log p‖² (Fisher; weighted by Σ for "
                                "score-based) and of log q − log p (KL).")
-        with ui.explain():
+
+        @ui.explain()
+        def closed_forms():
             st.markdown("With q = N(ν, diag(Σ₁₁, Σ₂₂)) and the target N(ν, Λ⁻¹) (Chen, Nott & Tan, Sec. 1.3):")
             st.latex(r"KL=\tfrac12\Big[\sum_i\Lambda_{ii}\Sigma_{ii}-d-\sum_i\log\Sigma_{ii}-\log\det\Lambda\Big],\quad"
                      r"F=\sum_i\Big[\frac1{\Sigma_{ii}}+(\Lambda^2)_{ii}\Sigma_{ii}\Big]-2\operatorname{tr}\Lambda")
@@ -726,7 +740,9 @@ if tabt.open:
                 if tres is not None:
                     st.caption("Our run: " + tres["settings"] + ". Mode error: |μ − μ*| / σ* averaged over the "
                                "coefficients (μ*, σ*: the Monte Carlo marginal mode and s.d.).")
-        with ui.explain():
+
+        @ui.explain()
+        def real_data():
             st.markdown("M* = −log(MMD² + 10⁻⁵): MMD² compares 1000 draws of the fitted Gaussian with 1000 Monte Carlo "
                         "draws of the posterior through a Gaussian kernel (the paper does not give its width; here "
                         "√d on coordinates divided by the posterior s.d.). KLD: stochastic gradients of KL(q‖p); "

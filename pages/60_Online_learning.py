@@ -130,7 +130,9 @@ if tab_lin.open:
                           "model one natural-gradient step from the prior is exact Bayes. The moment form takes the "
                           "same step in (μ, Σ) but drops HΣHᵀ from the innovation covariance, so it subtracts too "
                           f"much: {fate}. The right axis is symmetric-log: linear near 0, logarithmic beyond.")
-                with ui.explain():
+
+                @ui.explain()
+                def linear_gaussian():
                     st.markdown("A 2-D regression stream y = xᵀθ + ε, ε ~ N(0, R), prior N(0, I). BONG with the "
                                 "linearised Hessian and a full covariance in natural parameters (the CM-EKF) is exact "
                                 "here. The moment-form step and the Kalman filter differ by the innovation term:")
@@ -173,7 +175,9 @@ if tab_conj.open:
                               for k in ("grad", "natgrad", "psi_bong", "psi_bayes")]}), hide_index=True)
                 st.caption("Bernoulli: logit θ with sigmoid(θ) ~ Beta(χ, ν − χ) (needs χ < ν). Poisson: log-rate θ "
                            "with e^θ ~ Gamma(shape χ, rate ν).")
-                with ui.explain():
+
+                @ui.explain()
+                def conjugate_models():
                     st.markdown("With likelihood ∝ exp(θy − A(θ)) and conjugate prior ∝ exp(χθ − νA(θ)), the expected "
                                 "log-likelihood is linear in the mean parameters ρ = ∇Φ(ψ), so the natural gradient is "
                                 "exactly (y, 1) and one BONG step adds the sufficient statistics, like Bayes (Prop. 4.1).")
@@ -247,7 +251,9 @@ if tab_dig.open:
                 ui.show(ui.recipe(po.runtime_bars, [short[r["name"]] for r in sel], [r["ms_per_step"] for r in sel],
                                   title="Wall time per example (this CPU, at precompute time)",
                                   codes=[r["name"] for r in sel]), key="pbars")
-        with ui.explain("About this experiment"):
+
+        @ui.explain("About this experiment")
+        def about_experiment():
             st.markdown(
                 "scikit-learn's 8×8 digits, one example per step (T ≤ 1000), test NLPD on 597 held-out images. This is "
                 "a **scaled-down analogue** of the paper's MNIST experiment (T = 2000, a 57,722-parameter CNN), not a "
@@ -391,7 +397,9 @@ if tab_sweep.open:
                               "moves from the prior); too large makes the first steps so big that the network's units "
                               "die (the NLPD returns to log 10 ≈ 2.30, chance) or the run diverges (the paper's "
                               "footnote 3).")
-            with ui.explain():
+
+            @ui.explain()
+            def learning_rate():
                 st.markdown("**Learning rate** (analogue of the paper's SARCOS Figs 9-11): BLR, BOG and BBB (linearised "
                             "Hessian, diagonal covariance, I = 1 and I = 10 inner iterations) for α ∈ {0.005, 0.01, "
                             "0.05, 0.1, 0.5}, against BONG's fixed α = 1. **Prior variance** σ₀² of BONG on two "
@@ -444,7 +452,8 @@ if tab_drift.open:
                 st.latex(r"\theta_t\sim\mathcal N(\gamma\,\theta_{t-1},\,Q):\qquad \mu_{t|t-1}=\gamma\,\mu_{t-1},"
                          r"\qquad \Sigma_{t|t-1}=\gamma^2\,\Sigma_{t-1}+Q")
             with ui.guard("drifting stream notes"):
-                with ui.explain():
+                @ui.explain()
+                def drifting_stream():
                     st.markdown(f"yₜ = xₜᵀθₜ + εₜ with xₜ ~ N(0, I), εₜ ~ N(0, {DRIFT_NOISE:g}), prior N(0, I). "
                                 f"**Random walk**: θₜ = θₜ₋₁ + N(0, {DRIFT_VAR:g}·I). **Sudden switch**: θ jumps "
                                 "to −θ halfway through the stream. Both filters are BONG with the linearised Hessian "
@@ -522,7 +531,8 @@ if tab_batch.open:
                           f"natural-gradient step each ({T} evaluations in all); the implicit RVGA solves a fixed point per "
                           f"example ({np.mean(d['implicit']['n_inner']):.0f} iterations on average). " + tail)
             with ui.guard("batch vs online notes"):
-                with ui.explain():
+                @ui.explain()
+                def batch_vs_online():
                     st.markdown("**Batch BLR** (the paper's App. E.6) is the BLR update with the online prior replaced "
                                 "by the fixed prior N(0, λ⁻¹I), run over the whole data set again and again; g and G "
                                 "are the expected gradient and Hessian of the log-likelihood of all examples. With one "

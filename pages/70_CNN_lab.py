@@ -543,7 +543,8 @@ if shown:
                 ui.show(ui.recipe(pcnn.probability_bars, probs[w], yte[w], title=f"Uncertain image no. {j}: true class "
                                   f"{int(yte[w])} (red), H = {H[w]:.2f}"), key="probs")
 
-with ui.explain():
+@ui.explain()
+def equations():
     st.markdown(
         "Every weight θ of the network gets a Gaussian q(θ), and training maximises the evidence lower bound "
         "(ELBO). Two ways: minibatch ELBO with the optimizers of Tan (2025) (Adam, natural-gradient Adam, SNNGM, "

@@ -225,7 +225,8 @@ with ui.guard("sparsity patterns"):
     st.caption(f"The first {n_show} local blocks and the {model.global_size} globals (the Hessian at the posterior "
                "mean, from its blocks: no dense d × d Hessian).")
 
-with ui.explain():
+@ui.explain()
+def sparse_precision():
     st.markdown("Random-effects models and state-space models have posteriors whose precision matrix is sparse: an "
                 "*arrow* (each subject's effects talk only to the global parameters) or a *band* (each state talks to "
                 "its neighbours and to the globals). A Gaussian approximation whose precision Cholesky factor T keeps "
@@ -338,7 +339,8 @@ if dg_results:
                "defaults); SNNGM, NAGM and VOGN are tuned in the paper but not reported, so ours are guesses. The "
                "paper's runs (n = 100,000, 1000-2000 epochs) take minutes each; this one is reduced.")
 
-with ui.explain("How it works: deep GLMs with a shrinkage prior"):
+@ui.explain("How it works: deep GLMs with a shrinkage prior")
+def deep_glms():
     st.markdown("A network with two hidden layers of 20 ReLU units turns the inputs x into η = f(x, θ); the response "
                 "is Bernoulli with log-odds η or normal with mean η and variance v. The 20 weights leaving input j get "
                 "their own variance τⱼ, and τⱼ its own prior with rate γⱼ²/2: a large γⱼ pulls those weights to zero. "

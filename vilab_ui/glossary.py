@@ -27,6 +27,11 @@ GLOSSARY: list[tuple[str, str]] = [
 
 
 def sidebar_glossary() -> None:
-    """A closed expander "Symbols" in the sidebar with every entry of :data:`GLOSSARY`."""
-    with st.sidebar.expander("Symbols used in the lab"):
-        st.markdown("\n".join(f"- ${sym}$: {text}" for sym, text in GLOSSARY))
+    """A closed expander "Symbols used in the lab" in the sidebar with every entry of :data:`GLOSSARY`, written only
+    while it is open (?how_symbols=1): its formulas cost a page's first load nothing."""
+    import vilab_ui as ui
+
+    with st.sidebar:
+        @ui.explain("Symbols used in the lab")
+        def symbols():
+            st.markdown("\n".join(f"- ${sym}$: {text}" for sym, text in GLOSSARY))

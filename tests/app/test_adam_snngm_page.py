@@ -187,7 +187,7 @@ def test_theorem3_view_bound_above_observed_and_widgets():
     """Theorem 3: SNNGM's tau-weighted squared gradient norm against the bound over N (log-log), in SNNGM's look."""
     import numpy as np
 
-    at = _app(view=THM3)
+    at = _app(view=THM3, how_theorem3="1")  # the theorem in words, opened by the URL
     fig = _fig(at, 0)
     assert fig["layout"]["xaxis"]["type"] == "log" and fig["layout"]["yaxis"]["type"] == "log"
     obs = next(d for d in fig["data"] if d["name"].startswith("SNNGM"))

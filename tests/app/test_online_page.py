@@ -109,7 +109,7 @@ def test_extreme_conjugate_values():
 
 
 def test_precomputed_views():
-    at = _at(tab="Digits stream").run()
+    at = _at(tab="Digits stream", how_about_experiment="1").run()  # "About this experiment" opened by the URL
     assert not at.exception and not at.error
     assert any("scaled-down analogue" in m.value for m in at.markdown)
     spec = _specs(at)[0]
@@ -321,7 +321,7 @@ BATCH = "Batch vs online"
 def test_batch_vs_online_default_view():
     """Logistic regression: one figure (distance to the batch answer against gradient evaluations; the implicit -
     explicit gap), a notice with the run's numbers, both equations, every widget in the URL."""
-    at = _at(tab=BATCH).run()
+    at = _at(tab=BATCH, how_batch_vs_online="1").run()  # its explanation (the equations) opened by the URL
     assert not at.exception and not at.error and not at.warning
     assert len(at.get("plotly_chart")) == 1
     spec = _specs(at)[0]

@@ -91,6 +91,28 @@ def _lecture_script():
         st.write("a rarely needed control")
 
 
+def _notes_shown(at) -> bool:
+    return any("written only while they are open" in m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize("value, shown", [(None, False), ("1", True), ("0", False), ("maybe", False)],
+                         ids=["absent", "open", "closed", "hostile"])
+def test_an_explanation_is_written_only_while_open_and_the_url_holds_it(value, shown):
+    """ui.explain: a closed explanation writes nothing (the browser lays out no text or formula for it) and leaves
+    no URL parameter; ?how_notes=1 opens it on a fresh session; a hostile value leaves it closed."""
+    at = AppTest.from_file(WIDGETS, default_timeout=60)
+    if value is not None:
+        at.query_params["how_notes"] = value
+    at.run()
+    assert not at.exception
+    assert _notes_shown(at) is shown and at.expander[0].label == "Notes"
+    assert at.query_params.get("how_notes") == ("1" if shown else None)
+    at.session_state["how_notes"] = not shown  # the reader opens (or closes) it: the page reruns
+    at.run()
+    assert not at.exception and _notes_shown(at) is (not shown)
+    assert at.query_params.get("how_notes") == (None if shown else "1")
+
+
 @pytest.mark.parametrize("lecture", [False, True])
 def test_lecture_mode_uses_the_projector_template_and_keeps_the_figure_height(lecture):
     """Lecture mode: the same template at projector sizes (every chart text >= 18 px), the figure keeps its

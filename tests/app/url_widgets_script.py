@@ -13,5 +13,14 @@ ui.number("number", "nu", 0.0, 100.0, 10.0)
 ui.toggle("toggle", "to", False)
 ui.checkbox("checkbox", "cb", True)
 ui.text("text", "tx", "hello")
+
+
+@ui.explain("Notes")
+def notes():
+    import streamlit as st
+
+    st.markdown("The notes, written only while they are open.")
+
+
 with ui.guard("demo"):
     raise ValueError("a clear message for the student")
