@@ -48,6 +48,31 @@ def test_url_sets_sidebar_widgets(server, browser):
     page.close()
 
 
+def test_an_explanation_opens_on_a_click_and_its_link_reopens_it(server, browser):
+    """The "How it works" expander is written only while open: closed, the page holds none of its formulas; a click
+    opens it (the page reruns and writes it, KaTeX formulas included) and puts ?how_equations=1 in the address bar;
+    that address opened in a new tab shows it open."""
+    page = browser.new_page()
+    page.goto(server + "/Vector_fields", wait_until="domcontentloaded")
+    wait_rendered(page)
+    main = page.locator('[data-testid="stMain"]')
+    box = main.locator('[data-testid="stExpander"]', has_text="How it works")
+    assert box.count() == 1 and box.locator(".katex").count() == 0
+    assert "how_equations" not in page.url
+    box.locator("summary").click()
+    page.wait_for_function("() => location.search.includes('how_equations=1')", timeout=30_000)
+    box.locator(".katex").first.wait_for(state="visible", timeout=30_000)
+    assert "Natural-gradient ascent" in box.inner_text()
+    url = page.url
+    page.close()
+    page = browser.new_page()
+    page.goto(url, wait_until="domcontentloaded")
+    wait_rendered(page)
+    box = page.locator('[data-testid="stMain"] [data-testid="stExpander"]', has_text="How it works")
+    box.locator(".katex").first.wait_for(state="visible", timeout=30_000)
+    page.close()
+
+
 # Geometry pages (issue 4): every Plotly chart is drawn, and moving a slider redraws a chart and writes
 # the new value into the URL. (page path, slider label, its URL key, index of the chart it redraws)
 SLIDER_PAGES = [("Vector_fields", "arrows per axis", "na", 0),
