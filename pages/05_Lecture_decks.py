@@ -133,7 +133,7 @@ if deck is not None and len(deck):
             st.code(f"{base}?{decks.DECK_PARAM}={tok}&{decks.POS_PARAM}=1", language=None, wrap_lines=True)
 
 @ui.explain("How decks work")
-def decks():
+def about_decks():  # not "decks": that name is the deck module this page uses above
     st.markdown(
         "A view is a page and the settings in its address bar, so it opens exactly as it was saved. "
         "The sidebar's **Lecture deck** adds the page you are on, with a question and its answer. "
