@@ -34,7 +34,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -170,10 +169,10 @@ def port_is_free(port: int, host: str = "0.0.0.0") -> bool:
 
 
 def replica_command(port: int) -> list[str]:
-    from vilab.cli import SERVED_OPTIONS  # no file watcher, no usage statistics: as `vilab app`
+    from vilab.cli import SERVED_OPTIONS, command  # no file watcher, no usage statistics: as `vilab app`
 
-    return [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
-            "--server.address", "127.0.0.1", "--server.headless", "true", *SERVED_OPTIONS]
+    return command(ROOT / "app.py", "--server.port", str(port), "--server.address", "127.0.0.1",
+                   "--server.headless", "true", *SERVED_OPTIONS)
 
 
 def wait_healthy(url: str, timeout_s: float, proc: subprocess.Popen | None = None) -> bool:

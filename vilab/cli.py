@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from vilab.serve import command
+
 ROOT = Path(__file__).resolve().parents[1]
 ON_REQUEST = {"bench_hall", "bench_soak", "bench_browser"}  # benchmarks `vilab bench` runs only when asked by name
 # Streamlit options of every served lab (`vilab app` and each replica of `vilab hall`): a served lab does not reload
@@ -24,7 +26,7 @@ def _app(args) -> int:
         print(f"vilab app needs the repository checkout (app.py not found at {app}).", file=sys.stderr)
         return 2
     # `vilab app -- --server.fileWatcherType auto` brings the file watcher back for development
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port), *SERVED_OPTIONS]
+    cmd = command(app, "--server.port", str(args.port), *SERVED_OPTIONS)  # the pages' libraries imported at start
     if args.headless:
         cmd += ["--server.headless", "true"]
     extra = list(args.streamlit_args)

@@ -29,7 +29,7 @@ __all__ = ["cache_dir", "enable_persistent_cache", "enabled_dir", "trim"]
 
 ENV = "VILAB_JAX_CACHE"
 OFF = ("0", "off", "false", "no", "none")
-MIN_COMPILE_SECS = 0.2
+MIN_COMPILE_SECS = 0.0
 MAX_BYTES = 2 * 1024**3  # the folder is trimmed to half of this when it grows past it
 
 _lock = threading.Lock()

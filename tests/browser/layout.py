@@ -19,12 +19,13 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
+
+from vilab.serve import command  # `streamlit run` with the pages' libraries imported as the server starts
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = [(1280, 720), (1600, 1000)]
@@ -55,16 +56,17 @@ def _free_port() -> int:
 
 @contextmanager
 def streamlit_server(timeout_s: float = 90, env: dict | None = None, args=()):
-    """A live ``streamlit run app.py`` on a free port; yields its base URL. ``env``: extra environment
-    variables (e.g. the JAX compilation cache folder); ``args``: extra ``streamlit run`` options
+    """A live ``streamlit run app.py`` on a free port, started as ``vilab app`` starts it (:mod:`vilab.serve`);
+    yields its base URL. ``env``: extra environment variables (e.g. the JAX compilation cache folder);
+    ``args``: extra ``streamlit run`` options
     (["--server.fileWatcherType", "none"]). The server's output goes to a temporary file (a pipe nobody
     reads would fill up and stall a long-running server); its tail is in the error when it does not start."""
     port = _free_port()
     env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", **(env or {}))
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-             "--server.port", str(port), "--server.address", "127.0.0.1", *args],
+            command(ROOT / "app.py", "--server.headless", "true", "--server.port", str(port),
+                    "--server.address", "127.0.0.1", *args),
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
         )
         url = f"http://127.0.0.1:{port}"
