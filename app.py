@@ -6,7 +6,7 @@ import streamlit as st
 
 import vilab
 import vilab_ui as ui
-from vilab.compile_cache import enable_persistent_cache
+from vilab.compile_cache import enable_for_server
 from vilab_ui import decks, glossary
 
 st.set_page_config(page_title="vilab: natural-gradient VI lab", layout="wide")
@@ -16,12 +16,8 @@ st.set_page_config(page_title="vilab: natural-gradient VI lab", layout="wide")
 def _compile_cache() -> str | None:
     """Compiled XLA programs go to a folder on disk (VILAB_JAX_CACHE, else ~/.cache/vilab/jax): a restarted
     server, and every replica of `vilab hall`, loads them instead of compiling again. Once per process."""
-    try:
-        folder = enable_persistent_cache()
-        return None if folder is None else str(folder)
-    except ValueError as exc:  # an unwritable cache folder costs compilation time, not the app
-        print(f"vilab: {exc} Compiled programs are not kept on disk.", flush=True)
-        return None
+    folder = enable_for_server(lambda text: print(text, flush=True))  # an unwritable folder is reported
+    return None if folder is None else str(folder)
 
 
 _compile_cache()

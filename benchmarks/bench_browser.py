@@ -173,14 +173,16 @@ def _wait(page, predicate, timeout_s: float, poll_s: float = 0.02) -> bool:
 
 
 def server_pid(base: str) -> int | None:
-    """The process id of the ``streamlit run`` serving ``base`` (found by its port; Linux /proc)."""
+    """The process id of the server (``streamlit run`` or ``python -m vilab.serve run``) serving ``base``
+    (found by its port; Linux /proc)."""
     port = base.rsplit(":", 1)[-1].encode()
     for d in Path("/proc").glob("[0-9]*"):
         try:
             args = (d / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"streamlit" in b" ".join(args) and b"--server.port" in args and port in args:
+        if any(name in b" ".join(args) for name in (b"streamlit", b"vilab.serve")) and b"--server.port" in args \
+                and port in args:
             return int(d.name)
     return None
 
@@ -469,7 +471,10 @@ def main(argv=None) -> int:
     try:
         with layout.chromium() as browser:
             # 1. every page on a fresh server with an empty cache folder of its own (cold, empty cache);
-            #    the folders are then merged: 2. every page on a fresh server whose folder holds them all.
+            # 2. one server opens every page with the folder ``filled`` (as a lab served before a restart), then
+            #    every page on a fresh server with that folder. The folder is filled in place, not merged from the
+            #    others: JAX's cache keys hold the folder's path (its XLA cache options point into it), so programs
+            #    copied from another folder are compiled again.
             filled = root / "filled"
             filled.mkdir()
             for path in pages:
@@ -479,15 +484,13 @@ def main(argv=None) -> int:
                 if not args.no_cold:
                     r = bench_page(browser, path, empty, 0, args.timeout, True)
                     print(f"{path}: cold (empty cache) {r.get('cold_load_s')} s", flush=True)
-                    for f in empty.iterdir():
-                        shutil.copy2(f, filled / f.name)
+                    shutil.rmtree(empty, ignore_errors=True)
                     res.update(cold_empty_s=r.get("cold_load_s"), cold_empty_server_cpu_s=r.get("cold_load_server_cpu_s"))
                 results.append(res)
-            if args.no_cold:  # fill the shared folder with one server that opens every page
-                with server(filled) as base:
-                    for path in pages:
-                        t, page, _ = load(browser, base, path, CONTROLS.get(path, ("", "", ""))[2], args.timeout)
-                        page.context.close()
+            with server(filled) as base:
+                for path in pages:
+                    t, page, _ = load(browser, base, path, CONTROLS.get(path, ("", "", ""))[2], args.timeout)
+                    page.context.close()
             for res, path in zip(results, pages):
                 r = bench_page(browser, path, filled, args.changes, args.timeout, True)
                 res.update(cold_filled_s=r.pop("cold_load_s"), cold_filled_server_cpu_s=r.pop("cold_load_server_cpu_s"),

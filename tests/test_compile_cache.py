@@ -83,6 +83,17 @@ def test_a_folder_that_cannot_be_created_is_a_clear_error(tmp_path):
     assert "ValueError:" in out.stdout and "VILAB_JAX_CACHE" in out.stdout
 
 
+def test_the_server_reports_a_folder_that_cannot_be_created_and_goes_on(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    code = "from vilab.compile_cache import enable_for_server\nprint(enable_for_server())\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, VILAB_JAX_CACHE=str(blocker / "jax")))
+    assert out.returncode == 0, out.stderr[-1000:]
+    first, last = out.stdout.strip().splitlines()
+    assert "cannot be created" in first and "Compiled programs are not kept on disk." in first and last == "None"
+
+
 def test_off_leaves_the_cache_off(tmp_path):
     code = ("import jax\nfrom vilab.compile_cache import enable_persistent_cache\n"
             "print(enable_persistent_cache(), jax.config.jax_compilation_cache_dir)\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -59,13 +60,20 @@ def test_command_runs_this_module_with_streamlit_run_arguments():
 
 
 def test_the_server_answers_and_says_when_the_pages_libraries_are_imported(tmp_path):
+    """The server answers while it imports; JAX's persistent cache is on before the first import, so a program
+    that a page's module compiles as it is imported is written to the cache folder (JAX decides at its first
+    compilation whether it uses the cache: switched on later, the cache would stay unused all day)."""
     app = _app(tmp_path)
+    (tmp_path / "compiles_on_import.py").write_text(
+        "import jax, jax.numpy as jnp\nY = jax.jit(lambda x: jnp.sin(x) * 2.0 + 1.0)(jnp.ones(3))\n")
+    (tmp_path / "pages" / "40_C.py").write_text("import compiles_on_import\n")
     port = _free_port()
     log = tmp_path / "server.log"
+    env = dict(os.environ, VILAB_JAX_CACHE=str(tmp_path / "jax"), JAX_PLATFORMS="cpu")
     with open(log, "w") as out:
         proc = subprocess.Popen(serve.command(app, "--server.headless", "true", "--server.port", str(port),
                                               "--server.address", "127.0.0.1", "--browser.gatherUsageStats",
-                                              "false"), cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT)
+                                              "false"), cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
         deadline, healthy = time.time() + 90, False
         while time.time() < deadline and not (healthy and "imported" in log.read_text()):
@@ -79,6 +87,7 @@ def test_the_server_answers_and_says_when_the_pages_libraries_are_imported(tmp_p
         text = log.read_text()
         assert healthy, text
         assert "the pages' libraries are imported" in text and "not importable: no_such_module_for_vilab" in text
+        assert list((tmp_path / "jax").glob("*-cache")), "the program compiled on import was not kept on disk"
     finally:
         proc.terminate()
         proc.wait(15)

@@ -91,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     app = next((a for a in argv[1:] if a.endswith(".py")), None) if argv[:1] == ["run"] else None
     if app is not None:
         t0 = time.perf_counter()
+        # before any import that might compile: JAX decides at its first compilation whether it uses the cache
+        from vilab.compile_cache import enable_for_server
+
+        enable_for_server(lambda text: print(text, flush=True))
 
         def _log(failed):
             took = time.perf_counter() - t0
