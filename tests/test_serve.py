@@ -60,7 +60,7 @@ def test_command_runs_this_module_with_streamlit_run_arguments():
 
 
 def test_the_server_answers_and_says_when_the_pages_libraries_are_imported(tmp_path):
-    """The server answers while it imports; JAX's persistent cache is on before the first import, so a program
+    """The server answers once it has imported; JAX's persistent cache is on before the first import, so a program
     that a page's module compiles as it is imported is written to the cache folder (JAX decides at its first
     compilation whether it uses the cache: switched on later, the cache would stay unused all day)."""
     app = _app(tmp_path)

@@ -1,15 +1,19 @@
-"""Start the lab's Streamlit server with the pages' libraries already imported.
+"""Start the lab's Streamlit server with JAX's cache switched on and the pages' libraries imported.
 
-``python -m vilab.serve run app.py [streamlit options]`` is ``streamlit run app.py ...`` plus one
-background thread, started with the server, that imports every module that app.py and the pages in
-pages/ import (SciPy, pandas, Plotly, Streamlit's elements, vilab's plots and
-algorithms, the app's own package...) and starts JAX's CPU backend. A
-plain ``streamlit run`` imports them in the first visitor's run: on two cores a second or more of the
-first page load after a restart, before any computation. Here the server's start-up and the imports
-overlap, and a visitor arriving meanwhile waits only for what is left (Python's import lock).
+``python -m vilab.serve run app.py [streamlit options]`` is ``streamlit run app.py ...`` preceded by two
+steps, before the server accepts its first visitor:
 
-``vilab app``, ``vilab hall`` and the browser tests start their servers this way (:func:`command`).
-A module that fails to import is skipped: the page that needs it reports the error as it always has.
+* JAX's persistent compilation cache is switched on (:func:`vilab.compile_cache.enable_for_server`),
+  before anything is compiled: JAX decides once per process, at its first compilation, whether it uses it;
+* every module that app.py and the pages in pages/ import at their top level is imported (SciPy, pandas,
+  Plotly, Streamlit's elements, vilab and its plots, the app's own package...), and JAX's CPU backend is
+  started. A plain ``streamlit run`` does this in its first visitor's run: on two cores, 1-2 s of the
+  first page load after a restart, before any computation.
+
+The server starts about 2 s later (the imports come first, not beside the server's own start-up: two
+threads importing the same packages at once can meet in a circular import). ``vilab app``, ``vilab hall``
+and the browser tests start their servers this way (:func:`command`). A module that fails to import is
+reported and skipped: the page that needs it shows the error as it always has.
 """
 
 from __future__ import annotations
@@ -17,7 +21,6 @@ from __future__ import annotations
 import ast
 import importlib
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -58,7 +61,7 @@ def page_modules(app: str | Path | None = None) -> list[str]:
     return list(seen)
 
 
-def preload(modules: list[str], log=None) -> list[str]:
+def preload(modules: list[str]) -> list[str]:
     """Import ``modules`` (a name that is an attribute, not a submodule, is skipped quietly) and start
     JAX's CPU backend if JAX is among them. Returns the modules that failed to import."""
     failed = []
@@ -79,30 +82,22 @@ def preload(modules: list[str], log=None) -> list[str]:
             sys.modules["jax"].devices()  # the CPU client: created once per process, on first use
         except Exception:  # noqa: BLE001
             pass
-    if log is not None:
-        log(failed)
     return failed
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m vilab.serve run app.py [options]``: Streamlit's command line, with :func:`preload`
-    of app.py's and its pages' modules running beside the server's start-up."""
+    """``python -m vilab.serve run app.py [options]``: the cache switched on and :func:`preload` of app.py's and
+    its pages' modules, then Streamlit's command line with the same arguments."""
     argv = list(sys.argv[1:] if argv is None else argv)
     app = next((a for a in argv[1:] if a.endswith(".py")), None) if argv[:1] == ["run"] else None
     if app is not None:
-        t0 = time.perf_counter()
-        # before any import that might compile: JAX decides at its first compilation whether it uses the cache
         from vilab.compile_cache import enable_for_server
 
+        t0 = time.perf_counter()
         enable_for_server(lambda text: print(text, flush=True))
-
-        def _log(failed):
-            took = time.perf_counter() - t0
-            print(f"vilab: the pages' libraries are imported ({took:.1f} s)"
-                  + (f"; not importable: {', '.join(failed)}" if failed else ""), flush=True)
-
-        threading.Thread(target=preload, args=(page_modules(app), _log), name="vilab-preload",
-                         daemon=True).start()
+        failed = preload(page_modules(app))
+        print(f"vilab: the pages' libraries are imported ({time.perf_counter() - t0:.1f} s)"
+              + (f"; not importable: {', '.join(failed)}" if failed else ""), flush=True)
     from streamlit.web import cli
 
     sys.argv = ["streamlit", *argv]

@@ -25,7 +25,7 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
-from vilab.serve import command  # `streamlit run` with the pages' libraries imported as the server starts
+from vilab.serve import command  # `streamlit run`, the pages' libraries imported before the server starts
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = [(1280, 720), (1600, 1000)]
