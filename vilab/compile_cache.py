@@ -17,7 +17,7 @@ SNNGM; every page's programs together take about 3 MB) and ``jax_persistent_cach
 Two things JAX does that a user of the cache meets:
 
 * it decides once per process, at its first compilation, whether it uses the cache: switch the cache on
-  before anything is compiled (:mod:`vilab.serve` does, as the server starts);
+  before anything is compiled (:mod:`vilab.serve` does, before the server starts);
 * a program's key includes the folder's path (JAX points XLA's own caches into the folder): programs
   copied to another folder are not found there. Fill the folder the server will use.
 
