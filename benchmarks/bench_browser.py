@@ -173,7 +173,7 @@ def _wait(page, predicate, timeout_s: float, poll_s: float = 0.02) -> bool:
 
 
 def server_pid(base: str) -> int | None:
-    """The process id of the server (``streamlit run`` or ``python -m vilab.serve run``) serving ``base``
+    """The process id of the server (``streamlit run`` or ``python -m vilab_ui.serve run``) serving ``base``
     (found by its port; Linux /proc)."""
     port = base.rsplit(":", 1)[-1].encode()
     for d in Path("/proc").glob("[0-9]*"):
@@ -181,7 +181,7 @@ def server_pid(base: str) -> int | None:
             args = (d / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if any(name in b" ".join(args) for name in (b"streamlit", b"vilab.serve")) and b"--server.port" in args \
+        if any(name in b" ".join(args) for name in (b"streamlit", b"vilab_ui.serve")) and b"--server.port" in args \
                 and port in args:
             return int(d.name)
     return None

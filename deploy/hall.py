@@ -169,8 +169,7 @@ def port_is_free(port: int, host: str = "0.0.0.0") -> bool:
 
 
 def replica_command(port: int) -> list[str]:
-    from vilab.cli import SERVED_OPTIONS  # no file watcher, no usage statistics: as `vilab app`
-    from vilab.serve import command  # the pages' libraries imported before the replica serves
+    from vilab.cli import SERVED_OPTIONS, command  # no file watcher, no usage statistics, libraries imported first
 
     return command(ROOT / "app.py", "--server.port", str(port), "--server.address", "127.0.0.1",
                    "--server.headless", "true", *SERVED_OPTIONS)

@@ -181,7 +181,7 @@ def test_vilab_app_no_warmup_only_runs_the_server(monkeypatch):
     cmd = ran[0]
     assert cmd[cmd.index("--server.port") + 1] == "8599" and cmd[-2:] == ["--server.headless", "true"]
     assert cmd[cmd.index("--server.fileWatcherType") + 1] == "none"  # a served lab does not reload its files
-    assert cmd[1:4] == ["-m", "vilab.serve", "run"]  # the pages' libraries imported before it serves
+    assert cmd[1:4] == ["-m", "vilab_ui.serve", "run"]  # the pages' libraries imported before it serves
     ran.clear()  # Streamlit's own options after --, the last of an option counting: the watcher back on
     assert cli.main(["app", "--no-warmup", "--", "--server.fileWatcherType", "auto"]) == 0
     assert ran[0][-2:] == ["--server.fileWatcherType", "auto"] and "--" not in ran[0]
@@ -202,5 +202,5 @@ def test_a_failed_warm_up_leaves_the_lab_served(monkeypatch, capsys):
 
 def test_every_replica_of_a_hall_imports_the_pages_libraries_before_it_serves():
     cmd = hall.replica_command(8601)
-    assert cmd[1:5] == ["-m", "vilab.serve", "run", str(Path(hall.ROOT) / "app.py")]
+    assert cmd[1:5] == ["-m", "vilab_ui.serve", "run", str(Path(hall.ROOT) / "app.py")]
     assert cmd[cmd.index("--server.port") + 1] == "8601" and cmd[cmd.index("--server.fileWatcherType") + 1] == "none"

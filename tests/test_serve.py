@@ -1,4 +1,4 @@
-"""vilab.serve: the lab's server starts with the modules its pages import already imported."""
+"""vilab_ui.serve, `vilab app`'s server: it starts with the modules its pages import already imported."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import urllib.request
 from pathlib import Path
 
 from tests.browser.layout import _free_port
-from vilab import serve
+from vilab.cli import command
+from vilab_ui import serve
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,7 +45,7 @@ def test_preload_imports_modules_and_reports_only_what_cannot_be_imported(tmp_pa
     """In a fresh interpreter: submodules and modules are imported, an imported name that is not a module is
     skipped quietly, a missing module is reported, and nothing is printed."""
     app = _app(tmp_path)
-    code = ("import sys; from vilab import serve\n"
+    code = ("import sys; from vilab_ui import serve\n"
             f"failed = serve.preload(serve.page_modules({str(app)!r}))\n"
             "print(failed, all(m in sys.modules for m in ('email.mime.text', 'xml.dom.minidom', 'json')),"
             " 'tabnanny' in sys.modules)\n")
@@ -54,8 +55,8 @@ def test_preload_imports_modules_and_reports_only_what_cannot_be_imported(tmp_pa
 
 
 def test_command_runs_this_module_with_streamlit_run_arguments():
-    cmd = serve.command(None, "--server.port", "1")
-    assert cmd[:4] == [sys.executable, "-m", "vilab.serve", "run"]
+    cmd = command(None, "--server.port", "1")
+    assert cmd[:4] == [sys.executable, "-m", "vilab_ui.serve", "run"]
     assert cmd[4] == str(ROOT / "app.py") and cmd[5:] == ["--server.port", "1"]
 
 
@@ -71,7 +72,7 @@ def test_the_server_answers_and_says_when_the_pages_libraries_are_imported(tmp_p
     log = tmp_path / "server.log"
     env = dict(os.environ, VILAB_JAX_CACHE=str(tmp_path / "jax"), JAX_PLATFORMS="cpu")
     with open(log, "w") as out:
-        proc = subprocess.Popen(serve.command(app, "--server.headless", "true", "--server.port", str(port),
+        proc = subprocess.Popen(command(app, "--server.headless", "true", "--server.port", str(port),
                                               "--server.address", "127.0.0.1", "--browser.gatherUsageStats",
                                               "false"), cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:

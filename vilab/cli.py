@@ -10,14 +10,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-from vilab.serve import command
-
 ROOT = Path(__file__).resolve().parents[1]
 ON_REQUEST = {"bench_hall", "bench_soak", "bench_browser"}  # benchmarks `vilab bench` runs only when asked by name
 # Streamlit options of every served lab (`vilab app` and each replica of `vilab hall`): a served lab does not reload
 # its files, and Streamlit's file watcher (one per browser session, walking every imported module, JAX's
 # thousands) cost each page load about a second of server CPU on two cores; no usage statistics leave the machine
 SERVED_OPTIONS = ("--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false")
+
+
+def command(app: str | Path | None = None, *options: str) -> list[str]:
+    """The command that serves ``app`` (default: the checkout's app.py) with ``options`` (Streamlit's
+    ``--server.port 8501``...): ``[python, -m, vilab_ui.serve, run, app, *options]``, that is ``streamlit run``
+    with JAX's cache switched on and the pages' libraries imported before the server starts (vilab_ui/serve.py;
+    run as a process, so that this package never imports Streamlit)."""
+    return [sys.executable, "-m", "vilab_ui.serve", "run", str(app or ROOT / "app.py"), *options]
 
 
 def _app(args) -> int:

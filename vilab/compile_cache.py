@@ -17,7 +17,7 @@ SNNGM; every page's programs together take about 3 MB) and ``jax_persistent_cach
 Two things JAX does that a user of the cache meets:
 
 * it decides once per process, at its first compilation, whether it uses the cache: switch the cache on
-  before anything is compiled (:mod:`vilab.serve` does, before the server starts);
+  before anything is compiled (vilab_ui/serve.py does, before the server starts);
 * a program's key includes the folder's path (JAX points XLA's own caches into the folder): programs
   copied to another folder are not found there. Fill the folder the server will use.
 
@@ -127,7 +127,7 @@ def enabled_dir() -> Path | None:
 
 
 def enable_for_server(log=print) -> Path | None:
-    """:func:`enable_persistent_cache` for the lab's server (app.py, :mod:`vilab.serve`): a cache folder that
+    """:func:`enable_persistent_cache` for the lab's server (app.py, vilab_ui/serve.py): a cache folder that
     cannot be created costs compilation time, not the app, and is reported through ``log``. Call it before
     anything is compiled: JAX decides once per process, at its first compilation, whether it uses the cache."""
     try:

@@ -25,7 +25,7 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
-from vilab.serve import command  # `streamlit run`, the pages' libraries imported before the server starts
+from vilab.cli import command  # `streamlit run`, the pages' libraries imported before the server starts
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = [(1280, 720), (1600, 1000)]
@@ -56,7 +56,7 @@ def _free_port() -> int:
 
 @contextmanager
 def streamlit_server(timeout_s: float = 90, env: dict | None = None, args=()):
-    """A live ``streamlit run app.py`` on a free port, started as ``vilab app`` starts it (:mod:`vilab.serve`);
+    """A live ``streamlit run app.py`` on a free port, started as ``vilab app`` starts it (vilab_ui/serve.py);
     yields its base URL. ``env``: extra environment variables (e.g. the JAX compilation cache folder);
     ``args``: extra ``streamlit run`` options
     (["--server.fileWatcherType", "none"]). The server's output goes to a temporary file (a pipe nobody

@@ -1,6 +1,6 @@
 """Start the lab's Streamlit server with JAX's cache switched on and the pages' libraries imported.
 
-``python -m vilab.serve run app.py [streamlit options]`` is ``streamlit run app.py ...`` preceded by two
+``python -m vilab_ui.serve run app.py [streamlit options]`` is ``streamlit run app.py ...`` preceded by two
 steps, before the server accepts its first visitor:
 
 * JAX's persistent compilation cache is switched on (:func:`vilab.compile_cache.enable_for_server`),
@@ -12,7 +12,8 @@ steps, before the server accepts its first visitor:
 
 The server starts about 2 s later (the imports come first, not beside the server's own start-up: two
 threads importing the same packages at once can meet in a circular import). ``vilab app``, ``vilab hall``
-and the browser tests start their servers this way (:func:`command`). A module that fails to import is
+and the browser tests start their servers this way (``vilab.cli.command``; this module lives in the
+app's package, as it imports Streamlit, which the computation package ``vilab`` never does). A module that fails to import is
 reported and skipped: the page that needs it shows the error as it always has.
 """
 
@@ -26,13 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-__all__ = ["command", "page_modules", "preload", "main"]
-
-
-def command(app: str | Path | None = None, *options: str) -> list[str]:
-    """The command that serves ``app`` (default: the checkout's app.py) with ``options`` (Streamlit's
-    ``--server.port 8501``...): ``[python, -m, vilab.serve, run, app, *options]``."""
-    return [sys.executable, "-m", "vilab.serve", "run", str(app or ROOT / "app.py"), *options]
+__all__ = ["page_modules", "preload", "main"]
 
 
 def page_modules(app: str | Path | None = None) -> list[str]:
@@ -86,7 +81,7 @@ def preload(modules: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m vilab.serve run app.py [options]``: the cache switched on and :func:`preload` of app.py's and
+    """``python -m vilab_ui.serve run app.py [options]``: the cache switched on and :func:`preload` of app.py's and
     its pages' modules, then Streamlit's command line with the same arguments."""
     argv = list(sys.argv[1:] if argv is None else argv)
     app = next((a for a in argv[1:] if a.endswith(".py")), None) if argv[:1] == ["run"] else None
