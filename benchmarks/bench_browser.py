@@ -1,12 +1,14 @@
 """What a student waits for in a real browser: slider -> redrawn figure, and first loads, per page.
 
-Starts ``streamlit run app.py`` (tests/browser/layout.py's server and headless Chromium at
-/usr/bin/chromium) and, for every page in pages/ (discovered, so new pages are measured too):
+Starts the lab's server as the browser tests do (tests/browser/layout.py: ``python -m vilab_ui.serve run
+app.py``), drives headless Chromium (/usr/bin/chromium) and, for every page in pages/ (discovered, so new
+pages are measured too):
 
-* **cold load**: the page opened first on a fresh server process (a new ``streamlit run``), with JAX's
-  persistent compilation cache (vilab/compile_cache.py) in a folder of its own: once with the folder
-  empty (``cold, empty cache``) and once with the folder filled by an earlier server that served
-  every page (``cold, filled cache``: a restarted server, or a replica of ``vilab hall``);
+* **cold load**: the page opened first on a fresh server process, with JAX's persistent compilation
+  cache (vilab/compile_cache.py) and the store of the pages' results (vilab_ui/result_cache.py) in a
+  folder of its own: once with the folder empty (``cold, empty cache``) and once with the folder filled
+  by an earlier server that served every page (``cold, filled cache``: a restarted server, or a replica
+  of ``vilab hall``);
 * **warm load**: the page opened in a new browser context (a new visitor) on a server that has served
   it before;
 * **returning visitor**: the page opened in a new tab of a browser that has visited the app before (another
@@ -356,8 +358,9 @@ FLAGS: list[str] = []  # --flag runner.postScriptGC=false ...: Streamlit options
 
 @contextlib.contextmanager
 def server(cache_dir: Path, timeout_s: float = 120.0):
-    """A fresh ``streamlit run app.py`` on a free port (the browser tests' own server,
-    tests/browser/layout.streamlit_server) whose JAX persistent cache is ``cache_dir``; yields its base URL.
+    """A fresh server on a free port (the browser tests' own server, tests/browser/layout.streamlit_server)
+    whose JAX persistent cache is ``cache_dir/jax`` and whose pages' results are kept in ``cache_dir/results``
+    (vilab_ui/result_cache.py); yields its base URL.
 
     Streamlit's file watcher is off unless ``--watch-files``: in a checkout where other programs write
     files, its inotify queue overflows and it re-walks the folders, burning a tenth of a core for as long as
@@ -366,7 +369,8 @@ def server(cache_dir: Path, timeout_s: float = 120.0):
     for flag in FLAGS:
         name, _, value = flag.partition("=")
         args += [f"--{name}", value]
-    with layout.streamlit_server(timeout_s, env={"VILAB_JAX_CACHE": str(cache_dir)}, args=args) as url:
+    env = {"VILAB_JAX_CACHE": str(cache_dir / "jax"), "VILAB_RESULT_CACHE": str(cache_dir / "results")}
+    with layout.streamlit_server(timeout_s, env=env, args=args) as url:
         yield url
 
 

@@ -4,6 +4,10 @@ from pathlib import Path
 
 import pytest
 
+# The pages' results are not kept on disk in tests (vilab_ui/result_cache.py): a test that replaces a function
+# would be served the real function's results. Tests of the store switch it on for themselves.
+os.environ["VILAB_RESULT_CACHE"] = "off"
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))

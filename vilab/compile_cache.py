@@ -34,7 +34,7 @@ import os
 import threading
 from pathlib import Path
 
-__all__ = ["cache_dir", "enable_for_server", "enable_persistent_cache", "enabled_dir", "trim"]
+__all__ = ["cache_dir", "enable_for_server", "enable_persistent_cache", "enabled_dir", "trim", "user_cache_root"]
 
 ENV = "VILAB_JAX_CACHE"
 OFF = ("0", "off", "false", "no", "none")
@@ -45,13 +45,19 @@ _lock = threading.Lock()
 _enabled: Path | None = None
 
 
+def user_cache_root() -> Path:
+    """vilab's folder in the user's cache directory: ``$XDG_CACHE_HOME/vilab``, else ``~/.cache/vilab``
+    (compiled programs go to its ``jax`` folder, the pages' results to ``results``, vilab_ui/result_cache.py)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "vilab"
+
+
 def cache_dir() -> Path:
     """Where the compiled programs live: ``$VILAB_JAX_CACHE``, else ``$XDG_CACHE_HOME/vilab/jax``,
     else ``~/.cache/vilab/jax``."""
     if os.environ.get(ENV):
         return Path(os.environ[ENV]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "vilab" / "jax"
+    return user_cache_root() / "jax"
 
 
 def trim(path: Path, max_bytes: int = MAX_BYTES) -> int:

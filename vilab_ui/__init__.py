@@ -28,6 +28,7 @@ import streamlit as st
 
 from vilab import plots
 from vilab.plots.spec import browser_spec
+from vilab_ui import result_cache
 
 __all__ = [
     "page", "slider", "log_slider", "select", "radio", "multiselect", "number", "toggle", "checkbox",
@@ -905,14 +906,19 @@ CACHE_MAX_ENTRIES = 64  # per cached function
 CACHE_TTL_S = 6 * 3600  # an entry unused this long is dropped
 
 
-def cache_data(**kw):
+def cache_data(*, keep: bool = True, **kw):
     """``st.cache_data`` bounded in size and time (every cache of a page is shared by all its visitors):
     at most ``max_entries`` (64) results, each dropped ``ttl`` (6 h) after it was computed, no spinner
-    unless asked. A cached function must not touch widgets (Streamlit cannot replay them on a hit)."""
+    unless asked. A cached function must not touch widgets (Streamlit cannot replay them on a hit).
+
+    Below the memory cache, a call whose arguments are plain settings is also kept on disk for every later
+    server process (:mod:`vilab_ui.result_cache`: a restarted server, the replicas of a lecture hall);
+    ``keep=False`` keeps a function's results in memory only."""
     kw.setdefault("max_entries", CACHE_MAX_ENTRIES)
     kw.setdefault("ttl", CACHE_TTL_S)
     kw.setdefault("show_spinner", False)
-    return st.cache_data(**kw)
+    memory = st.cache_data(**kw)
+    return (lambda func: memory(result_cache.keep(func))) if keep else memory
 
 
 def cache_resource(**kw):

@@ -1,6 +1,6 @@
 """Start the lab's Streamlit server with JAX's cache switched on and the pages' libraries imported.
 
-``python -m vilab_ui.serve run app.py [streamlit options]`` is ``streamlit run app.py ...`` preceded by two
+``python -m vilab_ui.serve run app.py [streamlit options]`` is ``streamlit run app.py ...`` preceded by three
 steps, before the server accepts its first visitor:
 
 * JAX's persistent compilation cache is switched on (:func:`vilab.compile_cache.enable_for_server`),
@@ -8,7 +8,8 @@ steps, before the server accepts its first visitor:
 * every module that app.py and the pages in pages/ import at their top level is imported (SciPy, pandas,
   Plotly, Streamlit's elements, vilab and its plots, the app's own package...), and JAX's CPU backend is
   started. A plain ``streamlit run`` does this in its first visitor's run: on two cores, 1-2 s of the
-  first page load after a restart, before any computation.
+  first page load after a restart, before any computation;
+* the store of the pages' results on disk is opened (:mod:`vilab_ui.result_cache`; the log says where).
 
 The server starts about 2 s later (the imports come first, not beside the server's own start-up: two
 threads importing the same packages at once can meet in a circular import). ``vilab app``, ``vilab hall``
@@ -93,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         failed = preload(page_modules(app))
         print(f"vilab: the pages' libraries are imported ({time.perf_counter() - t0:.1f} s)"
               + (f"; not importable: {', '.join(failed)}" if failed else ""), flush=True)
+        from vilab_ui import result_cache
+
+        print(result_cache.open_for_server(), flush=True)
     from streamlit.web import cli
 
     sys.argv = ["streamlit", *argv]

@@ -1,0 +1,252 @@
+"""vilab_ui.result_cache: the pages' results kept on disk for later server processes, never a stale one."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vilab_ui import result_cache as rc
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    """The store switched on in a folder of this test (tests/conftest.py switches it off for the others)."""
+    monkeypatch.setenv(rc.ENV, str(tmp_path / "results"))
+    rc.reset()
+    yield tmp_path / "results"
+    rc.reset()
+
+
+CALLS: list = []  # what the functions below computed (module level: a closure is never kept)
+
+
+def settings(a, b=2.0, *, name="vn", _model=None):
+    CALLS.append((a, b, name))
+    return {"a": a, "path": np.arange(5.0) * b, "name": name}
+
+
+def unpicklable(x):
+    CALLS.append(x)
+    return lambda: x
+
+
+def _counted(calls):
+    assert calls is CALLS
+    CALLS.clear()
+    return settings
+
+
+def _module(path: Path, text: str):
+    """A module from a file (a page with a cached function and a helper)."""
+    path.write_text(textwrap.dedent(text))
+    spec = importlib.util.spec_from_file_location(f"page_{abs(hash(text))}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+PAGE = """
+    SCALE = {scale}
+
+    def helper(x):
+        return x * SCALE
+
+    def result(x):
+        return helper(x)
+"""
+
+
+def test_a_later_process_is_served_from_disk(store):
+    calls = CALLS
+    f = rc.keep(_counted(calls))
+    first = f(1, 3.0)
+    again = f(1, 3.0)
+    assert len(calls) == 1 and rc.stats()["hits"] == 1 and rc.stats()["misses"] == 1
+    np.testing.assert_array_equal(again["path"], first["path"])
+    rc.reset()  # a new process: the store is opened again from its folder
+    later = f(a=1, b=3.0)  # the same call, written with keywords
+    assert len(calls) == 1 and rc.stats() == {"hits": 1, "misses": 0, "not_kept": 0, "errors": 0}
+    np.testing.assert_array_equal(later["path"], first["path"])
+    assert any(store.iterdir())
+
+
+def test_every_setting_is_in_the_key(store):
+    calls = CALLS
+    f = rc.keep(_counted(calls))
+    f(1)
+    f(1, 2.0)  # the default, given: the same call
+    f(1, 2.5)
+    f(1, name="srvn")
+    f(2)
+    assert calls == [(1, 2.0, "vn"), (1, 2.5, "vn"), (1, 2.0, "srvn"), (2, 2.0, "vn")]
+
+
+def test_calls_whose_arguments_are_not_settings_are_not_kept(store):
+    calls = CALLS
+    f = rc.keep(_counted(calls))
+    f(np.arange(3.0))  # an array: a user's data, not a setting
+    f(b"raw bytes")
+    f(object())
+    f(1, _model=object())  # an argument left out of the key is given: the key would not say what it depends on
+    f(1, _model=object())
+    assert len(calls) == 5 and rc.stats()["not_kept"] == 5 and rc.stats()["misses"] == 0
+    f(1, _model=None)  # left out and not given: kept
+    f(1)
+    assert len(calls) == 6 and rc.stats()["hits"] == 1
+    f((1, (2.5, "a")), name={"k": [1, 2]})  # nested settings are settings
+    assert rc.stats()["misses"] == 2
+
+
+def test_a_closure_is_not_kept(store):
+    outside = [3.0]
+
+    def closure(x):
+        return x * outside[0]
+
+    f = rc.keep(closure)
+    assert f(2) == 6.0
+    outside[0] = 4.0
+    assert f(2) == 8.0  # the captured value is not in the key: computed again
+    assert rc.stats()["not_kept"] == 2
+
+
+def test_other_code_is_a_new_key(store, tmp_path, monkeypatch):
+    page = tmp_path / "page.py"
+    f = rc.keep(_module(page, PAGE.format(scale=2)).result)
+    assert f(3) == 6
+    g = rc.keep(_module(page, PAGE.format(scale=5)).result)  # the page's helper changed
+    assert g(3) == 15
+    monkeypatch.setattr(rc, "code_version", lambda: "another version of vilab")
+    assert f(3) == 6 and rc.stats()["misses"] == 3 and rc.stats()["hits"] == 0
+
+
+def test_code_version_covers_every_file(tmp_path):
+    import hashlib
+
+    def digest():
+        h = hashlib.sha256()
+        rc._hash_files(tmp_path, h)
+        return h.hexdigest()
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "data.npz").write_bytes(b"\x00\x01")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    before = digest()
+    assert digest() == before
+    (tmp_path / "sub" / "data.npz").write_bytes(b"\x00\x02")
+    assert digest() != before
+    assert len(rc.code_version()) == 64 and rc.code_version() == rc.code_version()
+
+
+def test_a_result_that_cannot_be_written_is_still_returned(store, caplog):
+    calls = CALLS
+    calls.clear()
+    f = rc.keep(unpicklable)
+    with caplog.at_level(logging.WARNING):
+        assert f(1)() == 1 and f(1)() == 1
+    assert len(calls) == 2 and rc.stats()["errors"] == 2
+    assert sum("could not be written" in r.getMessage() for r in caplog.records) == 1  # said once
+
+
+def test_an_unusable_folder_costs_time_not_the_page(tmp_path, monkeypatch, caplog):
+    blocker = tmp_path / "a file"
+    blocker.write_text("")
+    monkeypatch.setenv(rc.ENV, str(blocker / "results"))
+    rc.reset()
+    calls = CALLS
+    f = rc.keep(_counted(calls))
+    with caplog.at_level(logging.WARNING):
+        f(1)
+        f(1)
+    assert len(calls) == 2 and rc.store() is None
+    assert "cannot be used" in caplog.text
+    assert "cannot be used" in rc.open_for_server()
+    rc.reset()
+
+
+def test_off(monkeypatch):
+    monkeypatch.setenv(rc.ENV, "off")
+    rc.reset()
+    calls = CALLS
+    f = rc.keep(_counted(calls))
+    f(1)
+    f(1)
+    assert len(calls) == 2 and rc.store() is None and rc.cache_dir() is None
+    assert "off" in rc.open_for_server()
+    rc.reset()
+
+
+def test_the_folder_is_bounded(store, monkeypatch):
+    monkeypatch.setattr(rc, "MAX_BYTES", 400_000)
+    rc.reset()
+    f = rc.keep(lambda i: np.full(10_000, float(i)))  # 80 kB each
+    for i in range(40):
+        f(i)
+    cache = rc.store()
+    assert cache.volume() < 1_200_000 and len(cache) < 40
+    assert f(39)[0] == 39.0  # the most recent results stay
+
+
+def test_the_server_log_says_where(store):
+    line = rc.open_for_server()
+    assert str(store) in line and "results" in line
+
+
+def test_ui_cache_data_keeps_results_below_its_memory(store):
+    import vilab_ui as ui
+
+    def other(a, b=2.0, *, name="vn", _model=None):  # a second function: Streamlit keys its memory by name
+        CALLS.append((a, b, name))
+        return a
+
+    calls = CALLS
+    kept = ui.cache_data()(_counted(calls))
+    memory_only = ui.cache_data(keep=False)(other)
+    kept(1, _model=None)
+    kept.clear()  # Streamlit's memory forgets; the disk does not
+    kept(1)
+    assert len(calls) == 1 and rc.stats()["hits"] == 1
+    memory_only(7)
+    memory_only.clear()
+    memory_only(7)
+    assert len(calls) == 3
+
+
+def test_a_page_run_after_a_restart_is_served_from_disk(store):
+    """Trajectories' default view: the second run, with Streamlit's memory cleared (a restarted server),
+    computes nothing it kept and draws the same figure."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    def run():
+        at = AppTest.from_file(str(ROOT / "pages" / "20_Trajectories.py"), default_timeout=240)
+        at.run()
+        assert not at.exception, at.exception
+        return at
+
+    first = run()
+    written = rc.stats()["misses"]
+    assert written >= 3
+    st.cache_data.clear()
+    rc.reset()
+    second = run()
+    assert rc.stats()["misses"] == 0 and rc.stats()["hits"] >= written
+    assert [c.proto.spec for c in first.get("plotly_chart")] == [c.proto.spec for c in second.get("plotly_chart")]
+
+
+def test_the_launcher_opens_the_store(tmp_path):
+    """``python -m vilab_ui.serve``'s step before the server starts: the store's line in the log."""
+    code = "from vilab_ui import result_cache; print(result_cache.open_for_server())"
+    env = {**__import__("os").environ, rc.ENV: str(tmp_path / "kept")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "results are kept in" in out.stdout and str(tmp_path / "kept") in out.stdout

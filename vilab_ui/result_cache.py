@@ -1,0 +1,269 @@
+"""The pages' results kept on disk: a restarted server, or another replica of a lecture hall, finds what the
+pages computed before instead of computing it again.
+
+Streamlit's ``st.cache_data`` keeps a page's results in the server's memory: a restarted server computes
+every one again on its first visit (a second of JAX tracing on Trajectories, eight seconds of refits on
+Hierarchical models), and the replicas of a lecture hall (``vilab hall``) each compute their own. Every
+:func:`vilab_ui.cache_data` function therefore also looks in, and writes to, a folder on disk shared by
+every server process of the user.
+
+A call is kept only when its arguments say everything it depends on:
+
+* every argument in the key is a plain setting: a number, a string, None, or a tuple, list or dict of
+  them (not an array, a data frame or bytes: a user's data and what is derived from it stay in memory);
+* no argument left out of the key (Streamlit's ``_name`` arguments: an object the other arguments
+  determine, or a user's data) is given;
+* the function is not a closure (values it captured are not in the key).
+
+The key holds :func:`code_version` (a hash of the source and data of the ``vilab`` and ``vilab_ui``
+packages, of the reference data in ``assets``, and the versions of the libraries the results come from), the function's own file (a page with
+its helpers), its name and the arguments. A change in any of them is a new key: a result computed by
+other code is never served. Results of older code stay until the folder's size bound evicts them.
+
+The folder is ``$VILAB_RESULT_CACHE`` when set (``off`` switches it off), else
+``$XDG_CACHE_HOME/vilab/results``, else ``~/.cache/vilab/results``; created on first use (mode 0700),
+bounded to :data:`MAX_BYTES` (least recently used results are evicted first). It is a `diskcache
+<https://grantjenks.com/docs/diskcache/>`_ store (SQLite and files), safe for concurrent processes and
+threads. A folder that cannot be used costs time, never the page: the call is computed, the reason logged
+once. Trust: results are unpickled from it; keep it private to the user who runs the server, as the JAX
+compilation cache next to it (vilab/compile_cache.py).
+
+The test suite switches it off (tests/conftest.py): a test that replaces a function would otherwise be
+served the real function's results.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata
+import inspect
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from vilab.compile_cache import OFF, user_cache_root
+
+__all__ = ["ENV", "MAX_BYTES", "cache_dir", "code_version", "key_for", "keep", "open_for_server", "reset", "stats", "store"]
+
+ENV = "VILAB_RESULT_CACHE"
+MAX_BYTES = 256 * 1024**2
+KEY_MAX_CHARS = 20_000  # arguments longer than this (as text) are not a setting: not kept
+# the checkout's data the package reads (reference posteriors, recorded runs, decks); not the screenshots
+ASSET_DIRS = ("hierarchical", "online", "cnn", "decks")
+LIBRARIES = ("jax", "jaxlib", "numpy", "scipy", "optax", "pandas", "plotly", "scikit-learn", "streamlit")
+
+_log = logging.getLogger(__name__)
+_lock = threading.Lock()
+_store: Any = None
+_opened = False
+_stats = {"hits": 0, "misses": 0, "not_kept": 0, "errors": 0}
+_reported: set[str] = set()
+
+
+def cache_dir() -> Path | None:
+    """Where the results live: ``$VILAB_RESULT_CACHE``, else ``<user cache>/vilab/results``; None when off."""
+    value = os.environ.get(ENV, "").strip()
+    if value.lower() in OFF:
+        return None
+    return Path(value).expanduser() if value else user_cache_root() / "results"
+
+
+def _report(what: str, exc: BaseException) -> None:
+    _stats["errors"] += 1
+    if what not in _reported:
+        _reported.add(what)
+        _log.warning("vilab: results are not kept on disk (%s: %s: %s); the pages compute them.",
+                     what, type(exc).__name__, exc)
+
+
+def store():
+    """The process's store (a ``diskcache.Cache``), opened on first use; None when off or not usable."""
+    global _store, _opened
+    if _opened:
+        return _store
+    with _lock:
+        if not _opened:
+            folder = cache_dir()
+            if folder is not None:
+                try:
+                    import diskcache
+
+                    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+                    _store = diskcache.Cache(str(folder), size_limit=MAX_BYTES,
+                                             eviction_policy="least-recently-used")
+                except Exception as exc:  # noqa: BLE001 - an unusable folder costs time, not the page
+                    _report(f"the folder {str(folder)!r} cannot be used", exc)
+                    _store = None
+            _opened = True
+    return _store
+
+
+def reset() -> None:
+    """Close the store and forget it (the next call opens ``cache_dir()`` again); counters back to 0."""
+    global _store, _opened
+    with _lock:
+        if _store is not None:
+            _store.close()
+        _store, _opened = None, False
+        _stats.update(hits=0, misses=0, not_kept=0, errors=0)
+        _reported.clear()
+
+
+def stats() -> dict:
+    """Counts since the process started (or :func:`reset`): ``hits`` (served from disk), ``misses``
+    (computed and written), ``not_kept`` (calls whose arguments are not plain settings), ``errors``."""
+    return dict(_stats)
+
+
+def open_for_server() -> str:
+    """Open the store and compute :func:`code_version` before the first visitor (vilab_ui/serve.py); a line
+    for the server's log saying where results are kept."""
+    cache = store()
+    if cache is None:
+        folder = cache_dir()
+        return ("vilab: the pages' results are not kept on disk"
+                + (f" ({ENV}=off)" if folder is None else f" ({str(folder)!r} cannot be used)") + ".")
+    code_version()
+    try:
+        size = f"{len(cache)} results, {cache.volume() / 1024**2:.0f} MB"
+    except Exception as exc:  # noqa: BLE001
+        size = type(exc).__name__
+    return f"vilab: the pages' results are kept in {cache.directory} ({size})."
+
+
+def _hash_files(root: Path, h) -> None:
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts:
+            h.update(p.relative_to(root).as_posix().encode() + b"\0")
+            h.update(p.read_bytes() + b"\0")
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """A hash of what a result depends on besides its function and arguments: every file of the ``vilab``
+    and ``vilab_ui`` packages (source and data), the data the package reads from the checkout's ``assets``
+    (:data:`ASSET_DIRS`), and the versions of Python, the numerical and plotting libraries, and the device
+    JAX computes on. Computed once per process (the loaded code does not change
+    while a server runs; a page's own file is hashed per call, see :func:`key_for`)."""
+    import vilab
+    import vilab_ui
+
+    h = hashlib.sha256()
+    for pkg in (vilab, vilab_ui):
+        _hash_files(Path(pkg.__file__).parent, h)
+    assets = Path(vilab.__file__).resolve().parents[1] / "assets"
+    for name in ASSET_DIRS:
+        if (assets / name).is_dir():
+            _hash_files(assets / name, h)
+    for name in LIBRARIES:
+        try:
+            h.update(f"{name}={importlib.metadata.version(name)}\0".encode())
+        except importlib.metadata.PackageNotFoundError:
+            h.update(f"{name}=none\0".encode())
+    import platform
+
+    import jax
+
+    h.update(f"python={platform.python_version()}\0device={jax.default_backend()}\0".encode())
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=256)
+def _file_digest(path: str, mtime_ns: int, size: int) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _source_digest(func: Callable) -> str:
+    """The hash of the file that defines ``func`` (a page: the function and every helper it calls there),
+    or of its source text when the file cannot be read."""
+    path = func.__code__.co_filename
+    try:
+        st = os.stat(path)
+        return _file_digest(path, st.st_mtime_ns, st.st_size)
+    except OSError:
+        try:
+            return hashlib.sha256(inspect.getsource(func).encode()).hexdigest()
+        except (OSError, TypeError):
+            return hashlib.sha256(func.__code__.co_code).hexdigest()
+
+
+_PLAIN = (type(None), bool, int, float, complex, str)
+
+
+def _plain(x, depth: int = 0) -> bool:
+    """True for a setting: a number, string or None, or a tuple, list, frozenset or dict of them."""
+    if isinstance(x, _PLAIN):
+        return True
+    if isinstance(x, np.generic):
+        return isinstance(x.item(), _PLAIN)
+    if depth > 8:
+        return False
+    if isinstance(x, (tuple, list, frozenset)):
+        return all(_plain(v, depth + 1) for v in x)
+    if isinstance(x, dict):
+        return all(_plain(k, depth + 1) and _plain(v, depth + 1) for k, v in x.items())
+    return False
+
+
+def key_for(func: Callable, args: tuple, kwargs: dict) -> str | None:
+    """The disk key of the call ``func(*args, **kwargs)``, or None when the call is not kept (an argument
+    in the key is not a plain setting, an argument left out of the key is given, or ``func`` is a closure)."""
+    if func.__code__.co_freevars:
+        return None
+    try:
+        bound = inspect.signature(func).bind(*args, **kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    items = []
+    for name, value in bound.arguments.items():
+        if name.startswith("_"):
+            if value is not None:  # left out of the key and given: the key would not say what it depends on
+                return None
+            continue
+        if not _plain(value):
+            return None
+        items.append((name, value))
+    text = repr(items)
+    if len(text) > KEY_MAX_CHARS:
+        return None
+    material = "\0".join((code_version(), _source_digest(func), func.__module__, func.__qualname__, text))
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+def keep(func: Callable) -> Callable:
+    """``func`` with its results kept on disk (see the module's docstring). The wrapper has ``func``'s name,
+    signature and source (``functools.wraps``), so ``st.cache_data`` on top of it keys its memory on them."""
+    @functools.wraps(func)
+    def kept(*args, **kwargs):
+        cache = store()
+        key = key_for(func, args, kwargs) if cache is not None else None
+        if key is None:
+            if cache is not None:
+                _stats["not_kept"] += 1
+            return func(*args, **kwargs)
+        try:
+            found = cache.get(key, default=_MISSING)
+        except Exception as exc:  # noqa: BLE001 - a damaged entry or folder: compute
+            _report("a result could not be read", exc)
+            found = _MISSING
+        if found is not _MISSING:
+            _stats["hits"] += 1
+            return found
+        value = func(*args, **kwargs)
+        _stats["misses"] += 1
+        try:
+            cache.set(key, value)
+        except Exception as exc:  # noqa: BLE001 - unpicklable or a full disk: the page has its value
+            _report("a result could not be written", exc)
+        return value
+
+    return kept
+
+
+_MISSING = object()
