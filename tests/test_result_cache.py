@@ -201,8 +201,51 @@ def test_the_server_log_says_where(store):
     assert str(store) in line and "results" in line
 
 
-def test_ui_cache_data_keeps_results_below_its_memory(store):
+def test_a_hit_is_reported(store):
+    seen = []
+    f = rc.keep(_counted(CALLS), on_hit=lambda func, args, kwargs: seen.append((func, args, kwargs)))
+    f(1, name="vn")
+    assert seen == []
+    f(1, name="vn")
+    assert seen == [(settings, (1,), {"name": "vn"})]
+
+
+def _wait_for(predicate, timeout_s=30.0):
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_a_result_served_from_disk_is_computed_again_in_the_background(store, monkeypatch):
+    """A restarted server traced none of the page's programs: the result comes from disk at once, and the
+    function runs again behind it (at most RECOMPUTE_PER_FUNCTION times per function)."""
     import vilab_ui as ui
+
+    monkeypatch.setattr(ui, "_RECOMPUTE_COUNTS", {})
+    monkeypatch.setattr(ui, "RECOMPUTE_PER_FUNCTION", 2)
+    monkeypatch.setattr(ui, "RECOMPUTE_DELAY_S", 0.0)
+    f = ui.cache_data()(_counted(CALLS))
+    f.clear()  # Streamlit's memory is keyed by the function's name and source: other tests' results
+    for a in (1, 2, 3):
+        f(a)
+    assert len(CALLS) == 3
+    f.clear()  # a restarted server: memory empty, disk full
+    for a in (1, 2, 3):
+        assert f(a)["a"] == a
+    assert rc.stats()["hits"] == 3
+    assert _wait_for(lambda: len(CALLS) == 5 and not ui._RECOMPUTE_WORKER)
+    assert sorted(c[0] for c in CALLS[3:]) == [1, 2]  # two of the three, the third not queued
+
+
+def test_ui_cache_data_keeps_results_below_its_memory(store, monkeypatch):
+    import vilab_ui as ui
+
+    monkeypatch.setattr(ui, "RECOMPUTE_PER_FUNCTION", 0)  # no computation behind a hit here
 
     def other(a, b=2.0, *, name="vn", _model=None):  # a second function: Streamlit keys its memory by name
         CALLS.append((a, b, name))
@@ -211,6 +254,8 @@ def test_ui_cache_data_keeps_results_below_its_memory(store):
     calls = CALLS
     kept = ui.cache_data()(_counted(calls))
     memory_only = ui.cache_data(keep=False)(other)
+    kept.clear()  # Streamlit's memory is keyed by the function's name and source: other tests' results
+    memory_only.clear()
     kept(1, _model=None)
     kept.clear()  # Streamlit's memory forgets; the disk does not
     kept(1)
@@ -233,6 +278,7 @@ def test_a_page_run_after_a_restart_is_served_from_disk(store):
         assert not at.exception, at.exception
         return at
 
+    st.cache_data.clear()  # other tests in this process ran the page: its results are in Streamlit's memory
     first = run()
     written = rc.stats()["misses"]
     assert written >= 3

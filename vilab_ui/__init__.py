@@ -13,6 +13,8 @@ import dataclasses
 import functools
 import hashlib
 import math
+import os
+import queue
 import re
 import threading
 import time
@@ -913,12 +915,13 @@ def cache_data(*, keep: bool = True, **kw):
 
     Below the memory cache, a call whose arguments are plain settings is also kept on disk for every later
     server process (:mod:`vilab_ui.result_cache`: a restarted server, the replicas of a lecture hall);
-    ``keep=False`` keeps a function's results in memory only."""
+    ``keep=False`` keeps a function's results in memory only. A result served from disk is computed again
+    in the background (:func:`_compute_again`), so that the page's next slider change finds its programs traced."""
     kw.setdefault("max_entries", CACHE_MAX_ENTRIES)
     kw.setdefault("ttl", CACHE_TTL_S)
     kw.setdefault("show_spinner", False)
     memory = st.cache_data(**kw)
-    return (lambda func: memory(result_cache.keep(func))) if keep else memory
+    return (lambda func: memory(result_cache.keep(func, on_hit=_compute_again))) if keep else memory
 
 
 def cache_resource(**kw):
@@ -986,6 +989,68 @@ def prefetch(fn: Callable, *calls: tuple) -> int:
         add_script_run_ctx(t, ctx)  # st.cache_data looks for the session's context
     t.start()
     return len(todo)
+
+
+RECOMPUTE_PER_FUNCTION = 8  # results of one function computed again in the background, per server process
+RECOMPUTE_NICE = 10  # the thread's niceness (Linux): a visitor's own runs come first
+RECOMPUTE_DELAY_S = 2.5  # the worker starts this long after the first hit: the visitor's browser draws the page first
+
+_RECOMPUTE_QUEUE: "queue.SimpleQueue" = queue.SimpleQueue()
+_RECOMPUTE_COUNTS: dict = {}
+_RECOMPUTE_WORKER: list = []  # the running worker thread, if any
+
+
+def _compute_again(func: Callable, args: tuple, kwargs: dict) -> bool:
+    """Compute ``func(*args, **kwargs)`` again in a background thread after its result was served from disk
+    (:mod:`vilab_ui.result_cache`), and drop the result: a restarted server that serves a page from disk has
+    traced none of its JAX programs, and a page's own stores (the longest run of Hierarchical models, which
+    a new number of iterations continues) are empty; without this, the first slider change pays for both
+    (7 s on Hierarchical models). One thread, one call at a time, at a lower priority than the visitors'
+    runs, starting ``RECOMPUTE_DELAY_S`` after the first hit (the visitor's browser is still drawing); at
+    most ``RECOMPUTE_PER_FUNCTION`` calls of one function per process (the default view's methods, not every
+    value a slider visited). Best effort: an error is ignored. Returns True if the call was queued."""
+    ident = (func.__code__.co_filename, func.__qualname__)
+    with _PREFETCH_LOCK:
+        if _RECOMPUTE_COUNTS.get(ident, 0) >= RECOMPUTE_PER_FUNCTION:
+            return False
+        _RECOMPUTE_COUNTS[ident] = _RECOMPUTE_COUNTS.get(ident, 0) + 1
+    try:
+        from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+    except ImportError:  # pragma: no cover - an older Streamlit
+        add_script_run_ctx, ctx = None, None
+    _RECOMPUTE_QUEUE.put((func, args, kwargs, ctx))
+
+    def work():
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), RECOMPUTE_NICE)
+        except (AttributeError, OSError):  # not Linux, or not allowed: normal priority
+            pass
+        time.sleep(RECOMPUTE_DELAY_S)
+        while True:
+            try:
+                f, a, k, c = _RECOMPUTE_QUEUE.get(timeout=1.0)
+            except queue.Empty:
+                with _PREFETCH_LOCK:
+                    if _RECOMPUTE_QUEUE.empty():
+                        _RECOMPUTE_WORKER.clear()
+                        return
+                continue
+            if add_script_run_ctx is not None and c is not None:
+                add_script_run_ctx(threading.current_thread(), c)  # a cached function it calls finds the session
+            try:
+                f(*a, **k)
+            except Exception:  # noqa: BLE001 - best effort: the result on disk stands
+                pass
+
+    with _PREFETCH_LOCK:
+        if not _RECOMPUTE_WORKER:
+            t = threading.Thread(target=work, name="vilab-recompute", daemon=True)
+            _RECOMPUTE_WORKER.append(t)
+            _PREFETCH_THREADS[:] = [x for x in _PREFETCH_THREADS if x.is_alive()] + [t]
+            t.start()
+    return True
 
 
 class SharedStore:

@@ -20,6 +20,10 @@ packages, of the reference data in ``assets``, and the versions of the libraries
 its helpers), its name and the arguments. A change in any of them is a new key: a result computed by
 other code is never served. Results of older code stay until the folder's size bound evicts them.
 
+A result served from disk leaves nothing in the process: no JAX program traced, no page store filled.
+:func:`vilab_ui.cache_data` therefore computes it again behind the page, in a background thread (``on_hit``
+of :func:`keep`), so that the next slider change is as fast as on a server that computed the page itself.
+
 The folder is ``$VILAB_RESULT_CACHE`` when set (``off`` switches it off), else
 ``$XDG_CACHE_HOME/vilab/results``, else ``~/.cache/vilab/results``; created on first use (mode 0700),
 bounded to :data:`MAX_BYTES` (least recently used results are evicted first). It is a `diskcache
@@ -236,9 +240,13 @@ def key_for(func: Callable, args: tuple, kwargs: dict) -> str | None:
     return hashlib.sha256(material.encode()).hexdigest()
 
 
-def keep(func: Callable) -> Callable:
+def keep(func: Callable, on_hit: Callable | None = None) -> Callable:
     """``func`` with its results kept on disk (see the module's docstring). The wrapper has ``func``'s name,
-    signature and source (``functools.wraps``), so ``st.cache_data`` on top of it keys its memory on them."""
+    signature and source (``functools.wraps``), so ``st.cache_data`` on top of it keys its memory on them.
+
+    ``on_hit(func, args, kwargs)`` is called after a result was served from disk (vilab_ui.cache_data
+    computes it again in the background: what the computation leaves in the process, JAX's traced
+    programs and a page's stores, is then there for the next slider change)."""
     @functools.wraps(func)
     def kept(*args, **kwargs):
         cache = store()
@@ -254,6 +262,8 @@ def keep(func: Callable) -> Callable:
             found = _MISSING
         if found is not _MISSING:
             _stats["hits"] += 1
+            if on_hit is not None:
+                on_hit(func, args, kwargs)
             return found
         value = func(*args, **kwargs)
         _stats["misses"] += 1
