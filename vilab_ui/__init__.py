@@ -1009,7 +1009,7 @@ def _compute_again(func: Callable, args: tuple, kwargs: dict) -> bool:
     runs, starting ``RECOMPUTE_DELAY_S`` after the first hit (the visitor's browser is still drawing); at
     most ``RECOMPUTE_PER_FUNCTION`` calls of one function per process (the default view's methods, not every
     value a slider visited). Best effort: an error is ignored. Returns True if the call was queued."""
-    ident = (func.__code__.co_filename, func.__qualname__)
+    ident = (getattr(getattr(func, "__code__", None), "co_filename", ""), getattr(func, "__qualname__", repr(func)))
     with _PREFETCH_LOCK:
         if _RECOMPUTE_COUNTS.get(ident, 0) >= RECOMPUTE_PER_FUNCTION:
             return False

@@ -16,9 +16,9 @@ A call is kept only when its arguments say everything it depends on:
 * the function is not a closure (values it captured are not in the key).
 
 The key holds :func:`code_version` (a hash of the source and data of the ``vilab`` and ``vilab_ui``
-packages, of the reference data in ``assets``, and the versions of the libraries the results come from), the function's own file (a page with
-its helpers), its name and the arguments. A change in any of them is a new key: a result computed by
-other code is never served. Results of older code stay until the folder's size bound evicts them.
+packages, of the reference data in ``assets``, and the versions of the libraries the results come from),
+the function's own file (a page with its helpers), its name and the arguments. A change in any of them is
+a new key: a result computed by other code is never served. Results of older code stay until the folder's size bound evicts them.
 
 A result served from disk leaves nothing in the process: no JAX program traced, no page store filled.
 :func:`vilab_ui.cache_data` therefore computes it again behind the page, in a background thread (``on_hit``
@@ -52,7 +52,8 @@ import numpy as np
 
 from vilab.compile_cache import OFF, user_cache_root
 
-__all__ = ["ENV", "MAX_BYTES", "cache_dir", "code_version", "key_for", "keep", "open_for_server", "reset", "stats", "store"]
+__all__ = ["ENV", "MAX_BYTES", "cache_dir", "code_version", "keep", "key_for", "open_for_server", "reset", "stats",
+           "store"]
 
 ENV = "VILAB_RESULT_CACHE"
 MAX_BYTES = 256 * 1024**2
@@ -152,8 +153,8 @@ def code_version() -> str:
     """A hash of what a result depends on besides its function and arguments: every file of the ``vilab``
     and ``vilab_ui`` packages (source and data), the data the package reads from the checkout's ``assets``
     (:data:`ASSET_DIRS`), and the versions of Python, the numerical and plotting libraries, and the device
-    JAX computes on. Computed once per process (the loaded code does not change
-    while a server runs; a page's own file is hashed per call, see :func:`key_for`)."""
+    JAX computes on. Computed once per process (the loaded code does not change while a server runs; a
+    page's own file is hashed per call, see :func:`key_for`)."""
     import vilab
     import vilab_ui
 
@@ -217,7 +218,8 @@ def _plain(x, depth: int = 0) -> bool:
 def key_for(func: Callable, args: tuple, kwargs: dict) -> str | None:
     """The disk key of the call ``func(*args, **kwargs)``, or None when the call is not kept (an argument
     in the key is not a plain setting, an argument left out of the key is given, or ``func`` is a closure)."""
-    if func.__code__.co_freevars:
+    code = getattr(func, "__code__", None)
+    if code is None or code.co_freevars:  # not a plain function, or a closure
         return None
     try:
         bound = inspect.signature(func).bind(*args, **kwargs)
