@@ -39,10 +39,9 @@ def unpicklable(x):
     return lambda: x
 
 
-def _counted(calls):
-    assert calls is CALLS
+@pytest.fixture(autouse=True)
+def _no_calls_yet():
     CALLS.clear()
-    return settings
 
 
 def _module(path: Path, text: str):
@@ -67,7 +66,7 @@ PAGE = """
 
 def test_a_later_process_is_served_from_disk(store):
     calls = CALLS
-    f = rc.keep(_counted(calls))
+    f = rc.keep(settings)
     first = f(1, 3.0)
     again = f(1, 3.0)
     assert len(calls) == 1 and rc.stats()["hits"] == 1 and rc.stats()["misses"] == 1
@@ -81,7 +80,7 @@ def test_a_later_process_is_served_from_disk(store):
 
 def test_every_setting_is_in_the_key(store):
     calls = CALLS
-    f = rc.keep(_counted(calls))
+    f = rc.keep(settings)
     f(1)
     f(1, 2.0)  # the default, given: the same call
     f(1, 2.5)
@@ -92,7 +91,7 @@ def test_every_setting_is_in_the_key(store):
 
 def test_calls_whose_arguments_are_not_settings_are_not_kept(store):
     calls = CALLS
-    f = rc.keep(_counted(calls))
+    f = rc.keep(settings)
     f(np.arange(3.0))  # an array: a user's data, not a setting
     f(b"raw bytes")
     f(object())
@@ -149,7 +148,6 @@ def test_code_version_covers_every_file(tmp_path):
 
 def test_a_result_that_cannot_be_written_is_still_returned(store, caplog):
     calls = CALLS
-    calls.clear()
     f = rc.keep(unpicklable)
     with caplog.at_level(logging.WARNING):
         assert f(1)() == 1 and f(1)() == 1
@@ -163,7 +161,7 @@ def test_an_unusable_folder_costs_time_not_the_page(tmp_path, monkeypatch, caplo
     monkeypatch.setenv(rc.ENV, str(blocker / "results"))
     rc.reset()
     calls = CALLS
-    f = rc.keep(_counted(calls))
+    f = rc.keep(settings)
     with caplog.at_level(logging.WARNING):
         f(1)
         f(1)
@@ -177,7 +175,7 @@ def test_off(monkeypatch):
     monkeypatch.setenv(rc.ENV, "off")
     rc.reset()
     calls = CALLS
-    f = rc.keep(_counted(calls))
+    f = rc.keep(settings)
     f(1)
     f(1)
     assert len(calls) == 2 and rc.store() is None and rc.cache_dir() is None
@@ -203,7 +201,7 @@ def test_the_server_log_says_where(store):
 
 def test_a_hit_is_reported(store):
     seen = []
-    f = rc.keep(_counted(CALLS), on_hit=lambda func, args, kwargs: seen.append((func, args, kwargs)))
+    f = rc.keep(settings, on_hit=lambda func, args, kwargs: seen.append((func, args, kwargs)))
     f(1, name="vn")
     assert seen == []
     f(1, name="vn")
@@ -229,7 +227,7 @@ def test_a_result_served_from_disk_is_computed_again_in_the_background(store, mo
     monkeypatch.setattr(ui, "_RECOMPUTE_COUNTS", {})
     monkeypatch.setattr(ui, "RECOMPUTE_PER_FUNCTION", 2)
     monkeypatch.setattr(ui, "RECOMPUTE_DELAY_S", 0.0)
-    f = ui.cache_data()(_counted(CALLS))
+    f = ui.cache_data()(settings)
     f.clear()  # Streamlit's memory is keyed by the function's name and source: other tests' results
     for a in (1, 2, 3):
         f(a)
@@ -238,7 +236,7 @@ def test_a_result_served_from_disk_is_computed_again_in_the_background(store, mo
     for a in (1, 2, 3):
         assert f(a)["a"] == a
     assert rc.stats()["hits"] == 3
-    assert _wait_for(lambda: len(CALLS) == 5 and not ui._RECOMPUTE_WORKER)
+    assert _wait_for(lambda: len(CALLS) == 5 and ui._recompute_worker is None)
     assert sorted(c[0] for c in CALLS[3:]) == [1, 2]  # two of the three, the third not queued
 
 
@@ -252,7 +250,7 @@ def test_ui_cache_data_keeps_results_below_its_memory(store, monkeypatch):
         return a
 
     calls = CALLS
-    kept = ui.cache_data()(_counted(calls))
+    kept = ui.cache_data()(settings)
     memory_only = ui.cache_data(keep=False)(other)
     kept.clear()  # Streamlit's memory is keyed by the function's name and source: other tests' results
     memory_only.clear()

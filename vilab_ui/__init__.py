@@ -933,7 +933,7 @@ def cache_resource(**kw):
     return st.cache_resource(**kw)
 
 
-_PREFETCH_LOCK = threading.Lock()
+_PREFETCH_LOCK = threading.RLock()  # re-entered: _compute_again starts its worker while holding it
 _PREFETCH_PENDING: set = set()
 _PREFETCH_THREADS: list = []
 PREFETCH_MAX_PENDING = 4
@@ -965,12 +965,6 @@ def prefetch(fn: Callable, *calls: tuple) -> int:
             todo.append((key, tuple(args)))
     if not todo:
         return 0
-    try:
-        from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
-
-        ctx = get_script_run_ctx()
-    except ImportError:  # pragma: no cover - an older Streamlit
-        add_script_run_ctx, ctx = None, None
 
     def work():
         for key, args in todo:
@@ -982,13 +976,36 @@ def prefetch(fn: Callable, *calls: tuple) -> int:
                 with _PREFETCH_LOCK:
                     _PREFETCH_PENDING.discard(key)
 
-    t = threading.Thread(target=work, name="vilab-prefetch", daemon=True)
+    _start_background(work, "vilab-prefetch", _session())
+    return len(todo)
+
+
+def _session():
+    """The Streamlit script run's context of the calling thread (None outside a run): st.cache_data in a
+    background thread looks for the session's context."""
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+    except ImportError:  # pragma: no cover - an older Streamlit
+        return None
+    return get_script_run_ctx()
+
+
+def _attach(thread: threading.Thread, ctx) -> None:
+    """Hand a script run's context (:func:`_session`) to ``thread``; nothing when there is none."""
+    if ctx is not None:
+        from streamlit.runtime.scriptrunner import add_script_run_ctx
+
+        add_script_run_ctx(thread, ctx)
+
+
+def _start_background(target: Callable, name: str, ctx=None) -> threading.Thread:
+    """Start a daemon thread with ``ctx`` attached, joined at exit (:func:`_join_prefetch`)."""
+    t = threading.Thread(target=target, name=name, daemon=True)
     with _PREFETCH_LOCK:
         _PREFETCH_THREADS[:] = [x for x in _PREFETCH_THREADS if x.is_alive()] + [t]
-    if add_script_run_ctx is not None and ctx is not None:
-        add_script_run_ctx(t, ctx)  # st.cache_data looks for the session's context
+    _attach(t, ctx)
     t.start()
-    return len(todo)
+    return t
 
 
 RECOMPUTE_PER_FUNCTION = 8  # results of one function computed again in the background, per server process
@@ -997,7 +1014,7 @@ RECOMPUTE_DELAY_S = 2.5  # the worker starts this long after the first hit: the 
 
 _RECOMPUTE_QUEUE: "queue.SimpleQueue" = queue.SimpleQueue()
 _RECOMPUTE_COUNTS: dict = {}
-_RECOMPUTE_WORKER: list = []  # the running worker thread, if any
+_recompute_worker: threading.Thread | None = None  # running while the queue has calls
 
 
 def _compute_again(func: Callable, args: tuple, kwargs: dict) -> bool:
@@ -1009,48 +1026,42 @@ def _compute_again(func: Callable, args: tuple, kwargs: dict) -> bool:
     runs, starting ``RECOMPUTE_DELAY_S`` after the first hit (the visitor's browser is still drawing); at
     most ``RECOMPUTE_PER_FUNCTION`` calls of one function per process (the default view's methods, not every
     value a slider visited). Best effort: an error is ignored. Returns True if the call was queued."""
-    ident = (getattr(getattr(func, "__code__", None), "co_filename", ""), getattr(func, "__qualname__", repr(func)))
+    global _recompute_worker
+    ident = (func.__code__.co_filename, func.__qualname__)  # a disk hit is always a plain function's
     with _PREFETCH_LOCK:
         if _RECOMPUTE_COUNTS.get(ident, 0) >= RECOMPUTE_PER_FUNCTION:
             return False
         _RECOMPUTE_COUNTS[ident] = _RECOMPUTE_COUNTS.get(ident, 0) + 1
-    try:
-        from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
-
-        ctx = get_script_run_ctx()
-    except ImportError:  # pragma: no cover - an older Streamlit
-        add_script_run_ctx, ctx = None, None
-    _RECOMPUTE_QUEUE.put((func, args, kwargs, ctx))
-
-    def work():
-        try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), RECOMPUTE_NICE)
-        except (AttributeError, OSError):  # not Linux, or not allowed: normal priority
-            pass
-        time.sleep(RECOMPUTE_DELAY_S)
-        while True:
-            try:
-                f, a, k, c = _RECOMPUTE_QUEUE.get(timeout=1.0)
-            except queue.Empty:
-                with _PREFETCH_LOCK:
-                    if _RECOMPUTE_QUEUE.empty():
-                        _RECOMPUTE_WORKER.clear()
-                        return
-                continue
-            if add_script_run_ctx is not None and c is not None:
-                add_script_run_ctx(threading.current_thread(), c)  # a cached function it calls finds the session
-            try:
-                f(*a, **k)
-            except Exception:  # noqa: BLE001 - best effort: the result on disk stands
-                pass
-
+    _RECOMPUTE_QUEUE.put((func, args, kwargs, _session()))
     with _PREFETCH_LOCK:
-        if not _RECOMPUTE_WORKER:
-            t = threading.Thread(target=work, name="vilab-recompute", daemon=True)
-            _RECOMPUTE_WORKER.append(t)
-            _PREFETCH_THREADS[:] = [x for x in _PREFETCH_THREADS if x.is_alive()] + [t]
-            t.start()
+        if _recompute_worker is None:
+            _recompute_worker = _start_background(_recompute_loop, "vilab-recompute")
     return True
+
+
+def _recompute_loop() -> None:
+    """The worker of :func:`_compute_again`: waits ``RECOMPUTE_DELAY_S``, then runs the queued calls one by
+    one at niceness ``RECOMPUTE_NICE``; ends when the queue has stayed empty for a second."""
+    global _recompute_worker
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), RECOMPUTE_NICE)
+    except (AttributeError, OSError):  # not Linux, or not allowed: normal priority
+        pass
+    time.sleep(RECOMPUTE_DELAY_S)
+    while True:
+        try:
+            func, args, kwargs, ctx = _RECOMPUTE_QUEUE.get(timeout=1.0)
+        except queue.Empty:
+            with _PREFETCH_LOCK:
+                if _RECOMPUTE_QUEUE.empty():
+                    _recompute_worker = None
+                    return
+            continue
+        _attach(threading.current_thread(), ctx)  # a cached function it calls finds the session
+        try:
+            func(*args, **kwargs)
+        except Exception:  # noqa: BLE001 - best effort: the result on disk stands
+            pass
 
 
 class SharedStore:

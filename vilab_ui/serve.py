@@ -14,8 +14,8 @@ steps, before the server accepts its first visitor:
 The server starts about 2 s later (the imports come first, not beside the server's own start-up: two
 threads importing the same packages at once can meet in a circular import). ``vilab app``, ``vilab hall``
 and the browser tests start their servers this way (``vilab.cli.command``; this module lives in the
-app's package, as it imports Streamlit, which the computation package ``vilab`` never does). A module that fails to import is
-reported and skipped: the page that needs it shows the error as it always has.
+app's package, as it imports Streamlit, which the computation package ``vilab`` never does). A module that
+fails to import is reported and skipped: the page that needs it shows the error as it always has.
 """
 
 from __future__ import annotations
