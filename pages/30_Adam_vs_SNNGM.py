@@ -153,8 +153,9 @@ def _thm3(toy_name, c, beta):
 
 @ui.cache_resource()
 def _table8_store():
-    """The Table 8 simulation runs (a minute or two each covariance): kept for every visitor."""
-    return ui.SharedStore(maxsize=4, ttl_s=24 * 3600)
+    """The Table 7 and 8 runs (a minute or two each covariance): kept for every visitor, and on disk for a
+    restarted server."""
+    return ui.SharedStore(maxsize=4, ttl_s=24 * 3600, on_disk="table runs", source=__file__)
 
 
 @ui.cache_resource()

@@ -66,8 +66,9 @@ def _asset(name):
 
 @ui.cache_resource(ttl=None)  # the store bounds itself
 def _live_store() -> ui.SharedStore:
-    """Finished live runs, reused by every session of this server (bounded: 64 runs, 6 hours each)."""
-    return ui.SharedStore(maxsize=64, ttl_s=6 * 3600)
+    """Finished live runs, reused by every session of this server (bounded: 64 runs, 6 hours each) and kept on
+    disk for a restarted server."""
+    return ui.SharedStore(maxsize=64, ttl_s=6 * 3600, on_disk="live runs", source=__file__)
 
 
 # one press of Run streams for at most this long, whatever was selected (a server's owner may change it)

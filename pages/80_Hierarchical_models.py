@@ -64,9 +64,10 @@ def _reference(k):
 
 @ui.cache_resource(ttl=None)  # the store bounds itself
 def _longest() -> ui.SharedStore:
-    """The longest run of each method and settings so far, shared by every session: a new maximum of
-    iterations continues it or cuts it (vilab.hierarchical.fit.refit gives the numbers of a new run)."""
-    return ui.SharedStore(maxsize=64, ttl_s=6 * 3600)
+    """The longest run of each method and settings so far, shared by every session and kept on disk (a
+    restarted server continues it): a new maximum of iterations continues it or cuts it
+    (vilab.hierarchical.fit.refit gives the numbers of a new run)."""
+    return ui.SharedStore(maxsize=64, ttl_s=6 * 3600, on_disk="longest run", source=__file__)
 
 
 @ui.cache_data(show_spinner="Running the method (compiling on first use) ...", max_entries=64)

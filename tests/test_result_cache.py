@@ -240,6 +240,37 @@ def test_a_result_served_from_disk_is_computed_again_in_the_background(store, mo
     assert sorted(c[0] for c in CALLS[3:]) == [1, 2]  # two of the three, the third not queued
 
 
+def stamped(a):
+    import time
+
+    CALLS.append((a, time.monotonic()))
+    return a
+
+
+def test_the_computation_behind_the_page_waits_for_the_visitors(store, monkeypatch):
+    """A call computed again after a disk hit starts only once no page has started a run for
+    RECOMPUTE_DELAY_S: a class opening the page at once is served first."""
+    import time
+
+    import vilab_ui as ui
+
+    monkeypatch.setattr(ui, "_RECOMPUTE_COUNTS", {})
+    monkeypatch.setattr(ui, "RECOMPUTE_DELAY_S", 0.5)
+    f = ui.cache_data()(stamped)
+    f.clear()
+    f(1)
+    f.clear()  # a restarted server
+    visits = []
+    for _ in range(3):  # three visitors' runs, 0.2 s apart, the first with the disk hit
+        monkeypatch.setattr(ui, "_LAST_PAGE_RUN", time.monotonic())
+        visits.append(ui._LAST_PAGE_RUN)
+        if len(visits) == 1:
+            assert f(1) == 1 and len(CALLS) == 1
+        time.sleep(0.2)
+    assert _wait_for(lambda: len(CALLS) == 2 and ui._recompute_worker is None)
+    assert CALLS[1][1] >= visits[-1] + 0.5
+
+
 def test_ui_cache_data_keeps_results_below_its_memory(store, monkeypatch):
     import vilab_ui as ui
 
@@ -294,3 +325,80 @@ def test_the_launcher_opens_the_store(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "results are kept in" in out.stdout and str(tmp_path / "kept") in out.stdout
+
+
+def test_a_store_on_disk_is_found_by_a_later_process(store, tmp_path):
+    """``SharedStore(on_disk=...)``: an entry written by one process is there for the next (Hierarchical
+    models' longest runs, which a new maximum of iterations continues); a key that is not a setting stays
+    in memory; pop removes it from disk; another source file is another key."""
+    import vilab_ui as ui
+
+    page = tmp_path / "page.py"
+    page.write_text("# a page\n")
+    first = ui.SharedStore(maxsize=4, on_disk="longest run", source=str(page))
+    first[("epi1", "snngm", 0.03, 0)] = {"steps": np.arange(3.0)}
+    first[("epi1", np.float64(0.5).tobytes())] = "bytes in the key: memory only"
+    assert rc.stats()["misses"] == 1 and rc.stats()["not_kept"] == 1
+    rc.reset()  # a restarted server: a new store object, memory empty
+    later = ui.SharedStore(maxsize=4, on_disk="longest run", source=str(page))
+    got = later.get(("epi1", "snngm", 0.03, 0))
+    np.testing.assert_array_equal(got["steps"], np.arange(3.0))
+    assert ("epi1", "snngm", 0.03, 0) in later and len(later) == 1  # now in memory too
+    assert later.get(("epi1", np.float64(0.5).tobytes())) is None
+    assert ui.SharedStore(on_disk="another store", source=str(page)).get(("epi1", "snngm", 0.03, 0)) is None
+    page.write_text("# a page, changed\n")
+    assert ui.SharedStore(on_disk="longest run", source=str(page)).get(("epi1", "snngm", 0.03, 0)) is None
+    page.write_text("# a page\n")
+    assert later.pop(("epi1", "snngm", 0.03, 0))["steps"].shape == (3,)
+    rc.reset()
+    assert ui.SharedStore(on_disk="longest run", source=str(page)).get(("epi1", "snngm", 0.03, 0)) is None
+    assert ui.SharedStore(maxsize=4).get(("epi1", "snngm", 0.03, 0), "memory only") == "memory only"
+
+
+def test_hierarchical_models_continue_a_run_of_the_server_before(store, monkeypatch):
+    """A restarted server's first new maximum of iterations continues the longest run kept on disk
+    (vilab.hierarchical.fit.refit is handed it) instead of fitting from the start."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    import vilab.hierarchical.fit as hfit
+    import vilab_ui as ui
+
+    handed = []
+    real = hfit.refit
+
+    def spy(model, method, previous, **kw):
+        handed.append((method, None if previous is None else previous.n_steps, kw["n_iter"]))
+        return real(model, method, previous, **kw)
+
+    monkeypatch.setattr(hfit, "refit", spy)
+    monkeypatch.setattr(ui, "RECOMPUTE_PER_FUNCTION", 0)  # nothing computed behind the page after the test
+    query = {"m_epi1": "SNNGM", "iters": "2000", "rule": "false"}
+
+    def run(iters):
+        at = AppTest.from_file(str(ROOT / "pages" / "80_Hierarchical_models.py"), default_timeout=300)
+        at.query_params.update({**query, "iters": str(iters)})
+        at.run()
+        assert not at.exception, at.exception
+        return at
+
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    run(2000)
+    assert handed == [("gva-snngm", None, 2000)]
+    st.cache_data.clear()  # a restarted server: both of Streamlit's caches empty, the disk kept
+    st.cache_resource.clear()
+    rc.reset()
+    run(3000)
+    assert handed[1:] == [("gva-snngm", 2000, 3000)]
+
+
+def test_chart_margins_are_kept_for_a_restarted_server(store, monkeypatch):
+    """The margins browsers reported for a figure (so that Plotly draws it once) outlive the process."""
+    import vilab_ui as ui
+
+    monkeypatch.setattr(ui, "_MARGINS", None)
+    ui._margins_store()["vilab:abc:0:0"] = (80.0, 20.0, 60.0, 70.0)
+    rc.reset()
+    monkeypatch.setattr(ui, "_MARGINS", None)  # a new process: an empty store in memory
+    assert ui._margins_store().get("vilab:abc:0:0") == (80.0, 20.0, 60.0, 70.0)

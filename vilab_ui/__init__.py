@@ -319,6 +319,8 @@ def page(title: str, intro: str | None = None) -> None:
 
     Keep ``intro`` to one sentence: the page's main figure must start on the first screen. The longer
     story and the equations go under the figure, in :func:`explain`."""
+    global _LAST_PAGE_RUN
+    _LAST_PAGE_RUN = time.monotonic()  # the computations behind the pages wait for the visitors (_recompute_loop)
     _leave_pages_directory_mode()
     scope(title)
     st.title(title)
@@ -597,7 +599,8 @@ def _revision(digest: str, lecture_mode: bool, width: float | None) -> str:
 def _margins_store() -> SharedStore:
     global _MARGINS
     if _MARGINS is None:
-        _MARGINS = SharedStore(maxsize=4 * SPEC_STORE_SIZE, ttl_s=3600.0)
+        # kept on disk too: a restarted server's first visitors get their charts drawn once
+        _MARGINS = SharedStore(maxsize=4 * SPEC_STORE_SIZE, ttl_s=3600.0, on_disk="chart margins")
     return _MARGINS
 
 
@@ -679,7 +682,9 @@ def _harvest_margins(state) -> int:
         got = _reported(v, sent)
         if got is not None:
             rev, drawn, needed = got
-            _margins_store()[rev] = tuple(round(x, 2) for x in (needed or drawn))
+            margins = tuple(round(x, 2) for x in (needed or drawn))
+            if _margins_store().get(rev) != margins:  # a browser reports its charts on every run
+                _margins_store()[rev] = margins
             kept += 1
     return kept
 
@@ -1010,10 +1015,11 @@ def _start_background(target: Callable, name: str, ctx=None) -> threading.Thread
 
 RECOMPUTE_PER_FUNCTION = 8  # results of one function computed again in the background, per server process
 RECOMPUTE_NICE = 10  # the thread's niceness (Linux): a visitor's own runs come first
-RECOMPUTE_DELAY_S = 2.5  # the worker starts this long after the first hit: the visitor's browser draws the page first
+RECOMPUTE_DELAY_S = 2.5  # each call waits until no page has started for this long: the visitors' browsers draw first
 
 _RECOMPUTE_QUEUE: "queue.SimpleQueue" = queue.SimpleQueue()
 _RECOMPUTE_COUNTS: dict = {}
+_LAST_PAGE_RUN = float("-inf")  # time.monotonic() when a page last started a run (:func:`page`)
 _recompute_worker: threading.Thread | None = None  # running while the queue has calls
 
 
@@ -1023,9 +1029,10 @@ def _compute_again(func: Callable, args: tuple, kwargs: dict) -> bool:
     traced none of its JAX programs, and a page's own stores (the longest run of Hierarchical models, which
     a new number of iterations continues) are empty; without this, the first slider change pays for both
     (7 s on Hierarchical models). One thread, one call at a time, at a lower priority than the visitors'
-    runs, starting ``RECOMPUTE_DELAY_S`` after the first hit (the visitor's browser is still drawing); at
-    most ``RECOMPUTE_PER_FUNCTION`` calls of one function per process (the default view's methods, not every
-    value a slider visited). Best effort: an error is ignored. Returns True if the call was queued."""
+    runs, each call when no page has started a run for ``RECOMPUTE_DELAY_S`` (a visitor's browser is still
+    drawing, and a class that opens the page at once comes first); at most ``RECOMPUTE_PER_FUNCTION`` calls
+    of one function per process (the default view's methods, not every value a slider visited). Best
+    effort: an error is ignored. Returns True if the call was queued."""
     global _recompute_worker
     ident = (func.__code__.co_filename, func.__qualname__)  # a disk hit is always a plain function's
     with _PREFETCH_LOCK:
@@ -1040,14 +1047,14 @@ def _compute_again(func: Callable, args: tuple, kwargs: dict) -> bool:
 
 
 def _recompute_loop() -> None:
-    """The worker of :func:`_compute_again`: waits ``RECOMPUTE_DELAY_S``, then runs the queued calls one by
-    one at niceness ``RECOMPUTE_NICE``; ends when the queue has stayed empty for a second."""
+    """The worker of :func:`_compute_again`: runs the queued calls one by one at niceness
+    ``RECOMPUTE_NICE``, each when no page has started a run (:func:`page`) for ``RECOMPUTE_DELAY_S``; ends
+    when the queue has stayed empty for a second."""
     global _recompute_worker
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), RECOMPUTE_NICE)
     except (AttributeError, OSError):  # not Linux, or not allowed: normal priority
         pass
-    time.sleep(RECOMPUTE_DELAY_S)
     while True:
         try:
             func, args, kwargs, ctx = _RECOMPUTE_QUEUE.get(timeout=1.0)
@@ -1057,6 +1064,8 @@ def _recompute_loop() -> None:
                     _recompute_worker = None
                     return
             continue
+        while (wait := _LAST_PAGE_RUN + RECOMPUTE_DELAY_S - time.monotonic()) > 0:
+            time.sleep(wait)
         _attach(threading.current_thread(), ctx)  # a cached function it calls finds the session
         try:
             func(*args, **kwargs)
@@ -1070,12 +1079,20 @@ class SharedStore:
     recently used entry goes first. Thread-safe (each session runs in its own thread).
 
     For results a page wants every visitor to reuse (finished training runs); a plain dict there
-    would grow with every run of every student."""
+    would grow with every run of every student.
 
-    def __init__(self, maxsize: int = 32, ttl_s: float = 3600.0):
+    ``on_disk`` (a name) also keeps every entry whose key is a plain setting in the results store on
+    disk (:mod:`vilab_ui.result_cache`, which bounds it), and looks there when memory has nothing: a
+    restarted server, or another replica of a lecture hall, continues from the runs of the one before.
+    ``source`` is the file that fills the store (a page's ``__file__``): a change in it is a new key, as
+    for a cached function."""
+
+    def __init__(self, maxsize: int = 32, ttl_s: float = 3600.0, on_disk: str | None = None,
+                 source: str | None = None):
         if int(maxsize) < 1 or not ttl_s > 0:
             raise ValueError("A shared store needs maxsize >= 1 and a positive time to live.")
         self.maxsize, self.ttl_s = int(maxsize), float(ttl_s)
+        self.on_disk, self.source = on_disk, source
         self._items: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
@@ -1086,20 +1103,30 @@ class SharedStore:
                 break
             self._items.popitem(last=False)
 
-    def __setitem__(self, key, value) -> None:
+    def _remember(self, key, value) -> None:
         with self._lock:
             self._items.pop(key, None)
             self._items[key] = (time.monotonic(), value)
             while len(self._items) > self.maxsize:
                 self._items.popitem(last=False)
 
+    def __setitem__(self, key, value) -> None:
+        self._remember(key, value)
+        if self.on_disk:
+            result_cache.save(self.on_disk, key, value, self.source)
+
     def get(self, key, default=None):
         with self._lock:
             self._expire(time.monotonic())
-            if key not in self._items:
-                return default
-            self._items.move_to_end(key)
-            return self._items[key][1]
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key][1]
+        if self.on_disk:
+            found = result_cache.load(self.on_disk, key, self.source, default=_MISSING)
+            if found is not _MISSING:
+                self._remember(key, found)
+                return found
+        return default
 
     def __getitem__(self, key):
         out = self.get(key, _MISSING)
@@ -1111,8 +1138,11 @@ class SharedStore:
         return self.get(key, _MISSING) is not _MISSING
 
     def pop(self, key, default=None):
+        """Remove ``key`` (from disk too) and return its value as memory had it, else ``default``."""
         with self._lock:
             item = self._items.pop(key, None)
+        if self.on_disk:
+            result_cache.forget(self.on_disk, key, self.source)
         return default if item is None else item[1]
 
     def __len__(self) -> int:

@@ -24,6 +24,11 @@ A result served from disk leaves nothing in the process: no JAX program traced, 
 :func:`vilab_ui.cache_data` therefore computes it again behind the page, in a background thread (``on_hit``
 of :func:`keep`), so that the next slider change is as fast as on a server that computed the page itself.
 
+A page's shared store of runs (:class:`vilab_ui.SharedStore` with ``on_disk``: Hierarchical models' longest
+run of each method, which a new maximum of iterations continues; Online learning's live runs; the Table 7 and 8
+runs) keeps its entries here too (:func:`save`, :func:`load`, :func:`forget`), under the same rules: a key
+that is a plain setting, the code version and the page's file in the disk key.
+
 The folder is ``$VILAB_RESULT_CACHE`` when set (``off`` switches it off), else
 ``$XDG_CACHE_HOME/vilab/results``, else ``~/.cache/vilab/results``; created on first use (mode 0700),
 bounded to :data:`MAX_BYTES` (least recently used results are evicted first). It is a `diskcache
@@ -52,8 +57,8 @@ import numpy as np
 
 from vilab.compile_cache import OFF, user_cache_root
 
-__all__ = ["ENV", "MAX_BYTES", "cache_dir", "code_version", "keep", "key_for", "open_for_server", "reset", "stats",
-           "store"]
+__all__ = ["ENV", "MAX_BYTES", "cache_dir", "code_version", "entry_key", "forget", "keep", "key_for", "load",
+           "open_for_server", "reset", "save", "stats", "store"]
 
 ENV = "VILAB_RESULT_CACHE"
 MAX_BYTES = 256 * 1024**2
@@ -183,18 +188,25 @@ def _file_digest(path: str, mtime_ns: int, size: int) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _source_digest(func: Callable) -> str:
-    """The hash of the file that defines ``func`` (a page: the function and every helper it calls there),
-    or of its source text when the file cannot be read."""
-    path = func.__code__.co_filename
+def _path_digest(path: str) -> str | None:
+    """The hash of the file at ``path``; None when it cannot be read."""
     try:
         st = os.stat(path)
         return _file_digest(path, st.st_mtime_ns, st.st_size)
     except OSError:
-        try:
-            return hashlib.sha256(inspect.getsource(func).encode()).hexdigest()
-        except (OSError, TypeError):
-            return hashlib.sha256(func.__code__.co_code).hexdigest()
+        return None
+
+
+def _source_digest(func: Callable) -> str:
+    """The hash of the file that defines ``func`` (a page: the function and every helper it calls there),
+    or of its source text when the file cannot be read."""
+    digest = _path_digest(func.__code__.co_filename)
+    if digest is not None:
+        return digest
+    try:
+        return hashlib.sha256(inspect.getsource(func).encode()).hexdigest()
+    except (OSError, TypeError):
+        return hashlib.sha256(func.__code__.co_code).hexdigest()
 
 
 _PLAIN = (type(None), bool, int, float, complex, str)
@@ -235,11 +247,25 @@ def key_for(func: Callable, args: tuple, kwargs: dict) -> str | None:
         if not _plain(value):
             return None
         items.append((name, value))
-    text = repr(items)
+    return _digest(repr(items), _source_digest(func), func.__module__, func.__qualname__)
+
+
+def _digest(text: str, *names: str) -> str | None:
+    """The disk key of a call or an entry: ``text`` (its settings), the code version and ``names``; None when
+    ``text`` is too long to be a setting."""
     if len(text) > KEY_MAX_CHARS:
         return None
-    material = "\0".join((code_version(), _source_digest(func), func.__module__, func.__qualname__, text))
-    return hashlib.sha256(material.encode()).hexdigest()
+    return hashlib.sha256("\0".join((code_version(), *names, text)).encode()).hexdigest()
+
+
+def entry_key(name: str, key, source: str | None = None) -> str | None:
+    """The disk key of entry ``key`` of the store called ``name`` (:class:`vilab_ui.SharedStore` with
+    ``on_disk``), filled by the code in the file ``source`` (its hash is in the key, as a page's file is
+    in a call's); None when ``key`` is not a plain setting."""
+    if not _plain(key):
+        return None
+    digest = "" if source is None else (_path_digest(source) or source)
+    return _digest(repr(key), digest, "store", name)
 
 
 def keep(func: Callable, on_hit: Callable | None = None) -> Callable:
@@ -257,25 +283,72 @@ def keep(func: Callable, on_hit: Callable | None = None) -> Callable:
             if cache is not None:
                 _stats["not_kept"] += 1
             return func(*args, **kwargs)
-        try:
-            found = cache.get(key, default=_MISSING)
-        except Exception as exc:  # noqa: BLE001 - a damaged entry or folder: compute
-            _report("a result could not be read", exc)
-            found = _MISSING
+        found = _read(cache, key)
         if found is not _MISSING:
-            _stats["hits"] += 1
             if on_hit is not None:
                 on_hit(func, args, kwargs)
             return found
         value = func(*args, **kwargs)
-        _stats["misses"] += 1
-        try:
-            cache.set(key, value)
-        except Exception as exc:  # noqa: BLE001 - unpicklable or a full disk: the page has its value
-            _report("a result could not be written", exc)
+        _write(cache, key, value)
         return value
 
     return kept
+
+
+def _read(cache, key: str):
+    """The value under ``key`` (a hit counted), or ``_MISSING``."""
+    try:
+        found = cache.get(key, default=_MISSING)
+    except Exception as exc:  # noqa: BLE001 - a damaged entry or folder: compute
+        _report("a result could not be read", exc)
+        return _MISSING
+    if found is not _MISSING:
+        _stats["hits"] += 1
+    return found
+
+
+def _write(cache, key: str, value) -> bool:
+    _stats["misses"] += 1
+    try:
+        cache.set(key, value)
+        return True
+    except Exception as exc:  # noqa: BLE001 - unpicklable or a full disk: the page has its value
+        _report("a result could not be written", exc)
+        return False
+
+
+def load(name: str, key, source: str | None = None, default=None):
+    """Entry ``key`` of the store ``name`` as kept on disk (:func:`entry_key`), or ``default`` (the store off,
+    the key not a setting, nothing kept)."""
+    cache = store()
+    disk_key = entry_key(name, key, source) if cache is not None else None
+    if disk_key is None:
+        return default
+    found = _read(cache, disk_key)
+    return default if found is _MISSING else found
+
+
+def save(name: str, key, value, source: str | None = None) -> bool:
+    """Keep ``value`` on disk as entry ``key`` of the store ``name``; False when it is not kept (the store
+    off, the key not a plain setting, the value not picklable)."""
+    cache = store()
+    disk_key = entry_key(name, key, source) if cache is not None else None
+    if disk_key is None:
+        if cache is not None:
+            _stats["not_kept"] += 1
+        return False
+    return _write(cache, disk_key, value)
+
+
+def forget(name: str, key, source: str | None = None) -> None:
+    """Remove entry ``key`` of the store ``name`` from disk, if kept."""
+    cache = store()
+    disk_key = entry_key(name, key, source) if cache is not None else None
+    if disk_key is not None:
+        try:
+            cache.delete(disk_key)
+        except Exception as exc:  # noqa: BLE001
+            _report("a result could not be removed", exc)
 
 
 _MISSING = object()
