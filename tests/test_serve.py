@@ -92,3 +92,18 @@ def test_the_server_answers_and_says_when_the_pages_libraries_are_imported(tmp_p
     finally:
         proc.terminate()
         proc.wait(15)
+
+
+def test_warm_first_run_does_the_first_visitors_once_per_process_work():
+    """In a fresh interpreter: after warm_first_run, the modules a first page run imported lazily are
+    imported, Streamlit's check for a script not started by `streamlit run` (inspect.stack(), 0.2 s) is
+    marked done, and the export menu's search for Chromium is remembered; nothing fails."""
+    code = ("import sys; from vilab_ui import serve\n"
+            "failed = serve.warm_first_run()\n"
+            "from streamlit import delta_generator\n"
+            "from vilab_ui import export\n"
+            "print(failed, all(m in sys.modules for m in ('plotly.offline', 'streamlit.emojis', 'vilab_ui.export')),"
+            " delta_generator._use_warning_has_been_displayed, bool(export._AVAILABLE))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                         check=True).stdout.strip().splitlines()
+    assert out[-1] == "[] True True True"

@@ -9,6 +9,9 @@ steps, before the server accepts its first visitor:
   Plotly, Streamlit's elements, vilab and its plots, the app's own package...), and JAX's CPU backend is
   started. A plain ``streamlit run`` does this in its first visitor's run: on two cores, 1-2 s of the
   first page load after a restart, before any computation;
+* what the first visitor's run would otherwise do once per process is done (:func:`warm_first_run`: the
+  modules the pages import inside functions, the export menu's search for Chromium, a check of Streamlit's
+  that reads the source of every frame on the stack);
 * the store of the pages' results on disk is opened (:mod:`vilab_ui.result_cache`; the log says where).
 
 The server starts about 2 s later (the imports come first, not beside the server's own start-up: two
@@ -28,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-__all__ = ["page_modules", "preload", "main"]
+__all__ = ["page_modules", "preload", "main", "warm_first_run"]
 
 
 def page_modules(app: str | Path | None = None) -> list[str]:
@@ -81,6 +84,50 @@ def preload(modules: list[str]) -> list[str]:
     return failed
 
 
+def warm_first_run() -> list[str]:
+    """Do before the server starts what a restarted server's first page run does once per process (found
+    with py-spy in that run; server CPU in a restarted server's first load 0.66-0.84 -> 0.38-0.50 s):
+
+    * import the modules the pages and Plotly import inside functions (kaleido, Plotly's offline and colour
+      modules, Streamlit's emoji table, the export menu, the MLIR modules JAX imports at its first lowering);
+    * look for the Chromium that draws PNG / SVG / GIF exports (the answer is kept five minutes);
+    * mark as done the check by which Streamlit's first element warns a script not started by ``streamlit
+      run``: it calls ``inspect.stack()``, which reads the source of every frame (0.2 s), and this process
+      is ``streamlit run``.
+
+    Best effort: a step that fails is skipped (the first run does it, as before), and its name returned."""
+    def plotly_figure():
+        import plotly.graph_objects as go
+
+        go.Figure(go.Scatter(x=[0, 1], y=[0, 1])).to_dict()
+
+    def streamlit_once():
+        from streamlit import delta_generator, string_util
+
+        string_util.extract_leading_emoji("vilab σ")  # a text that is not ASCII: the emoji table and its pattern
+        if hasattr(delta_generator, "_use_warning_has_been_displayed"):
+            delta_generator._use_warning_has_been_displayed = True
+
+    def export_menu():
+        from vilab_ui import export
+
+        export.render_available()
+
+    def jax_lowering():
+        import jax
+        import jax.numpy as jnp
+
+        jax.jit(lambda x: x * 2.0)(jnp.eye(2) + jnp.zeros((2, 2))).block_until_ready()
+
+    failed = []
+    for step in (plotly_figure, streamlit_once, export_menu, jax_lowering):
+        try:
+            step()
+        except Exception:  # noqa: BLE001 - the first run does it then, as it always has
+            failed.append(step.__name__)
+    return failed
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m vilab_ui.serve run app.py [options]``: the cache switched on and :func:`preload` of app.py's and
     its pages' modules, then Streamlit's command line with the same arguments."""
@@ -91,9 +138,10 @@ def main(argv: list[str] | None = None) -> int:
 
         t0 = time.perf_counter()
         enable_for_server(lambda text: print(text, flush=True))
-        failed = preload(page_modules(app))
+        failed, skipped = preload(page_modules(app)), warm_first_run()
         print(f"vilab: the pages' libraries are imported ({time.perf_counter() - t0:.1f} s)"
-              + (f"; not importable: {', '.join(failed)}" if failed else ""), flush=True)
+              + (f"; not importable: {', '.join(failed)}" if failed else "")
+              + (f"; steps of the first run not done before it: {', '.join(skipped)}" if skipped else ""), flush=True)
         from vilab_ui import result_cache
 
         print(result_cache.open_for_server(), flush=True)
