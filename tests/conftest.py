@@ -7,6 +7,7 @@ import pytest
 # The pages' results are not kept on disk in tests (vilab_ui/result_cache.py): a test that replaces a function
 # would be served the real function's results. Tests of the store switch it on for themselves.
 os.environ["VILAB_RESULT_CACHE"] = "off"
+os.environ["VILAB_DATA_CACHE"] = "off"  # decoded data sets (vilab.cnn.data): tests of the folder switch it on
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:

