@@ -36,11 +36,13 @@ def test_percentile_and_table(bench):
     assert bench.pct([1.0, 2.0, 3.0, 4.0, 5.0], 50) == 3.0
     assert abs(bench.pct(list(range(1, 21)), 95) - 19.05) < 1e-9
     rows = [{"page": "Hierarchical_models", "control": "slider:iters", "times": [0.5, 0.7, 0.9], "server_cpu_s": [0.1],
-             "cold_empty_s": 30.0, "cold_filled_s": 10.0, "warm_load_s": 2.5, "returning_load_s": 2.2, "switch_s": 1.9},
+             "cold_empty_s": 30.0, "cold_filled_s": 10.0, "served_load_s": 2.4, "warm_load_s": 2.5,
+             "returning_load_s": 2.2, "switch_s": 1.9},
             {"page": "Home", "control": "toggle:lecture", "times": [], "error": "no slider on the page"}]
     md = bench.table(rows).splitlines()
     assert md[0].startswith("| page |") and len(md) == 4
-    assert "| Hierarchical models | slider:iters | 0.70 | 0.88 | 1 | 0.100 | 30.0 | 10.0 | 2.50 | 2.20 | 1.90 |" == md[2]
+    assert "| Hierarchical models | slider:iters | 0.70 | 0.88 | 1 | 0.100 | 30.0 | 10.0 | 2.40 | 2.50 | 2.20 | 1.90 |" \
+        == md[2]
     assert "no slider on the page" in md[3] and "| 0.5 |" in md[3]
 
 
@@ -79,3 +81,22 @@ def test_settle_waits_until_the_page_has_been_idle(bench):
     bench.settle(page, Runs(), 0.5, 10.0)
     assert time.perf_counter() - Runs.finished[-1] >= 0.5  # idle for the settle time after the last run
     assert page.running < 0  # and it looked until the status widget was gone
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="Linux /proc")
+def test_idle_waits_for_a_quiet_server(bench):
+    """A process that computes nothing is idle at once; a busy one is not within a short timeout."""
+    import subprocess
+    import sys
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        assert bench.idle(sleeper.pid, window_s=0.2, timeout_s=10.0)
+        assert not bench.idle(busy.pid, window_s=0.2, timeout_s=0.5)
+        assert not bench.idle(None, window_s=0.1, timeout_s=0.2)
+    finally:
+        sleeper.kill()
+        busy.kill()
+        sleeper.wait()
+        busy.wait()
