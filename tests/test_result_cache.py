@@ -402,3 +402,27 @@ def test_chart_margins_are_kept_for_a_restarted_server(store, monkeypatch):
     rc.reset()
     monkeypatch.setattr(ui, "_MARGINS", None)  # a new process: an empty store in memory
     assert ui._margins_store().get("vilab:abc:0:0") == (80.0, 20.0, 60.0, 70.0)
+
+
+def test_the_computation_behind_the_page_waits_while_the_server_serves(store, monkeypatch):
+    """... and until the server's event loop (the main thread: a new visitor's page files) is quiet."""
+    import time
+
+    import vilab_ui as ui
+
+    if ui._main_thread_cpu() is None:
+        pytest.skip("per-thread CPU time needs Linux /proc")
+    monkeypatch.setattr(ui, "_RECOMPUTE_COUNTS", {})
+    monkeypatch.setattr(ui, "RECOMPUTE_DELAY_S", 0.0)
+    monkeypatch.setattr(ui, "_LAST_PAGE_RUN", float("-inf"))
+    f = ui.cache_data()(stamped)
+    f.clear()
+    f(2)
+    f.clear()  # a restarted server
+    assert f(2) == 2 and len(CALLS) == 1
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:  # the main thread busy, as serving a visitor's files
+        pass
+    busy_until = time.monotonic()
+    assert _wait_for(lambda: len(CALLS) == 2 and ui._recompute_worker is None)
+    assert CALLS[1][1] >= busy_until

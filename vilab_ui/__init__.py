@@ -21,6 +21,7 @@ import time
 import types
 from collections import OrderedDict
 from contextlib import contextmanager, nullcontext
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -1016,6 +1017,8 @@ def _start_background(target: Callable, name: str, ctx=None) -> threading.Thread
 RECOMPUTE_PER_FUNCTION = 8  # results of one function computed again in the background, per server process
 RECOMPUTE_NICE = 10  # the thread's niceness (Linux): a visitor's own runs come first
 RECOMPUTE_DELAY_S = 2.5  # each call waits until no page has started for this long: the visitors' browsers draw first
+RECOMPUTE_BUSY_SHARE = 0.05  # ... and until the server's event loop used less than this share of a core ...
+RECOMPUTE_BUSY_WINDOW_S = 0.3  # ... over this long (it serves a new visitor's page files before the page runs)
 
 _RECOMPUTE_QUEUE: "queue.SimpleQueue" = queue.SimpleQueue()
 _RECOMPUTE_COUNTS: dict = {}
@@ -1029,8 +1032,9 @@ def _compute_again(func: Callable, args: tuple, kwargs: dict) -> bool:
     traced none of its JAX programs, and a page's own stores (the longest run of Hierarchical models, which
     a new number of iterations continues) are empty; without this, the first slider change pays for both
     (7 s on Hierarchical models). One thread, one call at a time, at a lower priority than the visitors'
-    runs, each call when no page has started a run for ``RECOMPUTE_DELAY_S`` (a visitor's browser is still
-    drawing, and a class that opens the page at once comes first); at most ``RECOMPUTE_PER_FUNCTION`` calls
+    runs, each call when no page has started a run for ``RECOMPUTE_DELAY_S`` and the event loop is not
+    serving a visitor's page files (a visitor's browser is still drawing, and a class that opens the page at
+    once comes first); at most ``RECOMPUTE_PER_FUNCTION`` calls
     of one function per process (the default view's methods, not every value a slider visited). Best
     effort: an error is ignored. Returns True if the call was queued."""
     global _recompute_worker
@@ -1048,8 +1052,9 @@ def _compute_again(func: Callable, args: tuple, kwargs: dict) -> bool:
 
 def _recompute_loop() -> None:
     """The worker of :func:`_compute_again`: runs the queued calls one by one at niceness
-    ``RECOMPUTE_NICE``, each when no page has started a run (:func:`page`) for ``RECOMPUTE_DELAY_S``; ends
-    when the queue has stayed empty for a second."""
+    ``RECOMPUTE_NICE``, each when no page has started a run (:func:`page`) for ``RECOMPUTE_DELAY_S`` and the
+    server's event loop is not serving a visitor (:func:`_server_busy`); ends when the queue has stayed empty
+    for a second."""
     global _recompute_worker
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), RECOMPUTE_NICE)
@@ -1064,13 +1069,36 @@ def _recompute_loop() -> None:
                     _recompute_worker = None
                     return
             continue
-        while (wait := _LAST_PAGE_RUN + RECOMPUTE_DELAY_S - time.monotonic()) > 0:
-            time.sleep(wait)
+        while True:
+            while (wait := _LAST_PAGE_RUN + RECOMPUTE_DELAY_S - time.monotonic()) > 0:
+                time.sleep(wait)
+            if not _server_busy():
+                break
         _attach(threading.current_thread(), ctx)  # a cached function it calls finds the session
         try:
             func(*args, **kwargs)
         except Exception:  # noqa: BLE001 - best effort: the result on disk stands
             pass
+
+
+def _main_thread_cpu() -> float | None:
+    """CPU seconds the main thread (Streamlit's event loop: page files, websockets) has used; None off Linux."""
+    try:
+        stat = Path(f"/proc/self/task/{threading.main_thread().native_id}/stat").read_text()
+        fields = stat.rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError, AttributeError):
+        return None
+
+
+def _server_busy() -> bool:
+    """Whether the server's event loop used more than ``RECOMPUTE_BUSY_SHARE`` of a core over the next
+    ``RECOMPUTE_BUSY_WINDOW_S``: a new visitor's browser fetches Streamlit's page files (0.4 s of the loop's
+    time on two cores) before its page starts a run. False where it cannot be measured."""
+    c0 = _main_thread_cpu()
+    time.sleep(RECOMPUTE_BUSY_WINDOW_S)
+    c1 = _main_thread_cpu()
+    return c0 is not None and c1 is not None and c1 - c0 > RECOMPUTE_BUSY_SHARE * RECOMPUTE_BUSY_WINDOW_S
 
 
 class SharedStore:
