@@ -34,7 +34,8 @@ import os
 import threading
 from pathlib import Path
 
-__all__ = ["cache_dir", "enable_for_server", "enable_persistent_cache", "enabled_dir", "trim", "user_cache_root"]
+__all__ = ["cache_dir", "enable_for_server", "enable_persistent_cache", "enabled_dir", "trim", "user_cache_folder",
+           "user_cache_root"]
 
 ENV = "VILAB_JAX_CACHE"
 OFF = ("0", "off", "false", "no", "none")
@@ -50,6 +51,16 @@ def user_cache_root() -> Path:
     (compiled programs go to its ``jax`` folder, the pages' results to ``results``, vilab_ui/result_cache.py)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).expanduser() / "vilab"
+
+
+def user_cache_folder(env: str, name: str) -> Path | None:
+    """A folder of vilab's that a variable can move or switch off: ``$env`` when set (one of :data:`OFF`:
+    None), else ``user_cache_root() / name`` (the pages' results, vilab_ui/result_cache.py; decoded data
+    sets, vilab.cnn.data)."""
+    value = os.environ.get(env, "").strip()
+    if value.lower() in OFF:
+        return None
+    return Path(value).expanduser() if value else user_cache_root() / name
 
 
 def cache_dir() -> Path:

@@ -55,7 +55,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from vilab.compile_cache import OFF, user_cache_root
+from vilab.compile_cache import user_cache_folder
 
 __all__ = ["ENV", "MAX_BYTES", "cache_dir", "code_version", "entry_key", "forget", "keep", "key_for", "load",
            "open_for_server", "reset", "save", "stats", "store"]
@@ -77,10 +77,7 @@ _reported: set[str] = set()
 
 def cache_dir() -> Path | None:
     """Where the results live: ``$VILAB_RESULT_CACHE``, else ``<user cache>/vilab/results``; None when off."""
-    value = os.environ.get(ENV, "").strip()
-    if value.lower() in OFF:
-        return None
-    return Path(value).expanduser() if value else user_cache_root() / "results"
+    return user_cache_folder(ENV, "results")
 
 
 def _report(what: str, exc: BaseException) -> None:
@@ -317,11 +314,17 @@ def _write(cache, key: str, value) -> bool:
         return False
 
 
+def _entry(name: str, key, source: str | None):
+    """(the store, the disk key of entry ``key`` of the store ``name``); the key is None when the store is off
+    or ``key`` is not a setting."""
+    cache = store()
+    return cache, (entry_key(name, key, source) if cache is not None else None)
+
+
 def load(name: str, key, source: str | None = None, default=None):
     """Entry ``key`` of the store ``name`` as kept on disk (:func:`entry_key`), or ``default`` (the store off,
     the key not a setting, nothing kept)."""
-    cache = store()
-    disk_key = entry_key(name, key, source) if cache is not None else None
+    cache, disk_key = _entry(name, key, source)
     if disk_key is None:
         return default
     found = _read(cache, disk_key)
@@ -331,8 +334,7 @@ def load(name: str, key, source: str | None = None, default=None):
 def save(name: str, key, value, source: str | None = None) -> bool:
     """Keep ``value`` on disk as entry ``key`` of the store ``name``; False when it is not kept (the store
     off, the key not a plain setting, the value not picklable)."""
-    cache = store()
-    disk_key = entry_key(name, key, source) if cache is not None else None
+    cache, disk_key = _entry(name, key, source)
     if disk_key is None:
         if cache is not None:
             _stats["not_kept"] += 1
@@ -342,8 +344,7 @@ def save(name: str, key, value, source: str | None = None) -> bool:
 
 def forget(name: str, key, source: str | None = None) -> None:
     """Remove entry ``key`` of the store ``name`` from disk, if kept."""
-    cache = store()
-    disk_key = entry_key(name, key, source) if cache is not None else None
+    cache, disk_key = _entry(name, key, source)
     if disk_key is not None:
         try:
             cache.delete(disk_key)

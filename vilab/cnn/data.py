@@ -193,13 +193,10 @@ DATA_CACHE_ENV = "VILAB_DATA_CACHE"  # a folder, or "off"; default <user cache>/
 
 def data_cache_dir() -> Path | None:
     """Where decoded data sets are kept (:func:`load_mnist`): ``$VILAB_DATA_CACHE`` (``off`` switches it off),
-    else ``<user cache>/vilab/data`` (vilab.compile_cache.user_cache_root); None when off."""
-    from vilab.compile_cache import OFF, user_cache_root
+    else ``<user cache>/vilab/data`` (vilab.compile_cache.user_cache_folder); None when off."""
+    from vilab.compile_cache import user_cache_folder
 
-    value = os.environ.get(DATA_CACHE_ENV, "").strip()
-    if value.lower() in OFF:
-        return None
-    return Path(value).expanduser() if value else user_cache_root() / "data"
+    return user_cache_folder(DATA_CACHE_ENV, "data")
 
 
 @lru_cache(maxsize=1)
