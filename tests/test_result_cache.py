@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.app.charts import charts
 from vilab_ui import result_cache as rc
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -315,7 +316,7 @@ def test_a_page_run_after_a_restart_is_served_from_disk(store):
     rc.reset()
     second = run()
     assert rc.stats()["misses"] == 0 and rc.stats()["hits"] >= written
-    assert [c.proto.spec for c in first.get("plotly_chart")] == [c.proto.spec for c in second.get("plotly_chart")]
+    assert [c.spec for c in charts(first)] == [c.spec for c in charts(second)]
 
 
 def test_the_launcher_opens_the_store(tmp_path):

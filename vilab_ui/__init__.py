@@ -425,10 +425,72 @@ def show(fig, key: str | None = None, main: bool = False, download: bool | None 
     if download is None:
         download = main or animated
     with st.container(key=MAIN_FIGURE) if main else nullcontext():
-        out = st.plotly_chart(_Sent(spec), key=key, **kw)
+        chart = _chart_element()
+        if chart is None:
+            out = st.plotly_chart(_Sent(spec), key=key, **kw)
+        else:
+            out = _draw_chart(chart, spec, key or ("vilab_chart_main" if main else None), **kw)
         if download:
             _export_menu(spec, key, animated)
     return out
+
+
+CHART_COMPONENT = "vilab.chart"  # vilab/plots/browser/chart.js, declared in pyproject.toml
+_CHART: Any = None  # the chart element's mount function; False when Streamlit has no assets for it
+
+
+def _chart_element():
+    """The chart element that draws with plotly.js's cartesian bundle (a third of Streamlit's full Plotly bundle,
+    which a first visit spends 0.7 s loading), or None where Streamlit cannot serve its files (an install
+    without vilab's pyproject.toml): st.plotly_chart then draws."""
+    global _CHART
+    if os.environ.get("VILAB_CHART") == "plotly":  # Streamlit's own Plotly chart (for comparisons)
+        return None
+    if _CHART is None:
+        try:
+            from streamlit.components.v2.get_bidi_component_manager import get_bidi_component_manager
+
+            manager = get_bidi_component_manager()
+            if manager.get_component_asset_root(CHART_COMPONENT) is None:
+                manager.discover_and_register_components()
+            ok = manager.get_component_asset_root(CHART_COMPONENT) is not None
+        except Exception:  # noqa: BLE001 - an older Streamlit, or no manifest
+            ok = False
+        _CHART = st.components.v2.component(CHART_COMPONENT, js="chart.js", isolate_styles=False) if ok else False
+    return _CHART or None
+
+
+def _draw_chart(chart, spec: dict, key: str | None, *, on_select=None, selection_mode=None, height=None,
+                config=None, theme=None, width="stretch"):
+    """Mount vilab's chart element with ``spec``; the arguments are st.plotly_chart's that vilab uses.
+
+    The figure goes as JSON bytes (``{"figure", "config", "select", "fit"}``): ``fit`` draws it at the width of its
+    place on the page, and follows that width; ``select`` sends a click on a point back as the chart's state
+    ``{"selection": {"points": [{"x", "y", ...}]}}``, as st.plotly_chart's ``on_select`` does, calling ``on_select``
+    when it is a function. A chart without a key is keyed by its figure (one more figure the same on the page gets
+    the next free key)."""
+    import orjson
+
+    layout = spec["layout"]
+    fit = not (isinstance(width, (int, float)) and not isinstance(width, bool))
+    if height is not None or not fit:
+        layout = {**layout, **({} if height is None else {"height": height}), **({} if fit else {"width": width})}
+    payload = orjson.dumps({"figure": {**spec, "layout": layout}, "config": config or {}, "select": on_select is not None,
+                            "fit": fit}, option=orjson.OPT_SERIALIZE_NUMPY)
+    callbacks = {}
+    if on_select is not None:
+        callbacks["on_selection_change"] = on_select if callable(on_select) else (lambda: None)
+    if key is not None:
+        return chart(key=key, data=payload, **callbacks)
+    from streamlit.errors import StreamlitDuplicateElementKey
+
+    base = "vilab_chart_" + hashlib.blake2b(payload, digest_size=8).hexdigest()
+    for n in range(1, 1000):
+        try:
+            return chart(key=base if n == 1 else f"{base}_{n}", data=payload, **callbacks)
+        except StreamlitDuplicateElementKey:
+            continue
+    raise ValueError("A page drew the same figure a thousand times.")
 
 
 class Recipe:
@@ -1196,6 +1258,8 @@ _BASE_CSS = """
     max-height: none !important; }
 h1 { padding-top: 0.25rem; padding-bottom: 0.25rem; }
 [data-testid="stPlotlyChart"] { margin-bottom: 0; }
+.vilab-chart { width: 100%; }
+.vilab-chart:fullscreen { background: #fff; }
 .st-key-vilab_chart_widths { display: none; }
 """
 

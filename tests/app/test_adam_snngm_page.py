@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app.charts import charts
 from vilab import plots
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "30_Adam_vs_SNNGM.py")
@@ -31,7 +32,7 @@ def _text(at):
 
 
 def _fig(at, i):
-    return json.loads(at.get("plotly_chart")[i].proto.spec)
+    return json.loads(charts(at)[i].spec)
 
 
 def _values(v):
@@ -50,7 +51,7 @@ def test_default_view_shows_fig3_with_divergence():
     assert any("negative sigma^2" in str(w.value) for w in at.warning)
     # three panels (Adam, natural-gradient Adam, SNNGM) on a log sigma^2 axis zoomed to the paths, each
     # optimizer in its look: Adam warm dashed (Euclidean), SNNGM blue solid (natural)
-    assert len(at.get("plotly_chart")) == 3
+    assert len(charts(at)) == 3
     panels = [_fig(at, i) for i in range(3)]
     for fig in panels:
         assert fig["layout"]["yaxis"]["type"] == "log"
@@ -110,7 +111,7 @@ def test_2d_view_extreme_alphas_and_sweep():
     at.radio(key="est").set_value("first").run()
     at.slider(key="nit").set_value(50).run()
     assert not at.exception, at.exception
-    n_charts = len(at.get("plotly_chart"))
+    n_charts = len(charts(at))
     # the mean paths lie over grey contours of the exact posterior, each optimizer in its look
     fig = _fig(at, 0)
     contour = [d for d in fig["data"] if d["type"] == "contour"]
@@ -120,7 +121,7 @@ def test_2d_view_extreme_alphas_and_sweep():
     assert snngm["line"]["color"] == plots.color("snngm") and snngm["line"]["dash"] == "solid"
     at.button(key="sweep_btn").click().run()
     assert not at.exception, at.exception
-    assert len(at.get("plotly_chart")) == n_charts + 1
+    assert len(charts(at)) == n_charts + 1
     at.slider(key="nit").set_value(100).run()
     assert any("settings changed" in str(i.value) for i in at.info)
 
@@ -140,7 +141,7 @@ def test_real_data_table8_and_notes():
     df = at.dataframe[0].value
     assert list(df.columns) == ["optimizer", "diagonal"]
     assert list(df["optimizer"]) == ["SNNGM 1", "SNNGM 2", "VOGN"]
-    assert len(at.get("plotly_chart")) == 1  # ELBO per epoch, diagonal covariance
+    assert len(charts(at)) == 1  # ELBO per epoch, diagonal covariance
     at.slider(key="ep").set_value(100).run()
     assert any("settings changed" in str(i.value) for i in at.info)
     # nothing to run: a warning, not a traceback
@@ -209,9 +210,9 @@ def test_theorem3_view_bound_above_observed_and_widgets():
     assert not at.exception, at.exception
     # lecture mode: the same view in large type (a plain table instead of the interactive one)
     at = _app(view=THM3, lecture="1")
-    assert len(at.get("plotly_chart")) == 1 and len(at.table) == 1
+    assert len(charts(at)) == 1 and len(at.table) == 1
     at = _app(**TAB8, lecture="1")
-    assert len(at.get("plotly_chart")) == 1 and len(at.table) == 1
+    assert len(charts(at)) == 1 and len(at.table) == 1
     # hostile URL values fall back to the defaults
     at = _app(view=THM3, th="<img src=x>", tc="inf", tb="nan")
     assert at.radio(key="th").value == "gaussian" and at.select_slider(key="tc").value == 1.0
@@ -223,7 +224,7 @@ def test_theorem3_view_bound_above_observed_and_widgets():
 def test_table8_view_shows_the_paper_at_once_and_runs_on_click(monkeypatch):
     """Table 8: the paper's orderings without waiting; our runs only on click (here a stand-in for the runs)."""
     at = _app(**TAB8)
-    assert len(at.get("plotly_chart")) == 1 and "Run the simulation" in _text(at)
+    assert len(charts(at)) == 1 and "Run the simulation" in _text(at)
     df = at.dataframe[0].value
     assert list(df["optimizer"])[:3] == ["Adam 1", "ProxGenAdam 1", "SNNGM 1"] and "-71165" in df.to_string()
     at = _app(**TAB8, t8c=["<b>x</b>"])
@@ -305,7 +306,7 @@ def test_table8_german_view_shows_the_papers_german_columns_and_draws_a_run(monk
 def test_table7_view_paper_at_once_runs_on_click_and_hostile_urls(monkeypatch):
     """Table 7 (loglinear model): the paper's rows at once, for d = 50 and d = 100; our columns on click."""
     at = _app(**TAB7)
-    assert at.radio(key="t7d").value == 50 and len(at.get("plotly_chart")) == 1
+    assert at.radio(key="t7d").value == 50 and len(charts(at)) == 1
     df = at.dataframe[0].value
     assert list(df["optimizer"]) == ["Adam", "SNNGM", "NAGM", "VOGN"] and "-109064" in df.to_string()
     at = _app(**TAB7, t7d="100")

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app.charts import charts
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = str(ROOT / "pages" / "22_Stability_atlas.py")
 TRAJ = str(ROOT / "pages" / "20_Trajectories.py")
@@ -36,7 +38,7 @@ def _arr(v):
 
 
 def _figure(at):
-    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    fig = json.loads(charts(at)[0].spec)
     for d in fig["data"]:
         for k in ("x", "y"):
             if k in d:

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app.charts import charts
 from tests.cnn_records import failing_ordering_record, smoke_records
 from vilab.cnn import data, results
 
@@ -106,7 +107,7 @@ def test_default_run_learns_mnist_and_shows_the_uncertainty_gallery():
     at = AppTest.from_file(PAGE, default_timeout=600).run()
     assert not at.exception
     assert at.multiselect(key="opts").value == ["snngm"] and at.slider(key="ep").value == 3
-    assert len(at.get("plotly_chart")) >= 1  # the main figure's place is drawn before any run (with a message)
+    assert len(charts(at)) >= 1  # the main figure's place is drawn before any run (with a message)
     t0 = time.perf_counter()
     at.button(key="train").click().run()
     seconds = time.perf_counter() - t0
@@ -119,10 +120,10 @@ def test_default_run_learns_mnist_and_shows_the_uncertainty_gallery():
     assert not any(i.value.startswith("Stopped") for i in at.info)  # no run was stopped
     elbo = table["final ELBO (MC, full train)"].iloc[0]
     assert "." not in elbo  # rounded: "-9,514", not "-9513.8042"
-    assert len(at.get("plotly_chart")) >= 6  # curves, NLPD, speed, two galleries, probabilities
-    specs = " ".join(str(c.proto.spec) for c in at.get("plotly_chart"))
+    assert len(charts(at)) >= 6  # curves, NLPD, speed, two galleries, probabilities
+    specs = " ".join(str(c.spec) for c in charts(at))
     assert "MNIST" in specs or "mnist" in specs  # the curves' title names the data
-    assert "Most uncertain" in " ".join(str(c.proto.spec) for c in at.get("plotly_chart"))  # the uncertainty gallery
+    assert "Most uncertain" in " ".join(str(c.spec) for c in charts(at))  # the uncertainty gallery
     text = _text(at)
     assert "0.90" in text  # the "what to notice" line states chance level
     # Stop after the run finished: no "Stopped" message
@@ -142,7 +143,7 @@ def test_tiny_vi_run_shows_progress_table_charts_csv_and_gallery():
     assert len(at.get("progress")) >= 1
     assert at.dataframe[0].value.shape[0] == 1 and "final ELBO (MC, full train)" in at.dataframe[0].value.columns
     assert [b.label for b in at.download_button].count("Download all runs (CSV)") == 1  # besides the figure's menu
-    assert len(at.get("plotly_chart")) >= 6  # ELBO, NLPD, speed, two galleries, probability bars
+    assert len(charts(at)) >= 6  # ELBO, NLPD, speed, two galleries, probability bars
     assert not at.warning  # no divergence, no error message
     assert at.selectbox(key="gal").value.startswith("Adam, α = 0.001 | MLP (one hidden layer) on 64 digits")
     # a newer run becomes the gallery's choice
@@ -167,7 +168,7 @@ def test_online_run_live_chart_and_bad_npz_path():
     at.button(key="train").click().run()
     assert not at.exception
     assert at.dataframe[0].value.shape[0] == 1
-    assert len(at.get("plotly_chart")) >= 3  # metrics against t, speed, gallery
+    assert len(charts(at)) >= 3  # metrics against t, speed, gallery
 
 
 def _npz(**over) -> bytes:
@@ -229,7 +230,7 @@ def test_recorded_results_are_shown_with_their_provenance(tmp_path, monkeypatch)
     assert "No GPU run has been made yet" in " ".join(i.value for i in at.info)
     assert "made on a CPU at a reduced scale" in " ".join(i.value for i in at.info)
     assert "does NOT hold" in " ".join(w.value for w in at.warning)  # a failing direction is reported (first tab)
-    charts = len(at.get("plotly_chart"))  # the main figure only: the records' tabs are closed
+    n_charts = len(charts(at))  # the main figure only: the records' tabs are closed
     infos, cols, text = "", [], ""
     for label in [t.label for t in at.tabs][1:]:  # open each record's tab from the URL
         assert "CPU, reduced scale" in label
@@ -239,11 +240,11 @@ def test_recorded_results_are_shown_with_their_provenance(tmp_path, monkeypatch)
         assert not one.exception
         infos += " ".join(i.value for i in one.info)
         cols += [set(df.value.columns) for df in one.dataframe]
-        charts += len(one.get("plotly_chart")) - 1
+        n_charts += len(charts(one)) - 1
         text += _text(one)
     assert "Reduced scale" in infos and "1 epochs (paper: 300)" in infos  # not passed off as the papers' scale
     assert any("ELBO (Tan Table 9)" in c for c in cols) and any("nlpd_plugin" in c for c in cols)
-    assert charts >= 4  # the main figure, Tan ELBO curves, BONG Figs 1 and 2
+    assert n_charts >= 4  # the main figure, Tan ELBO curves, BONG Figs 1 and 2
     assert "--allow-cpu" in text
 
 

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app.charts import charts
+
 PAGES = Path(__file__).resolve().parents[2] / "pages"
 ADAM = str(PAGES / "30_Adam_vs_SNNGM.py")
 TRAJ = str(PAGES / "20_Trajectories.py")
@@ -40,7 +42,7 @@ def _text(at):
 
 
 def _figs(at):
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return [json.loads(c.spec) for c in charts(at)]
 
 
 def _app(page, **params):
@@ -136,7 +138,7 @@ def test_real_data_view_runs_the_comparison_on_your_csv():
     at.button(key="rd_run").click().run()
     assert not at.exception, at.exception
     assert list(at.dataframe[0].value["optimizer"]) == ["SNNGM 2"]
-    assert len(at.get("plotly_chart")) == 1
+    assert len(charts(at)) == 1
     _upload(at, "csv_upload_rd", "bad.csv", b"n,x\n1,2\n")
     assert any("needs at least 10" in w.value for w in at.warning)
     assert any("settings changed" in i.value for i in at.info)  # the finished runs stay, marked as out of date

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app.charts import charts
 from vilab import plots
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "40_Divergences.py")
@@ -25,7 +26,7 @@ def _texts(at):
 
 
 def _charts(at):
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return [json.loads(c.spec) for c in charts(at)]
 
 
 def _names(at):
@@ -84,7 +85,7 @@ def test_extreme_correlation_and_scales(rho):
     at.toggle(key="rs").set_value(True).run()
     at.select_slider(key="k").set_value(100.0).run()
     assert not at.exception and not _texts(at)
-    assert len(at.get("plotly_chart")) == 2  # the two rescale panels (one figure) + the variance curves
+    assert len(charts(at)) == 2  # the two rescale panels (one figure) + the variance curves
     assert any("Fisher optimum changes shape" in i.value for i in at.info)
 
 
@@ -154,11 +155,10 @@ def test_fig1_points_are_clickable():
 
     at = _run(tab="3-D collapse", c=0.6)
     assert not at.exception
-    charts = [c for c in at.get("plotly_chart") if "grid points" in c.proto.spec]
-    assert len(charts) == 1
-    proto = charts[0].proto
-    assert list(proto.selection_mode)  # selection is activated (points)
-    spec = json.loads(proto.spec)
+    grid = [c for c in charts(at) if "grid points" in c.spec]
+    assert len(grid) == 1
+    assert grid[0].selectable  # a click on a point is sent to the page
+    spec = grid[0].figure
     layer = next(t for t in spec["data"] if t.get("name") == "grid points")
     x = layer["x"]
     n = len(base64.b64decode(x["bdata"])) // 8 if isinstance(x, dict) else len(x)  # plotly's binary arrays

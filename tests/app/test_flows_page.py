@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app.charts import charts
 from vilab import plots
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "27_Flows_and_guarantees.py")
@@ -31,7 +32,7 @@ def _errors(at):
 
 
 def _spec(at, i):
-    return at.get("plotly_chart")[i].proto.spec
+    return charts(at)[i].spec
 
 
 def test_flows_default_view():
@@ -39,7 +40,7 @@ def test_flows_default_view():
     Theorem 1 bounds; Lemma 1 holds (lambda_min = 0.029 < 1); at rho = 1 VN takes 1 step, SR-VN 7."""
     at = _app()
     assert not at.exception and not _errors(at)
-    assert len(at.get("plotly_chart")) == CHARTS[VN_TAB]  # the first tab below the KL figure is VN vs SR-VN
+    assert len(charts(at)) == CHARTS[VN_TAB]  # the first tab below the KL figure is VN vs SR-VN
     assert at.tabs[0].label == VN_TAB and at.query_params["lt"] in (VN_TAB, [VN_TAB])
     fig = json.loads(_spec(at, 0))
     names = [d["name"] for d in fig["data"]]
@@ -71,7 +72,7 @@ def test_flows_convexity_tab():
     """The convexity tab from the URL: |theta| at m = 0, where d2L/dv2 < 0 from v = 2 pi on."""
     at = _app(lt=CVX_TAB)
     assert not at.exception and not _errors(at)
-    assert len(at.get("plotly_chart")) == CHARTS[CVX_TAB]
+    assert len(charts(at)) == CHARTS[CVX_TAB]
     notices = [i.value for i in at.info if "What to notice" in i.value]
     assert "v ≥ 6.3" in next(n for n in notices if "bend downward" in n)
     assert any("positive on the whole grid" in n for n in notices)
@@ -113,7 +114,7 @@ def test_flows_widgets_round_trip_through_the_url():
 def test_flows_hostile_url_values_fall_back(params):
     at = _app(**params)
     assert not at.exception and not _errors(at)
-    assert len(at.get("plotly_chart")) == CHARTS[VN_TAB]  # an unknown tab opens the first
+    assert len(charts(at)) == CHARTS[VN_TAB]  # an unknown tab opens the first
 
 
 @pytest.mark.parametrize("params", [
@@ -128,7 +129,7 @@ def test_flows_hostile_url_values_fall_back(params):
 def test_flows_extremes(params):
     at = _app(**params)
     assert not at.exception and not _errors(at)
-    assert len(at.get("plotly_chart")) == CHARTS[params.get("lt", VN_TAB)]
+    assert len(charts(at)) == CHARTS[params.get("lt", VN_TAB)]
 
 
 def _thm3_notice(at):
@@ -144,6 +145,7 @@ def test_theorems_2_and_3_default_view():
     by us); the exact run stays under Thm 2's line, the biased one (|b| = 0.3) under the corrected Thm 3 bound and
     settles at 1/2 b^T A^-1 b (computed here independently)."""
     import numpy as np
+
     from vilab.targets.papers import kumar_t2
 
     at = _app(lt=THM_TAB)
@@ -184,7 +186,7 @@ def test_logistic_tab_extreme_steps_and_the_nonconvex_term(params):
     at = _app(lt=LR_TAB, **params)
     assert not at.exception and not _errors(at)
     assert at.query_params["lt"] == [LR_TAB] or at.query_params["lt"] == LR_TAB
-    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    specs = [json.loads(c.spec) for c in charts(at)]
     elbo = next(f for f in specs if "negative ELBO" in json.dumps(f["layout"].get("yaxis", {})))
     lines = {d["name"]: d for d in elbo["data"] if d.get("mode") == "lines"}
     assert set(lines) <= {"VN", "SR-VN", "BW-GD"} and "VN" in lines

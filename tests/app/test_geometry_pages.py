@@ -5,6 +5,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app.charts import charts
+
 PAGES = Path(__file__).resolve().parents[2] / "pages"
 
 
@@ -43,12 +45,12 @@ def test_vector_fields_default_table_is_tan_table2():
     assert got == expected
     assert table["on the plot"].tolist() == ["1 ■", "2 ◆", "3 ▲"]  # each start's numbered shape
     # one figure, both fields side by side, in the main-figure container; a what-to-notice line with the counts
-    assert len(at.get("plotly_chart")) == 1
+    assert len(charts(at)) == 1
     notice = _notices(at)
     assert len(notice) == 1 and "107 to 141 steps" in notice[0] and "5 to 6" in notice[0]
     # the default chart spreads the small variances: (mu, log sigma^2), with the variances as tick labels
     assert at.selectbox(key="chart").value == "(mu, log sigma^2)"
-    spec = at.get("plotly_chart")[0].proto.spec
+    spec = charts(at)[0].spec
     assert '"ticktext"' in spec and "Euclidean gradient field" in spec and "natural gradient field" in spec
 
 
@@ -83,7 +85,7 @@ def test_vector_fields_extremes(params):
         at.query_params[k] = str(v) if k != "rules" else [v]
     at.run()
     assert not at.exception and not _errors(at)
-    assert len(at.get("plotly_chart")) == 1
+    assert len(charts(at)) == 1
     default = "a;b" if params.get("tgt", "").startswith("Gaussian") else "a;b;c"
     assert len(at.dataframe[0].value) == len(params.get("starts", default).split(";"))
 
@@ -171,7 +173,7 @@ def test_vector_fields_fixed_step_divergence_is_labelled_inside_the_plot():
     plot, with the reason on hover, and the notice says so."""
     at = _app("10_Vector_fields.py", rule="fixed", rho=1.0)
     assert not at.exception and not _errors(at)
-    spec = at.get("plotly_chart")[0].proto.spec
+    spec = charts(at)[0].spec
     assert '"text":"diverged"' in spec.replace(" ", "") and "hovertext" in spec
     assert any("diverged" in n for n in _notices(at))
 
@@ -185,7 +187,7 @@ def test_trajectories_default_view():
     df = at.dataframe[0].value
     its = dict(zip(df["method"], df["iterations"]))
     assert its["VN"] == 1 and its["SR-VN"] == 7 and its["GD in (m, C)"] == its["BW-GD"] == 351
-    assert len(at.get("plotly_chart")) == 2
+    assert len(charts(at)) == 2
     # the notice says why GD in (m, C) lies under BW-GD, with this view's numbers
     notice = _notices(at)
     assert len(notice) == 1
@@ -200,11 +202,11 @@ def test_trajectories_default_view():
 def test_trajectories_view_round_trips_through_the_url_and_hostile_values_fall_back():
     at = _app("20_Trajectories.py", view="step-size sweep", n=100, m="vn")
     assert not at.exception and not _errors(at)
-    assert at.radio(key="view").value == "step-size sweep" and len(at.get("plotly_chart")) == 1
+    assert at.radio(key="view").value == "step-size sweep" and len(charts(at)) == 1
     at.radio(key="view").set_value("animation").run()
     assert not at.exception and not _errors(at)
     assert at.query_params["view"] in ("animation", ["animation"])
-    assert '"frames"' in at.get("plotly_chart")[0].proto.spec
+    assert '"frames"' in charts(at)[0].spec
     at = AppTest.from_file(str(PAGES / "20_Trajectories.py"), default_timeout=600)
     for k, v in {"view": "movie", "tgt": "x", "s_vn": "1e400", "c0": "nan", "k": "-5", "m1": "inf"}.items():
         at.query_params[k] = v
@@ -230,7 +232,7 @@ def test_trajectories_extremes(params):
         at.query_params[k] = v if isinstance(v, list) else str(v)
     at.run()
     assert not at.exception and not _errors(at)
-    assert at.get("plotly_chart")
+    assert charts(at)
 
 
 def test_trajectories_target_sliders_redraw_without_recompiling():
@@ -240,27 +242,27 @@ def test_trajectories_target_sliders_redraw_without_recompiling():
 
     at = _app("20_Trajectories.py", tgt="correlated Gaussian")
     assert not at.exception and not _errors(at)
-    specs = [at.get("plotly_chart")[0].proto.spec]
+    specs = [charts(at)[0].spec]
     n_traces = trace_count()
     for kappa in (1000.0, 1.0):
         at.select_slider(key="kappa").set_value(kappa).run()
         assert not at.exception and not _errors(at)
         assert any(f"(condition number {kappa:g})" in n for n in _notices(at))
-        specs.append(at.get("plotly_chart")[0].proto.spec)
+        specs.append(charts(at)[0].spec)
     assert len(set(specs)) == 3
     assert trace_count() == n_traces
 
     at.selectbox(key="tgt").set_value("Student-t").run()
     assert not at.exception and not _errors(at)
-    specs = [at.get("plotly_chart")[0].proto.spec]
+    specs = [charts(at)[0].spec]
     n_traces = trace_count()
     at.slider(key="trho").set_value(-0.95).run()
     assert not at.exception and not _errors(at)
-    specs.append(at.get("plotly_chart")[0].proto.spec)
+    specs.append(charts(at)[0].spec)
     for df in (100.0, 1.0):
         at.select_slider(key="df").set_value(df).run()
         assert not at.exception and not _errors(at)
-        specs.append(at.get("plotly_chart")[0].proto.spec)
+        specs.append(charts(at)[0].spec)
     assert len(set(specs)) == 4
     assert trace_count() == n_traces
 
@@ -269,8 +271,8 @@ def test_trajectories_target_sliders_redraw_without_recompiling():
 def test_trajectories_sweep_on_t2_has_the_stability_lines():
     at = _app("20_Trajectories.py", view="step-size sweep", n=300)
     assert not at.exception and not _errors(at)
-    assert len(at.get("plotly_chart")) == 1
-    spec = at.get("plotly_chart")[0].proto.spec
+    assert len(charts(at)) == 1
+    spec = charts(at)[0].spec
     for label in ("VN limit", "SR-VN limit", "GD in (m, C), BW-GD limit"):  # Kumar et al. stability limits
         assert label in spec
     notice = _notices(at)
@@ -295,7 +297,7 @@ def test_vector_fields_step_by_step_and_a_first_step_size_changed_mid_run():
     assert not at.exception and at.query_params["lr"] in ("rho0@0:1,10:0.1", ["rho0@0:1,10:0.1"])
     at.button(key="vf_step10").click().run()
     assert not at.exception and not _errors(at)
-    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    spec = json.loads(charts(at)[0].spec)
     stars = [d for d in spec["data"] if "changed" in str(d.get("name"))]
     assert len(stars) == 1  # one path, one change
     tgt = horseshoe_crab_toy()
@@ -317,7 +319,7 @@ def test_vector_fields_step_by_step_and_a_first_step_size_changed_mid_run():
 def test_vector_fields_step_by_step_hostile_urls(it, lr):
     at = _app("10_Vector_fields.py", live=1, it=it, lr=lr)
     assert not at.exception and not _errors(at)
-    assert "lr" not in at.query_params and len(at.get("plotly_chart")) == 1
+    assert "lr" not in at.query_params and len(charts(at)) == 1
 
 
 # -------------------------------------------------------------------------------- positive definite

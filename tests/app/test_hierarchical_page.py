@@ -1,6 +1,7 @@
 """AppTest of pages/80_Hierarchical_models.py: default view, the state-space model, extreme widget values,
 a failing method, the batch size's default per model."""
 
+from tests.app.charts import charts
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ def test_default_view():
     assert len(at.dataframe) == 1
     table = at.dataframe[0].value
     assert list(table["method"]) == ["SNNGM", "KLD", "SDb"]
-    assert len(at.get("plotly_chart")) == 3  # ELBO, marginals, sparsity
+    assert len(charts(at)) == 3  # ELBO, marginals, sparsity
     assert "h = sqrt(d)" in _texts(at) and "R-hat" in _texts(at)
     notes = [i.value for i in at.info if "What to notice" in i.value]
     assert len(notes) == 4  # under the ELBO, the marginals, the table and the sparsity patterns
@@ -61,7 +62,7 @@ def test_batch_size_default_follows_the_model():
     at.radio(key="data").set_value("Stochastic volatility, GBP (n = 945)").run()
     assert not at.exception and not at.error
     assert at.slider(key="B_sv_gbp").value == 10
-    assert at.multiselect(key="v_sv_gbp").value and len(at.get("plotly_chart")) == 2  # marginals, sparsity
+    assert at.multiselect(key="v_sv_gbp").value and len(charts(at)) == 2  # marginals, sparsity
     at.radio(key="data").set_value(at.radio(key="data").options[0]).run()
     assert at.slider(key="B_epi1").value == 7 and at.query_params["B_epi1"] == "7"
 
@@ -90,7 +91,7 @@ def test_a_failing_method_warns_and_the_others_are_drawn(monkeypatch):
     assert "KLD: KLD fails on purpose in this test." in [w.value for w in at.warning]
     assert not any("SNNGM" in w.value for w in at.warning)
     assert list(at.dataframe[0].value["method"]) == ["SNNGM"]
-    assert len(at.get("plotly_chart")) == 3  # ELBO, marginals, sparsity
+    assert len(charts(at)) == 3  # ELBO, marginals, sparsity
     assert at.multiselect(key="v_epi1").value
 
 
@@ -106,9 +107,9 @@ def test_the_elbo_figure_is_the_main_figure_beside_the_controls():
     cols = at.columns
     assert len(cols) >= 2
     assert cols[0].radio(key="data") is not None and cols[0].multiselect(key="m_epi1") is not None
-    elbo = [c for c in cols[1].get("plotly_chart")]
-    assert len(elbo) == 1 and "Lower bound (ELBO) against time" in elbo[0].proto.spec
-    spec = json.loads(elbo[0].proto.spec)
+    elbo = charts(cols[1])
+    assert len(elbo) == 1 and "Lower bound (ELBO) against time" in elbo[0].spec
+    spec = json.loads(elbo[0].spec)
     lines = {t["name"]: (t["line"]["color"], t["line"].get("dash")) for t in spec["data"]}
     assert lines["SNNGM"] != lines["KLD"]  # same blue in the theme: told apart by dash
     assert sum("What to notice" in i.value for i in at.info) == 4
@@ -159,7 +160,7 @@ def test_deep_glm_part_is_there_and_trains_nothing_until_asked():
     assert at.radio(key="dg_data").value.startswith("Simulated binary")
     assert at.multiselect(key="dg_m").value == ["SNNGM", "Adam"]
     assert any("Train the deep GLMs" in x.value for x in at.info)
-    assert len(at.get("plotly_chart")) == 2  # marginals, sparsity: no deep-GLM figure before training
+    assert len(charts(at)) == 2  # marginals, sparsity: no deep-GLM figure before training
     assert "deep GLMs" in " ".join(x.value for x in at.caption)
 
 
@@ -176,9 +177,9 @@ def test_deep_glm_trains_every_optimizer_at_extreme_settings():
     assert not at.exception and not at.error
     at.button(key="dg_train").click().run()
     assert not at.exception and not at.error
-    charts = at.get("plotly_chart")
-    assert len(charts) == 4
-    specs = [json.loads(c.proto.spec) for c in charts]
+    drawn = charts(at)
+    assert len(drawn) == 4
+    specs = [json.loads(c.spec) for c in drawn]
     elbo = next(s for s in specs if "Average lower bound" in json.dumps(s.get("layout", {}).get("title", "")))
     names = {t["name"] for t in elbo["data"]}
     assert names <= {"Adam", "PGA", "NAdam", "SNNGM", "NAGM", "VOGN"} and "SNNGM" in names
@@ -189,7 +190,7 @@ def test_deep_glm_trains_every_optimizer_at_extreme_settings():
     assert any("settings have changed" in x.value for x in at.caption)
     at.button(key="dg_train").click().run()
     assert not at.exception and not at.error
-    assert len(at.get("plotly_chart")) == 4
+    assert len(charts(at)) == 4
     assert any("Relevant inputs whose" in x.value for x in at.info)
 
 

@@ -11,7 +11,10 @@ from urllib.parse import parse_qs
 import numpy as np
 import pytest
 
-from tests.app.live_helpers import app, arr as _arr, ok as _ok
+from tests.app.charts import charts
+from tests.app.live_helpers import app
+from tests.app.live_helpers import arr as _arr
+from tests.app.live_helpers import ok as _ok
 from vilab.algorithms import algorithm, run
 from vilab.core import as_key, resume
 from vilab.gaussian import CholCov
@@ -26,8 +29,8 @@ def _app(**params):
 
 
 def _figure(at):
-    (chart,) = at.get("plotly_chart")  # the live view draws one figure
-    return json.loads(chart.proto.spec)
+    (chart,) = charts(at)  # the live view draws one figure
+    return json.loads(chart.spec)
 
 
 def _path(at, code):

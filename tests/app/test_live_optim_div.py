@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app.live_helpers import app as _app, arr as _arr, ok as _ok
+from tests.app.charts import charts
+from tests.app.live_helpers import app as _app
+from tests.app.live_helpers import arr as _arr
+from tests.app.live_helpers import ok as _ok
 from vilab import optim
 from vilab.core import as_key, resume, run
 from vilab.divergences import stochastic as dvs
@@ -24,8 +27,8 @@ LIVE_VIEW, LIVE_TAB = "Step by step", "Batch step by step"
 
 
 def _spec(at, key):
-    (chart,) = [c for c in at.get("plotly_chart") if c.proto.id.endswith(key) or key in c.proto.id]
-    return json.loads(chart.proto.spec)
+    (chart,) = [c for c in charts(at) if c.id.endswith(key) or key in c.id]
+    return json.loads(chart.spec)
 
 
 def _param(at, key):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app.charts import charts
 from vilab import plots
 from vilab.online import grid_names
 
@@ -26,7 +27,7 @@ def _at(timeout=180, **params):
 
 
 def _specs(at):
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return [json.loads(c.spec) for c in charts(at)]
 
 
 def _on_screen_names(at):
@@ -44,7 +45,7 @@ def test_default_view():
     assert not at.exception
     assert not at.error
     assert at.query_params["tab"] == TABS[0]
-    assert len(at.get("plotly_chart")) == 1  # ellipses and eigenvalues in one figure; other tabs not computed
+    assert len(charts(at)) == 1  # ellipses and eigenvalues in one figure; other tabs not computed
     # the default view warns only about the moment form's lost positive definiteness, at t = 1
     assert [w.value.startswith(f"{L('bong-lin-hess-fc_mom')} lost positive definiteness at t = 1") for w in at.warning] == [True]
     assert not any(CODE.search(n) for n in _on_screen_names(at) + [w.value for w in at.warning])
@@ -80,7 +81,7 @@ def test_each_tab_opens_from_the_url(tab):
     at = _at(tab=tab).run()
     assert not at.exception and not at.error
     assert at.query_params["tab"] == tab
-    assert len(at.get("plotly_chart")) >= 1
+    assert len(charts(at)) >= 1
     assert any("What to notice" in i.value for i in at.info)
     assert not any(CODE.search(n) for n in _on_screen_names(at))
 
@@ -138,13 +139,13 @@ def test_live_run_with_extreme_prior_and_learning_rate():
     at = _at(300, tab="Digits stream", lm=["bong-lin-hess-diag", "bbb-lin-hess-diag"], lTd="25", ls2="10", lal="1")
     at.run()
     assert not at.exception
-    n0 = len(at.get("plotly_chart"))
+    n0 = len(charts(at))
     at.button(key="lrun").click().run()
     assert not at.exception
     assert not at.error
     assert any(w.value.startswith(L("bbb-lin-hess-diag")) and "diverged: " in w.value for w in at.warning)
     assert not any(w.value.startswith(L("bong-lin-hess-diag")) for w in at.warning)
-    assert len(at.get("plotly_chart")) == n0 + 2  # + live curves and runtime bars
+    assert len(charts(at)) == n0 + 2  # + live curves and runtime bars
     assert at.multiselect(key="lm").value == ["bong-lin-hess-diag", "bbb-lin-hess-diag"]  # codes in the URL only
 
 
@@ -172,23 +173,23 @@ def test_live_results_survive_a_metric_change():
     at.run()
     at.button(key="lrun").click().run()
     assert not at.exception and not at.error
-    live = [c.proto.spec for c in at.get("plotly_chart") if "live, seed" in c.proto.spec]
+    live = [c.spec for c in charts(at) if "live, seed" in c.spec]
     assert len(live) == 1 and "plug-in NLPD" in live[0]
     at.selectbox(key="dmet").set_value("error (plug-in)").run()
     assert not at.exception and not at.error
-    live = [c.proto.spec for c in at.get("plotly_chart") if "live, seed" in c.proto.spec]
+    live = [c.spec for c in charts(at) if "live, seed" in c.spec]
     assert len(live) == 1 and "error (plug-in)" in live[0]
     assert not any("settings changed" in i.value for i in at.info)
     at.slider(key="lTd").set_value(50).run()
     assert any("settings changed since this live run" in i.value for i in at.info)
-    assert any("live, seed" in c.proto.spec for c in at.get("plotly_chart"))
+    assert any("live, seed" in c.spec for c in charts(at))
 
 
 def test_a_second_run_and_another_session_reuse_the_finished_run():
     """Pressing Run again with the same settings, in this session or another, shows the finished run
     (it was a CacheReplayClosureError when a cached function drove this session's progress bar)."""
     def live_specs(at):
-        return [c.proto.spec for c in at.get("plotly_chart") if "live, seed" in c.proto.spec]
+        return [c.spec for c in charts(at) if "live, seed" in c.spec]
 
     at = _at(300, tab="Digits stream", lm=["bong-lin-hess-diag"], lTd="25", lmod="linear")
     at.run()
@@ -216,7 +217,7 @@ def test_a_run_past_its_time_budget_stops_and_says_so(monkeypatch):
     assert not at.exception and not at.error
     said = " ".join(w.value for w in at.warning)
     assert "at most 0.001 seconds" in said and "1 method(s) did not run" in said and L("bong-lin-hess-diag") in said
-    live = [c.proto.spec for c in at.get("plotly_chart") if "live, seed" in c.proto.spec]
+    live = [c.spec for c in charts(at) if "live, seed" in c.spec]
     assert len(live) == 1  # the cut-short run is drawn as far as it got
 
 
@@ -259,7 +260,7 @@ def test_drifting_stream_default_view():
     with the run's numbers (the predict step is closer to the true parameter), every widget in the URL."""
     at = _at(tab=DRIFT).run()
     assert not at.exception and not at.error and not at.warning
-    assert len(at.get("plotly_chart")) == 1
+    assert len(charts(at)) == 1
     spec = _specs(at)[0]
     names = {t.get("name") for t in spec["data"]}
     assert {"BONG, static", "BONG, predict step", "true θ", "±2σ"} <= names
@@ -285,7 +286,7 @@ def test_drifting_stream_default_view():
 def test_drifting_stream_extreme_sliders(params):
     at = _at(tab=DRIFT, **params).run()
     assert not at.exception and not at.error
-    assert len(at.get("plotly_chart")) == 1
+    assert len(charts(at)) == 1
     assert any("What to notice" in i.value for i in at.info)
     assert at.query_params["dk"] == params["dk"] and float(at.query_params["dQ"]) == float(params["dQ"])
     if params["dk"] == "sudden switch":
@@ -311,7 +312,7 @@ def test_drifting_stream_hostile_url_values(bad):
     assert at.radio(key="dk").value == "random walk"
     assert 0.8 <= at.slider(key="dgam").value <= 1.0 and 20 <= at.slider(key="dT").value <= 400
     assert 1e-4 <= at.select_slider(key="dQ").value <= 1.0
-    assert len(at.get("plotly_chart")) == 1
+    assert len(charts(at)) == 1
 
 
 # ----------------------------------------------------------------------------- batch BLR vs BONG vs implicit RVGA
@@ -323,7 +324,7 @@ def test_batch_vs_online_default_view():
     explicit gap), a notice with the run's numbers, both equations, every widget in the URL."""
     at = _at(tab=BATCH, how_batch_vs_online="1").run()  # its explanation (the equations) opened by the URL
     assert not at.exception and not at.error and not at.warning
-    assert len(at.get("plotly_chart")) == 1
+    assert len(charts(at)) == 1
     spec = _specs(at)[0]
     names = {t.get("name") for t in spec["data"]}
     assert {"batch BLR (one point per pass)", "BONG (one step per example)", "implicit RVGA"} <= names
@@ -344,7 +345,7 @@ def test_batch_vs_online_conjugate_model_and_extreme_widgets():
     assert "exact posterior" in notice and "round-off" in notice
     at = _at(tab=BATCH, bm="logistic", bT="200", bpass="200", bal="1", blam="0.01", bbeta="0.1").run()
     assert not at.exception and not at.error
-    assert len(at.get("plotly_chart")) == 1
+    assert len(charts(at)) == 1
 
 
 @pytest.mark.parametrize("bad", ["nan", "-1", "<img src=x onerror=alert(1)>", "inf"])
@@ -352,7 +353,7 @@ def test_batch_vs_online_hostile_url_values(bad):
     at = _at(tab=BATCH, bm=bad, bal=bad, bpass=bad, bT=bad, blam=bad, bbeta=bad, rfam=bad, rapp=bad, rn=bad, ralg=bad).run()
     assert not at.exception and not at.error
     assert at.radio(key="bm").value == "logistic" and 5 <= at.slider(key="bpass").value <= 200
-    assert len(at.get("plotly_chart")) == 1
+    assert len(charts(at)) == 1
 
 
 def test_runtime_measurement_on_a_button():
@@ -371,4 +372,4 @@ def test_runtime_measurement_on_a_button():
 def test_batch_vs_online_in_lecture_mode():
     at = _at(tab=BATCH, lecture="1").run()
     assert not at.exception and not at.error
-    assert len(at.get("plotly_chart")) == 1 and any("What to notice" in i.value for i in at.info)
+    assert len(charts(at)) == 1 and any("What to notice" in i.value for i in at.info)

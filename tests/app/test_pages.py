@@ -5,6 +5,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app.charts import charts
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted(p for p in (ROOT / "pages").glob("*.py") if not p.name.startswith("_"))
 
@@ -123,7 +125,7 @@ def test_lecture_mode_uses_the_projector_template_and_keeps_the_figure_height(le
     at.query_params["lecture"] = "1" if lecture else "0"
     at.run()
     assert not at.exception
-    layout = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
+    layout = json.loads(charts(at)[0].spec)["layout"]
     assert layout["height"] == 400
     # the template as sent: written into the figure (vilab.plots.spec.browser_spec)
     assert "template" not in layout

@@ -2,6 +2,7 @@
 
 import json
 
+from tests.app.charts import charts
 from tests.app.test_atlas_page import _arr
 from tests.app.test_pd_sparse import _app, _ok
 
@@ -9,9 +10,9 @@ VIEW = "step sizes on real data (Fig. 2)"
 
 
 def _figure(at):
-    charts = at.get("plotly_chart")
-    assert len(charts) == 1
-    return json.loads(charts[0].proto.spec)
+    drawn = charts(at)
+    assert len(drawn) == 1
+    return drawn[0].figure
 
 
 def test_crab_view_default_model_1():

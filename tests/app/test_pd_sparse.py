@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app.charts import charts
+
 PAGES = Path(__file__).resolve().parents[2] / "pages"
 VIEW = "sparse factors (Fig. 5)"
 ARROW = "arrow-shaped T (factor of the precision)"
@@ -37,7 +39,7 @@ def test_default_view_is_unchanged_and_offers_the_sparse_view():
 def test_sparse_view_default_block_diagonal_C():
     at = _app(mode=VIEW)
     _ok(at)
-    assert len(at.get("plotly_chart")) == 2
+    assert len(charts(at)) == 2
     notes = _notices(at)
     assert any("C has 12 free entries" in n and "0 nonzero entries outside" in n for n in notes)
     assert any("the two agree" in n for n in notes)
@@ -57,7 +59,7 @@ def test_sparse_view_arrow_T_reports_the_masking_error():
 def test_sparse_view_extremes(params):
     at = _app(mode=VIEW, **params)
     _ok(at)
-    assert len(at.get("plotly_chart")) == 2
+    assert len(charts(at)) == 2
     d = params["K"] * params["blk"] + (params.get("nglob", 0) if params.get("sfac") == ARROW else 0)
     assert any(f"d = {d}**" in m.value for m in at.markdown)
 

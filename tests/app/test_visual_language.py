@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app.charts import charts
 from vilab.plots import theme
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +42,7 @@ def _colours(trace: dict) -> list[str]:
 
 
 def _figures(at) -> list[dict]:
-    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+    return [json.loads(el.spec) for el in charts(at)]
 
 
 def _method_colours(specs) -> dict[str, set]:

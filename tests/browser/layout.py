@@ -30,6 +30,7 @@ from vilab.cli import command  # `streamlit run`, the pages' libraries imported 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = [(1280, 720), (1600, 1000)]
 MIN_LECTURE_PX = 18.0
+CHART = '.vilab-chart, [data-testid="stPlotlyChart"]'  # a chart's element: vilab's own, or Streamlit's Plotly chart
 
 
 def chromium_path() -> str | None:
@@ -128,7 +129,7 @@ def wait_rendered(page, timeout_s: float = 240.0) -> None:
     else:
         raise AssertionError("the page kept running past the timeout")
     page.wait_for_function(
-        "() => Array.from(document.querySelectorAll('[data-testid=\"stPlotlyChart\"]'))"
+        f"() => Array.from(document.querySelectorAll('{CHART}'))"
         ".every(c => c.querySelector('.main-svg') !== null)", timeout=60_000)
     time.sleep(0.5)  # Plotly's last relayout (automargins)
 
@@ -150,13 +151,14 @@ def open_page(browser, base_url: str, path: str, width: int, height: int, lectur
     return page, errors
 
 
-_MAIN_JS = ('.st-key-main_figure [data-testid="stPlotlyChart"] .main-svg, .st-key-main_figure img, '
+_MAIN_JS = ('.st-key-main_figure .vilab-chart .main-svg, .st-key-main_figure [data-testid="stPlotlyChart"] .main-svg, '
+            '.st-key-main_figure img, '
             '.st-key-main_figure [data-testid="stDataFrame"], .st-key-main_figure [data-testid="stTable"]')
 
 
 def main_figure_problems(page) -> list[str]:
     box = page.evaluate("""() => {
-        const c = document.querySelector('.st-key-main_figure [data-testid="stPlotlyChart"] .main-svg')
+        const c = document.querySelector('.st-key-main_figure .js-plotly-plot .main-svg')
                || document.querySelector('.st-key-main_figure img');
         if (c) {
             const r = c.getBoundingClientRect();
@@ -197,7 +199,7 @@ _FONTS_JS = """(minPx) => {
         if (el.closest('[data-testid="stExpanderDetails"]') && !vis(el.closest('[data-testid="stExpanderDetails"]'))) continue;
         if (px(el) < minPx - 0.01) say(s, el);
     }
-    for (const t of document.querySelectorAll('[data-testid="stPlotlyChart"] .main-svg text')) {
+    for (const t of document.querySelectorAll('.js-plotly-plot .main-svg text')) {
         if (!(t.textContent || '').trim() || !vis(t)) continue;
         const fs = parseFloat(t.style.fontSize || getComputedStyle(t).fontSize);
         if (fs < minPx - 0.01) say('chart text', t);

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from tests.browser import layout
-from tests.browser.layout import ROOT, wait_rendered  # noqa: F401
+from tests.browser.layout import CHART, ROOT, wait_rendered  # noqa: F401
 
 SHOTS = ROOT / "assets" / "screenshots"
 CHROMIUM = layout.chromium_path()
@@ -83,7 +83,7 @@ SLIDER_PAGES = [("Vector_fields", "arrows per axis", "na", 0),
 
 def _chart_state(page, i):
     """What the browser drew in chart i: its traces' data, read from the Plotly graph div."""
-    return page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot').nth(i).evaluate(
+    return page.locator('.js-plotly-plot').nth(i).evaluate(
         "el => JSON.stringify((el.data || []).map(d => [d.x, d.y]))")
 
 
@@ -94,10 +94,10 @@ def test_geometry_page_charts_render_and_a_slider_redraws(server, browser, path,
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(f"{server}/{path}", wait_until="domcontentloaded")
     wait_rendered(page)
-    page.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for(timeout=120_000)
+    page.locator('.js-plotly-plot .main-svg').first.wait_for(timeout=120_000)
     wait_rendered(page)
     assert page.locator('[data-testid="stException"]').count() == 0
-    charts = page.locator('[data-testid="stPlotlyChart"]')
+    charts = page.locator(CHART)
     assert charts.count() >= 1
     for i in range(charts.count()):
         charts.nth(i).scroll_into_view_if_needed()
@@ -125,7 +125,7 @@ def test_vector_fields_click_adds_a_start(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1600})
     page.goto(f"{server}/Vector_fields", wait_until="domcontentloaded")
     wait_rendered(page)
-    page.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for(timeout=60_000)
+    page.locator('.js-plotly-plot .main-svg').first.wait_for(timeout=60_000)
     box = page.locator('[data-testid="stMain"] [data-testid="stTextInput"] input').first  # not the sidebar's deck builder
     before = "0,0.1; 0.5,0.02; 2,0.01"
     deadline = time.time() + 30  # a loaded machine may still be drawing the page's last rerun
@@ -134,7 +134,7 @@ def test_vector_fields_click_adds_a_start(server, browser):
     boxes = page.evaluate("""() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stTextInput"] input')]
         .map(e => [e.getAttribute('aria-label'), e.value])""")
     assert box.input_value() == before, f"the page's text boxes hold {boxes}"
-    area = page.locator('[data-testid="stPlotlyChart"]').first.locator(".nsewdrag").first
+    area = page.locator(".js-plotly-plot").first.locator(".nsewdrag").first
     area.scroll_into_view_if_needed()
     b = area.bounding_box()
     page.mouse.click(b["x"] + 0.5 * b["width"], b["y"] + 0.4 * b["height"])

@@ -143,14 +143,18 @@ def test_a_copy_of_the_sent_figure_is_not_computed_again(plotly_page):
         assert plotly_page.evaluate(COPY_JS, json.loads(fig.to_json())) is True
 
 
-# Note every new main-figure chart (Streamlit mounts one per new figure): the width its figure came with, and
-# whether Plotly computed it again after its first drawing (Streamlit's second Plotly.react)
+# Note every new main figure: the width it was drawn at, and whether Plotly computed it again after its first
+# drawing. vilab's chart element draws each new figure into the same graph div (Plotly.react: noted when done);
+# Streamlit's own chart mounts a new one per figure and hands it a copy a moment later (a second Plotly.react).
 HOOK_JS = """() => { window.__charts = [];
   const seen = new WeakSet();
+  const note = (gd, calc) => { const rec = {gd: gd, width: gd.layout && gd.layout.width, calc: calc};
+                               window.__charts.push(rec); return rec; };
   const attach = () => document.querySelectorAll('.st-key-main_figure .js-plotly-plot').forEach(gd => {
      if (seen.has(gd) || !gd.on) return; seen.add(gd);
-     const rec = {gd: gd, width: gd.layout && gd.layout.width, calc: null}; window.__charts.push(rec);
+     let rec = note(gd, null);
      gd.on('plotly_afterplot', () => { if (rec.calc === null) rec.calc = gd.calcdata; });
+     if (gd.classList.contains('vilab-chart')) gd.on('plotly_react', () => { rec = note(gd, gd.calcdata); });
   });
   new MutationObserver(attach).observe(document.body, {subtree: true, childList: true}); attach(); }"""
 LAST_JS = """() => { const r = window.__charts[window.__charts.length - 1];
