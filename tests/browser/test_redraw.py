@@ -239,3 +239,36 @@ def test_a_slider_change_sends_the_new_figure_with_the_margins_the_last_one_need
     assert all(g <= d + tol for a, b in zip(seen, seen[1:]) for g, d in zip(b["given"], a["drawn"])), seen
     assert not errors, errors
     page.close()
+
+
+MAIN_GD = "document.querySelector('.st-key-main_figure .js-plotly-plot')"
+
+
+def test_charts_are_drawn_by_vilabs_element_with_plotlys_cartesian_bundle(server, browser):
+    """The main figure is vilab's chart element, drawn with plotly.js's cartesian bundle (not Streamlit's full one),
+    at the width of its place; it follows a narrower window, and its Full screen button fills the screen with it."""
+    page, errors = layout.open_page(browser, server, "Trajectories", 1280, 900, lecture=False)
+    page.wait_for_function(f"() => {MAIN_GD} !== null && {MAIN_GD}.querySelector('.main-svg') !== null",
+                           timeout=120_000)
+    got = page.evaluate(f"""() => {{ const gd = {MAIN_GD};
+        return {{element: gd.classList.contains('vilab-chart'), version: window.Plotly && window.Plotly.version,
+                 cartesian: !!document.querySelector('script[src*="plotly-cartesian.min.js"]'),
+                 width: gd._fullLayout.width, place: gd.parentElement.getBoundingClientRect().width,
+                 traces: gd.data.length}}; }}""")
+    assert got["element"] and got["cartesian"] and str(got["version"]).startswith("4."), got
+    assert got["traces"] > 3 and abs(got["width"] - got["place"]) <= 1, got
+    page.set_viewport_size({"width": 1000, "height": 900})  # a narrower window: the chart follows its place
+    page.wait_for_function(f"""() => {{ const gd = {MAIN_GD};
+        return Math.abs(gd._fullLayout.width - gd.parentElement.getBoundingClientRect().width) <= 1
+               && gd._fullLayout.width < {got["width"]} - 20; }}""", timeout=30_000)
+    button = page.locator('.st-key-main_figure .modebar-btn[data-title="Full screen"]')
+    assert button.count() == 1
+    page.locator(".st-key-main_figure .js-plotly-plot .nsewdrag").first.hover()  # the toolbar shows on hover
+    button.click()
+    page.wait_for_function(f"() => document.fullscreenElement === {MAIN_GD}", timeout=10_000)
+    page.wait_for_function(f"() => Math.abs({MAIN_GD}._fullLayout.width - window.innerWidth) <= 1", timeout=10_000)
+    page.evaluate("() => document.exitFullscreen()")
+    page.wait_for_function(f"""() => {{ const gd = {MAIN_GD}; return !document.fullscreenElement
+        && Math.abs(gd._fullLayout.width - gd.parentElement.getBoundingClientRect().width) <= 1; }}""", timeout=10_000)
+    assert not errors, errors
+    page.close()

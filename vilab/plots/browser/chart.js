@@ -1,11 +1,12 @@
 // vilab's chart element (vilab_ui.show): a Plotly figure drawn with plotly.js's cartesian bundle, which has every
 // trace vilab draws (scatter, heatmap, contour, bar) in a third of the size of the full bundle that Streamlit's own
-// chart element loads (1.5 MB against 4.7 MB: a new visitor's browser spends about 0.4 s less loading it).
+// chart element loads (1.5 MB against 4.7 MB: a new visitor's first load is 0.3-0.9 s shorter; README, Performance).
 // The page sends the figure as JSON bytes, {figure, config, select, fit}:
 //   fit     draw at the width of the chart's place on the page, and follow that width;
 //   select  send a click on a point back to the page as the state {selection: {points: [{x, y, ...}]}}.
 // A new figure for the same chart is drawn with Plotly.react, which redraws only what changed.
 const BUNDLE = new URL("./plotly-cartesian.min.js", import.meta.url).href;
+const RESIZE_WAIT_MS = 400;
 
 function plotly() {
   if (window.Plotly) return Promise.resolve(window.Plotly);
@@ -65,6 +66,7 @@ export default function (component) {
     parentElement.appendChild(gd);
   }
   const seq = gd.__vilabSeq = (gd.__vilabSeq || 0) + 1;  // only the newest figure is drawn
+  clearTimeout(gd.__vilabResizeTimer);  // it is drawn at its place's width as it is now
   const fig = msg.figure;
   const layout = Object.assign({}, fig.layout);
   gd.style.height = (layout.height || 450) + "px";  // the chart's room is kept while plotly.js loads
@@ -85,17 +87,23 @@ export default function (component) {
         sendClicks(gd, setStateValue);
       }
       if (msg.fit && !gd.__vilabResize && typeof ResizeObserver !== "undefined") {
+        // A place that changes width is followed a moment later: when the page's run restyles it (lecture mode
+        // toggled), the run's new figure comes within that moment and is drawn once, at the new width.
         gd.__vilabResize = new ResizeObserver(() => {
-          const w = fit();
-          if (!gd.isConnected || document.fullscreenElement === gd) return;
-          gd.__vilabLayout.width = w;
-          if (gd._fullLayout && Math.abs(w - gd._fullLayout.width) >= 1) Plotly.relayout(gd, { width: w });
+          clearTimeout(gd.__vilabResizeTimer);
+          gd.__vilabResizeTimer = setTimeout(() => {
+            if (!gd.isConnected || document.fullscreenElement === gd) return;
+            const w = fit();
+            gd.__vilabLayout.width = w;
+            if (gd._fullLayout && Math.abs(w - gd._fullLayout.width) >= 1) Plotly.relayout(gd, { width: w });
+          }, RESIZE_WAIT_MS);
         });
         gd.__vilabResize.observe(parentElement);
       }
     });
   }).catch((e) => { gd.textContent = "This chart could not be drawn: " + e.message; });
   return () => {
+    clearTimeout(gd.__vilabResizeTimer);
     if (gd.__vilabResize) gd.__vilabResize.disconnect();
     gd.__vilabResize = null;
   };
