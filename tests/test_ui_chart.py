@@ -50,6 +50,27 @@ def test_a_figure_goes_to_the_chart_element_with_its_settings():
     assert drawn[0].figure["data"][0]["y"] == [3, 1, 2]
 
 
+def _reported_width():
+    import plotly.graph_objects as go
+    import streamlit as st
+
+    import vilab_ui as ui
+
+    st.session_state[ui._WIDTHS_KEY] = {"widths": {ui.MAIN_CHART: 640, "side": 300}}  # what the reporter said
+    ui.show(go.Figure(go.Scatter(x=[1, 2], y=[3, 4])), main=True)
+    ui.show(go.Figure(go.Scatter(x=[1, 2], y=[4, 3])), key="side")
+
+
+def test_a_figure_goes_out_at_the_width_the_browser_reported_for_its_chart():
+    """The main figure's element is keyed MAIN_CHART, and the reporter names a chart by its element's key: the next
+    figure is built at that width (its margins are kept per width)."""
+    at = AppTest.from_function(_reported_width, default_timeout=60).run()
+    assert not at.exception
+    main, side = charts(at)
+    assert main.id.endswith("vilab_chart_main") and side.id.endswith("side")
+    assert main.figure["layout"]["width"] == 640 and side.figure["layout"]["width"] == 300
+
+
 def _same_figure_twice():
     import plotly.graph_objects as go
 

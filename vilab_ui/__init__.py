@@ -416,7 +416,9 @@ def show(fig, key: str | None = None, main: bool = False, download: bool | None 
     ``main=True`` marks the page's main figure (one per page), the one that must be on the first screen.
     The main figure and every animated figure (Plotly frames) get a "Download figure" menu under them
     (PNG, SVG, HTML; GIF for animations; vilab_ui/export.py); ``download`` forces it on or off."""
-    width_key = key or (MAIN_FIGURE if main else None)
+    chart = _chart_element()
+    element_key = key or (MAIN_CHART if main and chart is not None else None)
+    width_key = element_key or (MAIN_FIGURE if main else None)  # what the width reporter calls this chart
     w = chart_width(width_key) if kw.get("width", "stretch") == "stretch" else None
     spec = _sent_spec(fig, lecture(), w, width_key)
     kw.setdefault("config", _CHART_CONFIG)
@@ -425,17 +427,17 @@ def show(fig, key: str | None = None, main: bool = False, download: bool | None 
     if download is None:
         download = main or animated
     with st.container(key=MAIN_FIGURE) if main else nullcontext():
-        chart = _chart_element()
         if chart is None:
             out = st.plotly_chart(_Sent(spec), key=key, **kw)
         else:
-            out = _draw_chart(chart, spec, key or ("vilab_chart_main" if main else None), **kw)
+            out = _draw_chart(chart, spec, element_key, **kw)
         if download:
             _export_menu(spec, key, animated)
     return out
 
 
 CHART_COMPONENT = "vilab.chart"  # vilab/plots/browser/chart.js, declared in pyproject.toml
+MAIN_CHART = "vilab_chart_main"  # the element key of a page's main figure drawn without a key of its own
 _CHART: Any = None  # the chart element's mount function; False when Streamlit has no assets for it
 
 
