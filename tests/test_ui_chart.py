@@ -4,6 +4,8 @@ plotly.js bundle it draws with (every trace kind vilab draws is in it)."""
 import ast
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import plotly
@@ -116,6 +118,16 @@ def test_streamlits_plotly_chart_draws_when_asked(monkeypatch):
     drawn = charts(at)
     assert [c.selectable for c in drawn] == [False, False, False, False, True]
     assert drawn[0].figure["data"][0]["name"] == "VN"
+
+
+def test_without_a_streamlit_server_figures_fall_back_quietly():
+    """Outside a server (a script run bare) Streamlit has no component registry to serve the element's files: ui.show
+    then uses st.plotly_chart, and raises nothing."""
+    code = ("import plotly.graph_objects as go, vilab_ui as ui\n"
+            "assert ui._chart_element() is None\n"
+            "ui.show(go.Figure(go.Scatter(x=[1, 2], y=[3, 4])), main=True)\nprint('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
 
 
 def test_the_bundle_is_plotly_js_cartesian_of_the_plotly_packages_major_version():

@@ -456,9 +456,9 @@ def _chart_element():
             if manager.get_component_asset_root(CHART_COMPONENT) is None:
                 manager.discover_and_register_components()
             ok = manager.get_component_asset_root(CHART_COMPONENT) is not None
-        except Exception:  # noqa: BLE001 - an older Streamlit, or no manifest
-            ok = False
-        _CHART = st.components.v2.component(CHART_COMPONENT, js="chart.js", isolate_styles=False) if ok else False
+            _CHART = st.components.v2.component(CHART_COMPONENT, js="chart.js", isolate_styles=False) if ok else False
+        except Exception:  # noqa: BLE001 - an older Streamlit, or no server yet (bare mode: asked again next time)
+            return None
     return _CHART or None
 
 
