@@ -443,22 +443,22 @@ _CHART: Any = None  # the chart element's mount function; False when Streamlit h
 
 def _chart_element():
     """The chart element that draws with plotly.js's cartesian bundle (a third of Streamlit's full Plotly bundle,
-    which a first visit spends 0.7 s loading), or None where Streamlit cannot serve its files (an install
-    without vilab's pyproject.toml): st.plotly_chart then draws."""
+    which a first visit spends 0.7 s loading), or None where Streamlit cannot serve its files: no Streamlit
+    server running (a script run bare; asked again next time), or an install without vilab's pyproject.toml
+    (the server's component registry, filled when it starts, has no entry for it). st.plotly_chart then draws."""
     global _CHART
     if os.environ.get("VILAB_CHART") == "plotly":  # Streamlit's own Plotly chart (for comparisons)
         return None
     if _CHART is None:
         try:
-            from streamlit.components.v2.get_bidi_component_manager import get_bidi_component_manager
+            from streamlit.runtime import Runtime
 
-            manager = get_bidi_component_manager()
-            if manager.get_component_asset_root(CHART_COMPONENT) is None:
-                manager.discover_and_register_components()
-            ok = manager.get_component_asset_root(CHART_COMPONENT) is not None
+            if not Runtime.exists():
+                return None
+            ok = Runtime.instance().bidi_component_registry.get_component_asset_root(CHART_COMPONENT) is not None
             _CHART = st.components.v2.component(CHART_COMPONENT, js="chart.js", isolate_styles=False) if ok else False
-        except Exception:  # noqa: BLE001 - an older Streamlit, or no server yet (bare mode: asked again next time)
-            return None
+        except Exception:  # noqa: BLE001 - a Streamlit without components v2
+            _CHART = False
     return _CHART or None
 
 

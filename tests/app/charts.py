@@ -29,5 +29,5 @@ def charts(node) -> list[Chart]:
             sent = json.loads(p.bytes)
             out.append(Chart(json.dumps(sent["figure"]), p.id, bool(sent.get("select"))))
     for el in node.get("plotly_chart"):
-        out.append(Chart(el.spec, el.proto.id, bool(list(el.proto.selection_mode))))
+        out.append(Chart(el.proto.spec, el.proto.id, bool(list(el.proto.selection_mode))))
     return out
