@@ -28,16 +28,21 @@ playwright``; Debian's ``chromium``), and is skipped with a message when they ar
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 import secrets
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
+
+from vilab.cli import stop_processes
 
 ROOT = Path(__file__).resolve().parents[1]
 COOKIE = "vilab_replica"
@@ -58,7 +63,7 @@ events {{
 
 http {{
     log_format  vilab      '$remote_addr [$time_local] "$request" $status upstream=$upstream_addr '
-                           'sticky=$vilab_sticky rt=$request_time';
+                           'sticky=$cookie_{cookie} served=$vilab_served rt=$request_time';
     access_log             {prefix}/access.log vilab;
     client_body_temp_path  {prefix}/tmp/client_body;
     proxy_temp_path        {prefix}/tmp/proxy;
@@ -73,54 +78,106 @@ http {{
         ''       close;
     }}
 
-    # sticky sessions: the cookie set on a browser's first response names its replica's hash key
-    map $cookie_{cookie} $vilab_sticky {{
-        ''       $request_id;
-        default  $cookie_{cookie};
+    # sticky sessions: the cookie names the replica that served the browser (r0, r1, ...); a browser
+    # without it (a new student) goes to the replica with the fewest open connections (websockets)
+    map $cookie_{cookie} $vilab_upstream {{
+        default  vilab_replicas;
+{sticky_map}
+    }}
+
+    # the replica that answered: the last address nginx tried ($upstream_addr lists each one it tried)
+    map $upstream_addr $vilab_served {{
+        default  "";
+{served_map}
     }}
 
     upstream vilab_replicas {{
-        hash $vilab_sticky consistent;
+        least_conn;
 {servers}
     }}
+
+    # one group per replica: its own server first; while it is down (refused, or no answer within
+    # {connect_s} s: then skipped for {fail_s} s), the others, and the cookie then names the one that served
+{groups}
 
     server {{
         listen  {listen}:{port};
 
         location / {{
-            proxy_pass          http://vilab_replicas;
-            proxy_http_version  1.1;
-            proxy_set_header    Upgrade $http_upgrade;
-            proxy_set_header    Connection $connection_upgrade;
-            proxy_set_header    Host $http_host;
-            proxy_set_header    X-Real-IP $remote_addr;
-            proxy_set_header    X-Forwarded-For $proxy_add_x_forwarded_for;
-            proxy_set_header    X-Forwarded-Proto $scheme;
-            proxy_read_timeout  86400s;
-            proxy_send_timeout  86400s;
-            proxy_buffering     off;
-            add_header          Set-Cookie "{cookie}=$vilab_sticky; Path=/; SameSite=Lax" always;
+            proxy_pass             http://$vilab_upstream;
+            proxy_next_upstream    error timeout;   # the next replica when one is down (nginx's default)
+            proxy_connect_timeout  {connect_s}s;
+            proxy_http_version     1.1;
+            proxy_set_header       Upgrade $http_upgrade;
+            proxy_set_header       Connection $connection_upgrade;
+            proxy_set_header       Host $http_host;
+            proxy_set_header       X-Real-IP $remote_addr;
+            proxy_set_header       X-Forwarded-For $proxy_add_x_forwarded_for;
+            proxy_set_header       X-Forwarded-Proto $scheme;
+            proxy_read_timeout     86400s;
+            proxy_send_timeout     86400s;
+            proxy_buffering        off;
+            add_header             Set-Cookie "{cookie}=$vilab_served; Path=/; SameSite=Lax" always;
         }}
     }}
 }}
 """
+CONNECT_TIMEOUT_S = 3  # a replica host that does not answer a connection within this is taken as down
+FAIL_TIMEOUT_S = 5  # ... and is skipped for this long before nginx tries it again
 
 
-def nginx_config(port: int, replica_ports: list[int], prefix: str | os.PathLike, listen: str = "0.0.0.0",
+def replica_address(replica: int | str) -> str:
+    """``host:port`` of a replica given as a port of this machine (``8601``) or as ``host:port``
+    (``10.0.0.2:8601``, ``[fd00::2]:8601``, ``replica2.lan:8601``). A host name is resolved here, once:
+    nginx names the address it used by its number, and the sticky cookie is read from that."""
+    if isinstance(replica, bool) or not isinstance(replica, (int, str)):
+        raise ValueError(f"A replica is a port (8601) or host:port (10.0.0.2:8601), not {replica!r}.")
+    if isinstance(replica, int) or replica.isdigit():
+        host, port = "127.0.0.1", str(replica)
+    else:
+        host, sep, port = replica.strip().rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError(f"The replica address {replica!r} is not host:port (e.g. 10.0.0.2:8601).")
+    if not 0 < int(port) < 65536:
+        raise ValueError(f"The replica address {replica!r} has port {port}; a port is between 1 and 65535.")
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        ip = ipaddress.ip_address(bare)
+    except ValueError:
+        try:
+            ip = ipaddress.ip_address(socket.getaddrinfo(bare, int(port), type=socket.SOCK_STREAM)[0][4][0])
+        except (OSError, UnicodeError):
+            raise ValueError(f"The replica host {bare!r} (in {replica!r}) could not be resolved to an address.") from None
+    return f"[{ip}]:{int(port)}" if ip.version == 6 else f"{ip}:{int(port)}"
+
+
+def nginx_config(port: int, replica_ports: list[int | str], prefix: str | os.PathLike, listen: str = "0.0.0.0",
                  workers: int = 1) -> str:
-    """The nginx configuration of a hall: ``listen:port`` in front of ``127.0.0.1:replica_ports``,
-    every path (pid, logs, temporary folders) under ``prefix``."""
+    """The nginx configuration of a hall: ``listen:port`` in front of the replicas (``replica_ports``: ports
+    of 127.0.0.1, or ``host:port`` of replicas on other machines, see :func:`replica_address`), every path
+    (pid, logs, temporary folders) under ``prefix``."""
     if not replica_ports:
         raise ValueError("A hall needs at least one replica; pass --replicas 1 or more.")
+    addrs = [replica_address(r) for r in replica_ports]
+    if len(set(addrs)) < len(addrs):
+        raise ValueError(f"The replica addresses {', '.join(addrs)} name one replica twice; each must be another.")
     prefix = Path(prefix).resolve()
-    servers = "\n".join(f"        server 127.0.0.1:{p} max_fails=0;" for p in replica_ports)
+    check = f"max_fails=1 fail_timeout={FAIL_TIMEOUT_S}s"
+    servers = "\n".join(f"        server {a} {check};" for a in addrs)
+    sticky_map = "\n".join(f"        r{i}  vilab_r{i};" for i in range(len(addrs)))
+    served_map = "\n".join(f'        "~(^|\\s){re.escape(a)}$"  r{i};' for i, a in enumerate(addrs))
+    groups = "\n".join(
+        f"    upstream vilab_r{i} {{\n        server {a} {check};\n"
+        + "".join(f"        server {b} {check} backup;\n" for b in addrs if b != a) + "    }"
+        for i, a in enumerate(addrs))
     user_line = ""
     if hasattr(os, "geteuid") and os.geteuid() == 0:  # root master: workers as the same user, not nobody
         import pwd
 
         user_line = f"user              {pwd.getpwuid(0).pw_name};\n"
-    return NGINX_CONF.format(n=len(replica_ports), workers=workers, prefix=prefix, user_line=user_line,
-                             cookie=COOKIE, servers=servers, listen=listen, port=int(port))
+    return NGINX_CONF.format(n=len(addrs), workers=workers, prefix=prefix, user_line=user_line, cookie=COOKIE,
+                             servers=servers, sticky_map=sticky_map, served_map=served_map, groups=groups,
+                             connect_s=CONNECT_TIMEOUT_S, fail_s=FAIL_TIMEOUT_S, listen=listen, port=int(port))
 
 
 def write_nginx_prefix(prefix: str | os.PathLike, conf: str) -> Path:
@@ -168,10 +225,10 @@ def port_is_free(port: int, host: str = "0.0.0.0") -> bool:
     return True
 
 
-def replica_command(port: int) -> list[str]:
+def replica_command(port: int, address: str = "127.0.0.1") -> list[str]:
     from vilab.cli import SERVED_OPTIONS, command  # no file watcher, no usage statistics, libraries imported first
 
-    return command(ROOT / "app.py", "--server.port", str(port), "--server.address", "127.0.0.1",
+    return command(ROOT / "app.py", "--server.port", str(port), "--server.address", address,
                    "--server.headless", "true", *SERVED_OPTIONS)
 
 
@@ -287,35 +344,125 @@ def warm_up(urls: list[str], paths: list[str] | None = None, timeout_s: float = 
     return took
 
 
+def _stamp() -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def backoff_s(failures: int, first_s: float = 1.0, max_s: float = 30.0) -> float:
+    """Seconds to wait before restarting a child after its ``failures``-th exit in a row: 1, 2, 4, ... 30 s."""
+    return min(max_s, first_s * 2 ** max(0, failures - 1))
+
+
+class Child:
+    """One child process of the hall (a replica, or nginx), in its own process group, its output appended
+    to ``log_path``; restarted by the hall's supervisor when it exits."""
+
+    def __init__(self, name: str, command: list[str], log_path: Path, env: dict | None = None,
+                 cwd: Path = ROOT, health_url: str | None = None):
+        self.name, self.command, self.log_path, self.env, self.cwd = name, command, log_path, env, cwd
+        self.health_url = health_url
+        self.proc: subprocess.Popen | None = None
+        self.started_at = 0.0
+        self.failures = 0  # exits in a row, each within STABLE_S of its start
+        self.restart_at: float | None = None  # when it is to be started again (after its back-off)
+        self.healthy: bool | None = None
+        self.unhealthy_since: float | None = None
+
+    def start(self) -> subprocess.Popen:
+        with open(self.log_path, "ab") as out:
+            self.proc = subprocess.Popen(self.command, cwd=self.cwd, env=self.env, stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        self.started_at, self.restart_at, self.healthy, self.unhealthy_since = time.monotonic(), None, None, None
+        return self.proc
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_tail(self, n: int = 1500) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+
+def healthy(url: str, timeout_s: float = 2.0) -> bool:
+    """Does ``url/_stcore/health`` answer ok?"""
+    try:
+        return urllib.request.urlopen(url + "/_stcore/health", timeout=timeout_s).read() == b"ok"
+    except (OSError, ValueError):
+        return False
+
+
 class Hall:
-    """N Streamlit replicas and nginx in front, as child processes. Use as a context manager::
+    """N Streamlit replicas and nginx in front, as child processes, kept up by a supervisor thread. Use as a
+    context manager::
 
         with Hall(replicas=2, port=8080) as hall:
             print(hall.url)
 
-    ``stop()`` (or leaving the block) ends nginx and every replica and removes the temporary prefix.
+    The supervisor checks every child each second and each replica's health every ``health_every_s``: a
+    replica that exits (or has not answered its health check for ``hang_s``: it is killed) is started again on
+    its port after a back-off (1, 2, 4 ... 30 s while it keeps failing; nginx sends its students to the other
+    replicas meanwhile); nginx, if it exits, likewise, but after ``nginx_max_failures`` failed starts in a row
+    the hall gives up (``failed`` is set and ``failure`` says why; ``vilab hall`` then stops). Health changes
+    and restarts go to ``log``, each line with its time.
+
+    Several machines: ``remote`` (``host:port`` of replicas that other machines run, e.g. ``vilab hall
+    --no-nginx`` there) are put behind this nginx beside the local ones (health logged, not restarted from
+    here); ``proxy=False`` runs the replicas alone, listening on ``replica_listen`` (an address the nginx host
+    reaches) from port ``replica_port`` on. deploy/README.md has the recipe.
+
+    ``stop()`` (or leaving the block) ends the supervisor, nginx and every replica (their whole process groups:
+    SIGTERM, then SIGKILL after a grace period) and removes the temporary prefix.
     """
+
+    STABLE_S = 60.0  # a child up this long has recovered: its next exit starts the back-off again at 1 s
 
     def __init__(self, replicas: int = 2, port: int = 8080, listen: str = "0.0.0.0",
                  cache_dir: str | os.PathLike | None = None, nginx: str | None = None,
-                 start_timeout_s: float = 120.0, log=print):
-        if replicas < 1:
+                 start_timeout_s: float = 120.0, log=print, remote: list[str] = (), proxy: bool = True,
+                 replica_listen: str = "127.0.0.1", replica_port: int | None = None,
+                 health_every_s: float = 5.0, hang_s: float = 120.0, nginx_max_failures: int = 5):
+        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+            raise ValueError(f"--replicas is the number of Streamlit processes to start here (1 or more), "
+                             f"not {replicas!r}.")
+        self.remote = [replica_address(r) for r in remote]
+        if replicas + len(self.remote) < 1 or (not proxy and replicas < 1):
             raise ValueError("A hall needs at least one replica; pass --replicas 1 or more.")
         if not 0 < port < 65536:
             raise ValueError("The hall's port must be between 1 and 65535.")
+        if replica_port is not None and not 0 < replica_port <= 65536 - replicas:
+            raise ValueError(f"--replica-port {replica_port} leaves no room for {replicas} replica ports below 65536.")
         self.n, self.port, self.listen, self.log = int(replicas), int(port), listen, log
-        self.start_timeout_s = start_timeout_s
-        self.nginx = nginx or find_nginx()
-        if self.nginx is None:
+        self.start_timeout_s, self.health_every_s, self.hang_s = start_timeout_s, health_every_s, hang_s
+        self.nginx_max_failures = nginx_max_failures
+        self.use_proxy, self.replica_listen, self.replica_port = proxy, replica_listen, replica_port
+        self.nginx = (nginx or find_nginx()) if proxy else None
+        if proxy and self.nginx is None:
             raise ValueError("nginx is not installed; install it (Debian: apt-get install nginx) or set "
                              "VILAB_NGINX to its path.")
         from vilab.compile_cache import cache_dir as default_cache_dir
 
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-        self.replicas: list[subprocess.Popen] = []
+        self.children: list[Child] = []  # the replicas
+        self.nginx_child: Child | None = None
         self.replica_ports: list[int] = []
-        self.proxy: subprocess.Popen | None = None
         self.prefix: Path | None = None
+        self.failed = threading.Event()
+        self.failure: str | None = None
+        self._stopping = threading.Event()
+        self._supervisor: threading.Thread | None = None
+        self._remote_health: dict[str, bool | None] = {a: None for a in self.remote}
+
+    @property
+    def replicas(self) -> list[subprocess.Popen]:
+        """Each replica's current process (a new one after a restart)."""
+        return [c.proc for c in self.children]
+
+    @property
+    def proxy(self) -> subprocess.Popen | None:
+        """nginx's current process."""
+        return self.nginx_child.proc if self.nginx_child is not None else None
 
     @property
     def url(self) -> str:
@@ -324,14 +471,20 @@ class Hall:
 
     @property
     def replica_urls(self) -> list[str]:
-        return [f"http://127.0.0.1:{p}" for p in self.replica_ports]
+        host = "127.0.0.1" if self.replica_listen in ("0.0.0.0", "::") else self.replica_listen
+        host = f"[{host}]" if ":" in host else host
+        return [f"http://{host}:{p}" for p in self.replica_ports]
+
+    def say(self, text: str) -> None:
+        """A line of the hall's log, with its time."""
+        self.log(f"{_stamp()} {text}")
 
     def start(self) -> "Hall":
-        if not port_is_free(self.port, self.listen):
+        if self.use_proxy and not port_is_free(self.port, self.listen):
             raise ValueError(f"Port {self.port} is in use; pick another with --port.")
         self.prefix = Path(tempfile.mkdtemp(prefix="vilab-hall-"))
         # one cookie secret for all replicas: a browser moved to another replica (one restarted) keeps
-        # a valid XSRF cookie
+        # a valid XSRF cookie (replicas on other machines need the same STREAMLIT_SERVER_COOKIE_SECRET)
         env = dict(os.environ, VILAB_JAX_CACHE=str(self.cache_dir), STREAMLIT_BROWSER_GATHER_USAGE_STATS="false",
                    STREAMLIT_SERVER_COOKIE_SECRET=os.environ.get("STREAMLIT_SERVER_COOKIE_SECRET",
                                                                  secrets.token_hex(32)))
@@ -339,46 +492,154 @@ class Hall:
         logs.mkdir()
         try:
             for i in range(self.n):
-                port = free_port()
-                out = open(logs / f"replica{i}.log", "wb")
-                self.replicas.append(subprocess.Popen(replica_command(port), cwd=ROOT, env=env, stdout=out,
-                                                      stderr=subprocess.STDOUT, start_new_session=True))
-                out.close()
+                port = free_port(self.replica_listen) if self.replica_port is None else self.replica_port + i
+                if self.replica_port is not None and not port_is_free(port, self.replica_listen):
+                    raise ValueError(f"Port {port} of {self.replica_listen} (replica {i}) is in use; pick other "
+                                     "ports with --replica-port.")
+                child = Child(f"replica {i}", replica_command(port, self.replica_listen), logs / f"replica{i}.log",
+                              env=env)
+                self.children.append(child)
                 self.replica_ports.append(port)
-            for i, (proc, url) in enumerate(zip(self.replicas, self.replica_urls)):
-                if not wait_healthy(url, self.start_timeout_s, proc):
-                    tail = (logs / f"replica{i}.log").read_text(errors="replace")[-1500:]
-                    raise RuntimeError(f"replica {i} ({url}) did not start:\n{tail}")
-            conf = write_nginx_prefix(self.prefix, nginx_config(self.port, self.replica_ports, self.prefix,
-                                                                self.listen))
-            check = nginx_check(self.nginx, self.prefix, conf)
-            if check.returncode != 0:
-                raise RuntimeError("nginx rejected the generated configuration:\n" + check.stderr)
-            self.proxy = subprocess.Popen(nginx_command(self.nginx, self.prefix, conf), cwd=self.prefix,
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                          start_new_session=True)
-            if not wait_healthy(f"http://127.0.0.1:{self.port}", 30, self.proxy):
-                err = (self.prefix / "error.log").read_text(errors="replace")[-1500:] if (
-                    self.prefix / "error.log").exists() else ""
-                raise RuntimeError("nginx did not start:\n" + err)
+                child.health_url = self.replica_urls[i]
+                child.start()
+            for child in self.children:
+                if not wait_healthy(child.health_url, self.start_timeout_s, child.proc):
+                    raise RuntimeError(f"{child.name} ({child.health_url}) did not start:\n{child.log_tail()}")
+                child.healthy = True
+            if self.use_proxy:
+                local = [f"{self.replica_urls[i].split('//')[1]}" for i in range(self.n)]
+                conf = write_nginx_prefix(self.prefix, nginx_config(self.port, local + self.remote, self.prefix,
+                                                                    self.listen))
+                check = nginx_check(self.nginx, self.prefix, conf)
+                if check.returncode != 0:
+                    raise RuntimeError("nginx rejected the generated configuration:\n" + check.stderr)
+                self.nginx_child = Child("nginx", nginx_command(self.nginx, self.prefix, conf),
+                                         self.prefix / "nginx.out", cwd=self.prefix)
+                if not self._start_nginx():
+                    raise RuntimeError("nginx did not start:\n" + self._nginx_errors())
+            for addr in self.remote:
+                self._check_remote(addr)
         except BaseException:
             self.stop()
             raise
+        self._supervisor = threading.Thread(target=self._supervise, name="vilab-hall-supervisor", daemon=True)
+        self._supervisor.start()
         return self
 
-    def stop(self) -> None:
-        procs = ([self.proxy] if self.proxy else []) + self.replicas
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM if p is not self.proxy else signal.SIGQUIT)
-        deadline = time.time() + 15
-        for p in procs:
+    # -- the supervisor ---------------------------------------------------------------------------------
+
+    def _nginx_errors(self) -> str:
+        err = self.prefix / "error.log" if self.prefix else None
+        return (err.read_text(errors="replace")[-1500:] if err and err.exists() else "") + self.nginx_child.log_tail()
+
+    def _start_nginx(self) -> bool:
+        """(Re)start nginx and wait until its port answers; False if it did not come up in 30 s."""
+        proc = self.nginx_child.start()
+        deadline = time.monotonic() + 30
+        host = "127.0.0.1" if self.listen in ("0.0.0.0", "::") else self.listen
+        while time.monotonic() < deadline and proc.poll() is None and not self._stopping.is_set():
             try:
-                p.wait(max(0.1, deadline - time.time()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(5)
-        self.proxy, self.replicas = None, []
+                socket.create_connection((host, self.port), timeout=2).close()
+                return True
+            except OSError:
+                time.sleep(0.2)
+        return False
+
+    def _check_remote(self, addr: str) -> None:
+        ok = healthy(f"http://{addr}")
+        if ok != self._remote_health[addr]:
+            self.say(f"remote replica {addr} {'healthy' if ok else 'not answering its health check'}")
+        self._remote_health[addr] = ok
+
+    def _exited(self, child: Child, why: str) -> None:
+        """A child has exited (or was killed as hung): clear its group and plan its restart."""
+        stop_processes([child.proc], signal.SIGKILL, 0)  # what it left behind in its group
+        up_s = time.monotonic() - child.started_at
+        child.failures = 1 if up_s >= self.STABLE_S else child.failures + 1
+        wait = backoff_s(child.failures)
+        child.restart_at = time.monotonic() + wait
+        child.healthy = None
+        self.say(f"{child.name} {why} after {up_s:.0f} s up; restarting it in {wait:.0f} s "
+                 f"(failure {child.failures} in a row)")
+
+    def _watch_replica(self, child: Child, now: float, check_health: bool) -> None:
+        if child.restart_at is not None:
+            if now >= child.restart_at:
+                child.start()
+                self.say(f"{child.name} restarted (pid {child.proc.pid}) on {child.health_url}")
+            return
+        if not child.alive():
+            self._exited(child, f"exited with status {child.proc.returncode}")
+            return
+        if not check_health:
+            return
+        ok = healthy(child.health_url)
+        if ok != child.healthy:
+            if ok or child.healthy:  # not "unhealthy" for a replica still starting
+                self.say(f"{child.name} ({child.health_url}) {'healthy' if ok else 'not answering its health check'}")
+            child.healthy = ok
+        if ok:
+            child.unhealthy_since = None
+        else:
+            child.unhealthy_since = child.unhealthy_since or now
+            if now - child.unhealthy_since >= self.hang_s:
+                self.say(f"{child.name} has not answered its health check for {self.hang_s:.0f} s; killing it")
+                stop_processes([child.proc], signal.SIGTERM, 5)
+                self._exited(child, "was killed (hung)")
+
+    def _watch_nginx(self, now: float) -> None:
+        child = self.nginx_child
+        if child.restart_at is None:
+            if child.alive():
+                return
+            self._exited(child, f"exited with status {child.proc.returncode}")
+            if child.failures >= self.nginx_max_failures:
+                self.failure = (f"nginx failed {child.failures} times in a row; the hall cannot be kept up:\n"
+                                + self._nginx_errors())
+                self.say(self.failure)
+                self.failed.set()
+            return
+        if now < child.restart_at:
+            return
+        if self._start_nginx():
+            self.say(f"nginx restarted (pid {child.proc.pid})")
+        elif not self._stopping.is_set():
+            self._exited(child, "did not come up")
+            if child.failures >= self.nginx_max_failures:
+                self.failure = f"nginx could not be restarted ({child.failures} tries):\n" + self._nginx_errors()
+                self.say(self.failure)
+                self.failed.set()
+
+    def _supervise(self) -> None:
+        next_health = time.monotonic() + self.health_every_s
+        while not self._stopping.wait(1.0) and not self.failed.is_set():
+            now = time.monotonic()
+            check_health = now >= next_health
+            if check_health:
+                next_health = now + self.health_every_s
+            try:
+                if self.nginx_child is not None:
+                    self._watch_nginx(now)
+                for child in self.children:
+                    if self._stopping.is_set():
+                        return
+                    self._watch_replica(child, now, check_health)
+                if check_health:
+                    for addr in self.remote:
+                        self._check_remote(addr)
+            except Exception as exc:  # noqa: BLE001 - the supervisor must outlive a surprise (a full disk...)
+                self.say(f"supervisor: {type(exc).__name__}: {exc}")
+
+    # -- stopping ---------------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._supervisor is not None and self._supervisor is not threading.current_thread():
+            self._supervisor.join(60)
+        self._supervisor = None
+        stop_processes(([self.nginx_child.proc] if self.nginx_child else []) + [c.proc for c in self.children],
+                       signal.SIGTERM, 15)
+        self.nginx_child, self.children = None, []
         if self.prefix is not None:
             shutil.rmtree(self.prefix, ignore_errors=True)
             self.prefix = None
@@ -390,28 +651,36 @@ class Hall:
         self.stop()
 
 
-def serve(replicas: int, port: int, listen: str = "0.0.0.0", warm: bool = True, log=print) -> int:
-    """``vilab hall``: start the hall, warm it up, print its address and wait for Ctrl-C."""
-    hall = Hall(replicas, port, listen, log=log)
+def serve(replicas: int, port: int, listen: str = "0.0.0.0", warm: bool = True, log=None, **options) -> int:
+    """``vilab hall``: start the hall, warm it up, print its address and keep it up until SIGTERM or Ctrl-C
+    (returns 0), or until nginx cannot be kept up (returns 1). ``options``: :class:`Hall`'s (remote, proxy,
+    replica_listen, replica_port)."""
+    log = log or (lambda text: print(text, flush=True))
+    hall = Hall(replicas, port, listen, log=log, **options)
 
     def _terminate(signum, frame):  # `kill PID` stops the hall as Ctrl-C does
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, _terminate)
-    log(f"starting {replicas} replica(s) and nginx (JAX cache: {hall.cache_dir}) ...")
-    with hall:
-        log(f"vilab hall: {hall.url}  (replicas: {', '.join(hall.replica_urls)})")
-        if warm:
-            log("warming up every page on every replica (the first student will not wait for compilation) ...")
-            warm_up(hall.replica_urls, log=log)
-        log(f"ready: {hall.url}   Ctrl-C stops the hall.")
-        try:
-            while True:
-                dead = [i for i, p in enumerate(hall.replicas) if p.poll() is not None]
-                if dead or (hall.proxy is not None and hall.proxy.poll() is not None):
-                    log("a replica or nginx exited; stopping the hall.")
-                    return 1
-                time.sleep(1)
-        except KeyboardInterrupt:
-            log("stopping the hall ...")
-    return 0
+    previous = {s: signal.signal(s, _terminate) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        hall.say(f"starting {replicas} replica(s){' and nginx' if hall.use_proxy else ''} "
+                 f"(JAX cache: {hall.cache_dir}) ...")
+        with hall:
+            where = hall.url if hall.use_proxy else ", ".join(hall.replica_urls)
+            hall.say(f"vilab hall: {where}  (replicas: {', '.join(hall.replica_urls + hall.remote)})")
+            if warm and hall.replica_urls:
+                hall.say("warming up every page on every replica (the first student will not wait for compilation) ...")
+                warm_up(hall.replica_urls, log=log)
+            hall.say(f"ready: {where}   Ctrl-C stops the hall.")
+            while not hall.failed.wait(1.0):
+                pass
+            hall.say("stopping the hall: nginx could not be kept up.")
+            return 1
+    except KeyboardInterrupt:
+        hall.say("stopping the hall ...")
+        hall.stop()  # (again: a signal during start-up or the warm-up lands here before the block's exit ran)
+        hall.say("stopped.")
+        return 0
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)

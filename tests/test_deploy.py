@@ -23,15 +23,34 @@ needs_nginx = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (
 def test_config_proxies_websockets_with_sticky_sessions(tmp_path):
     conf = hall.nginx_config(8080, [9001, 9002, 9003], tmp_path)
     for line in ("server 127.0.0.1:9001", "server 127.0.0.1:9002", "server 127.0.0.1:9003",
-                 "listen  0.0.0.0:8080;", "hash $vilab_sticky consistent;",
-                 "proxy_set_header    Upgrade $http_upgrade;", "proxy_set_header    Connection $connection_upgrade;",
-                 "proxy_read_timeout  86400s;", "daemon            off;", f"pid               {tmp_path.resolve()}/nginx.pid;",
-                 f"{hall.COOKIE}=$vilab_sticky"):
+                 "listen  0.0.0.0:8080;", "proxy_pass             http://$vilab_upstream;",
+                 "proxy_set_header       Upgrade $http_upgrade;", "proxy_set_header       Connection $connection_upgrade;",
+                 "proxy_read_timeout     86400s;", "daemon            off;", f"pid               {tmp_path.resolve()}/nginx.pid;",
+                 f"map $cookie_{hall.COOKIE} $vilab_upstream", f"{hall.COOKIE}=$vilab_served",
+                 "r1  vilab_r1;", '"~(^|\\s)127\\.0\\.0\\.1:9002$"  r1;'):
         assert line in conf, line
+    # each replica's group: its own server first, the others as backups (a student whose replica is down
+    # goes to a live one), and a dead server is skipped for a while instead of being tried on every request
+    group = conf[conf.index("upstream vilab_r1 {"):].split("}")[0]
+    assert [l.split()[1] for l in group.splitlines()[1:] if l.strip()] == ["127.0.0.1:9002", "127.0.0.1:9001", "127.0.0.1:9003"]
+    assert group.count(" backup;") == 2 and group.count("max_fails=1") == 3
     # every file nginx writes lies under the prefix: it runs without root
     for directive in ("pid", "error_log", "access_log", "client_body_temp_path", "proxy_temp_path"):
         lines = [l.split() for l in conf.splitlines() if l.split()[:1] == [directive]]
         assert lines and all(l[1].startswith(str(tmp_path.resolve())) for l in lines), directive
+
+
+def test_config_puts_replicas_of_other_machines_behind_nginx(tmp_path):
+    conf = hall.nginx_config(8080, ["10.200.1.2:8601", "[fd00::2]:8601", 9001, "localhost:9002"], tmp_path)
+    for server in ("10.200.1.2:8601", "[fd00::2]:8601", "127.0.0.1:9001", "127.0.0.1:9002"):  # a name resolved here
+        assert f"server {server} max_fails=1" in conf, server
+    for bad, problem in (("10.200.1.2", "not host:port"), ("10.200.1.2:0", "between 1 and 65535"),
+                         (":8601", "not host:port"), ("no-such-host.invalid:8601", "could not be resolved"),
+                         (True, "a port")):
+        with pytest.raises(ValueError, match=problem):
+            hall.nginx_config(8080, [bad], tmp_path)
+    with pytest.raises(ValueError, match="one replica twice"):
+        hall.nginx_config(8080, [9001, "127.0.0.1:9001"], tmp_path)
 
 
 def test_a_hall_without_replicas_is_a_clear_error(tmp_path):
@@ -49,7 +68,7 @@ def test_page_paths_name_every_page_once():
 
 @needs_nginx
 def test_nginx_accepts_the_generated_config(tmp_path):
-    conf = hall.write_nginx_prefix(tmp_path, hall.nginx_config(hall.free_port(), [hall.free_port()] * 2, tmp_path,
+    conf = hall.write_nginx_prefix(tmp_path, hall.nginx_config(hall.free_port(), [9001, "10.200.1.2:8601"], tmp_path,
                                                                listen="127.0.0.1"))
     out = hall.nginx_check(NGINX, tmp_path, conf)
     assert out.returncode == 0, out.stderr
@@ -158,8 +177,8 @@ def test_ctrl_c_during_the_warm_up_stops_the_server(monkeypatch):
     started = []
     real_popen = subprocess.Popen
 
-    def popen(cmd, cwd=None):
-        started.append(real_popen(cmd, cwd=cwd))
+    def popen(cmd, **kw):
+        started.append(real_popen(cmd, **kw))
         return started[-1]
 
     def warm_up(urls, **kw):
@@ -175,7 +194,7 @@ def test_vilab_app_no_warmup_only_runs_the_server(monkeypatch):
     from vilab import cli
 
     ran = []
-    monkeypatch.setattr(cli.subprocess, "call", lambda cmd, cwd=None: ran.append(cmd) or 0)
+    monkeypatch.setattr(cli, "run_server", lambda cmd, while_running=None: ran.append(cmd) or 0)
     monkeypatch.setattr(cli, "_serve_warmed", lambda *a, **k: pytest.fail("no warm-up was asked for"))
     assert cli.main(["app", "--no-warmup", "--headless", "--port", "8599"]) == 0
     cmd = ran[0]

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +39,7 @@ def _app(args) -> int:
     extra = list(args.streamlit_args)
     cmd += extra[1:] if extra[:1] == ["--"] else extra  # Streamlit's options, not the script's arguments
     if args.no_warmup:
-        return subprocess.call(cmd, cwd=ROOT)
+        return run_server(cmd)
     return _serve_warmed(cmd, f"http://127.0.0.1:{args.port}")
 
 
@@ -46,24 +47,90 @@ def _say(text: str) -> None:
     print(f"vilab: {text}", flush=True)
 
 
+def signal_group(proc: subprocess.Popen, sig: int) -> None:
+    """Send ``sig`` to ``proc``'s process group (a child started with ``start_new_session=True`` leads its own),
+    so that what it started gets it too; to ``proc`` alone when it leads no group. Nothing when it is gone."""
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:  # no such group: not started in its own session, or every member has exited
+        if proc.poll() is None:
+            proc.send_signal(sig)
+    except PermissionError:
+        pass
+
+
+def stop_processes(procs, sig: int = signal.SIGTERM, grace_s: float = 10.0) -> None:
+    """Stop child processes and everything they started: ``sig`` to each one's process group, up to ``grace_s``
+    seconds for all of them to exit, then SIGKILL to every group (what is left of it: a process that ignored
+    ``sig``, or a grandchild). A second Ctrl-C while waiting goes straight to SIGKILL. Returns once every
+    process given has been reaped."""
+    procs = [p for p in procs if p is not None]
+    for p in procs:
+        signal_group(p, sig)
+    deadline = time.monotonic() + grace_s
+    try:
+        for p in procs:
+            try:
+                p.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+    finally:
+        for p in procs:
+            signal_group(p, signal.SIGKILL)
+        for p in procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:  # a process stuck in the kernel: nothing more to do
+                pass
+
+
+class _Stop(KeyboardInterrupt):
+    """SIGTERM or SIGINT arrived: the signal's number travels with it, to be passed on to the children."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def run_server(cmd: list[str], while_running=None) -> int:
+    """Run the server ``cmd`` in its own process group and wait for it; ``while_running(proc)`` is called first,
+    while it serves (the warm-up). SIGTERM or SIGINT (Ctrl-C) to this process is passed on to the server's whole
+    group, which gets 10 s to exit before it is killed, so nothing is left running (before, `vilab app
+    --no-warmup` forwarded nothing: after a SIGTERM its server kept serving the port). Returns the server's exit
+    status (that of the signal when one stopped it)."""
+    def _stop(signum, frame):
+        raise _Stop(signum)
+
+    previous = {s: signal.signal(s, _stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    proc = None
+    try:
+        proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
+        if while_running is not None:
+            while_running(proc)
+        return proc.wait()
+    except KeyboardInterrupt as exc:  # _Stop, or a KeyboardInterrupt raised from inside the warm-up
+        if proc is None:
+            return 128 + getattr(exc, "signum", signal.SIGINT)
+        stop_processes([proc], getattr(exc, "signum", signal.SIGINT))  # Streamlit's own clean shutdown first
+        return proc.returncode
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
 def _serve_warmed(cmd: list[str], url: str, start_timeout_s: float = 120.0) -> int:
     """Run the server (``cmd``) and, once it answers at ``url``, open every page once in headless Chromium
     (deploy/hall.py's warm-up, as ``vilab hall`` does for its replicas): the first visit of each page then
     finds its programs compiled and its default view computed, instead of waiting 5-25 s for them on two
     cores. The server is usable meanwhile; without Chromium or Playwright the warm-up is skipped with a
-    message. Returns the server's exit status; Ctrl-C or SIGTERM stops the server."""
+    message. Returns the server's exit status; Ctrl-C or SIGTERM stops the server (:func:`run_server`)."""
     try:
         hall = load_hall()
     except ValueError as exc:
         _say(f"{exc} Pages are not warmed up.")
-        return subprocess.call(cmd, cwd=ROOT)
-    proc = subprocess.Popen(cmd, cwd=ROOT)
+        return run_server(cmd)
 
-    def _terminate(signum, frame):  # `kill PID` stops the server as Ctrl-C does
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, _terminate)
-    try:
+    def warm(proc):
         if hall.wait_healthy(url, start_timeout_s, proc):
             _say("opening every page once in headless Chromium, so that no first visit waits for compilation "
                  "(`vilab app --no-warmup` skips this) ...")
@@ -73,16 +140,8 @@ def _serve_warmed(cmd: list[str], url: str, start_timeout_s: float = 120.0) -> i
                 _say(f"the warm-up stopped ({type(exc).__name__}: {exc}); the lab is served without it.")
         elif proc.poll() is None:
             _say(f"the server did not answer at {url} within {start_timeout_s:.0f} s; pages are not warmed up.")
-        return proc.wait()
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)  # Streamlit's own clean shutdown
-        try:
-            return proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            return proc.wait()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+
+    return run_server(cmd, warm)
 
 
 def load_hall():
@@ -107,7 +166,8 @@ def _hall(args) -> int:
         print(exc, file=sys.stderr)
         return 2
     try:
-        return hall.serve(args.replicas, args.port, args.listen, warm=not args.no_warmup)
+        return hall.serve(args.replicas, args.port, args.listen, warm=not args.no_warmup, remote=args.remote,
+                          proxy=not args.no_nginx, replica_listen=args.replica_listen, replica_port=args.replica_port)
     except (ValueError, RuntimeError) as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -200,6 +260,17 @@ def main(argv: list[str] | None = None) -> int:
     h.add_argument("--port", type=int, default=8080, help="the port students open (default 8080)")
     h.add_argument("--listen", default="0.0.0.0", help="address nginx listens on (default: every interface)")
     h.add_argument("--no-warmup", action="store_true", help="do not open every page once per replica")
+    # several machines (deploy/README.md): replica hosts run `--no-nginx --replica-listen THEIR_ADDRESS
+    # --replica-port 8601`, the front host `--replicas 0 --remote HOST:8601 --remote ...`
+    h.add_argument("--remote", action="append", default=[], metavar="HOST:PORT",
+                   help="a replica another machine runs, put behind this nginx too (repeat for each)")
+    h.add_argument("--no-nginx", action="store_true",
+                   help="run the replicas only (on a replica host of a hall that spans several machines)")
+    h.add_argument("--replica-listen", default="127.0.0.1",
+                   help="address the replicas listen on (default 127.0.0.1; another machine's nginx needs this "
+                        "machine's address)")
+    h.add_argument("--replica-port", type=int, default=None,
+                   help="port of the first replica, the others on the next ports (default: free ports)")
     h.set_defaults(fn=_hall)
     r = sub.add_parser("repro", help="run reproductions of the papers' numbers")
     r.add_argument("names", nargs="*", help="reproduction names, or 'all'")
