@@ -197,7 +197,7 @@ if tab2d.open:
             with ui.more("Rescale θ₂"):
                 rescale = ui.toggle("rescale θ₂ (Fisher is not affine invariant)", "rs", False)
                 k = ui.log_slider("factor k (θ₂ → k θ₂)", "k", 0.01, 100.0, 3.0) if rescale else None
-        with fig, ui.guard("2-D example"):
+        with fig, ui.guard("2-D example") as two_d:
             v = _two_d(rho, sd1, sd2)
             cov = np.array([[sd1**2, rho * sd1 * sd2], [rho * sd1 * sd2, sd2**2]])
             if rescale:
@@ -219,10 +219,11 @@ if tab2d.open:
                           "the correlation adds the off-diagonal Λ₁₂ (Fisher: Σ₁₁ = 1/‖Λ₁·‖ ≤ 1/Λ₁₁), so they shrink q "
                           "further. KL(p‖q) (dash-dot) recovers the true marginal variances.")
     with tab2d:
-        with ui.guard("2-D table"):
-            table = _variance_table(v, ["Σ₁₁", "Σ₂₂"])
-            table["Σ₁₁ / true Σ₁₁"] = (table["Σ₁₁"] / sd1**2).map(lambda x: float(f"{x:.4g}"))
-            ui.table(table)
+        if two_d.ok:  # else the example failed (said above): no optima to list
+            with ui.guard("2-D table"):
+                table = _variance_table(v, ["Σ₁₁", "Σ₂₂"])
+                table["Σ₁₁ / true Σ₁₁"] = (table["Σ₁₁"] / sd1**2).map(lambda x: float(f"{x:.4g}"))
+                ui.table(table)
         with ui.guard("variance against ρ"):
             rhos, curves = _curves(sd1, sd2)
             ui.show(ui.recipe(dplots.variance_curves, rhos, curves, title="Σ₁₁ against the correlation ρ"), key="curves")
@@ -335,7 +336,7 @@ if tab3d.open:
             a = ui.slider("a = Λ₁₂ (selected point)", "a", -0.99, 0.99, 0.8, 0.01)
             b = ui.slider("b = Λ₁₃ (selected point)", "b", -0.99, 0.99, 0.8, 0.01)
             st.caption("**Click a point** of the map (or move a and b) to see its variances below.")
-        with fig, ui.guard("Fig. 1"):
+        with fig, ui.guard("Fig. 1") as fig1:
             g = _grid(c)
             ui.show(ui.recipe(dplots.fig1_heatmap, g, marked=(a, b), title=f"c = {c:g}: # coordinates with score-based ≤ Fisher"),
                     key="fig1", main=True, on_select=ui.click_setter("fig1", "a", "b", -0.99, 0.99),
@@ -344,10 +345,10 @@ if tab3d.open:
         with ui.guard("selected point"):
             vals, col = _three_d(a, b, c)
             collapsed = ", ".join(str(i + 1) for i in np.nonzero(col)[0])
-            n_col = int(g["collapse"].sum())
+            n_col = f" ({int(g['collapse'].sum())} grid points here)" if fig1.ok else ""  # else the map failed
             ui.notice("Shade: how many of the three coordinates have a score-based variance ≤ the Fisher variance "
                       "(light 1, dark 3); blank: Λ is not positive definite; dashed outline: diagonally dominant Λ "
-                      f"(there score ≤ Fisher in every coordinate); × ({n_col} grid points here): score-based "
+                      f"(there score ≤ Fisher in every coordinate); ×{n_col}: score-based "
                       "collapse. Collapse: the score-based optimum solves Σⱼ Λᵢⱼ² Σⱼⱼ = Λᵢᵢ; when the other "
                       "coordinates' terms already exceed Λᵢᵢ = 1, no positive Σᵢᵢ solves it and the optimum "
                       "sets Σᵢᵢ = 0.")
@@ -379,7 +380,7 @@ if tab1d.open:
                 params = (("m", 0.0), ("t", t), ("lam", lam))
             else:
                 params = (("a1", ui.slider("a₁ = a₀ + n/2", "a1", 0.6, 30.0, 3.01, 0.01)), ("b1", 1.0))
-        with fig, ui.guard("univariate optima"):
+        with fig, ui.guard("univariate optima") as optima:
             x, pdf, opt = _univariate(kind, params)
             ui.show(ui.recipe(dplots.univariate_densities, x, pdf, {k: (o.mu, o.var) for k, o in opt.items()},
                               title="target and optimal Gaussians"), key="uni", main=True)
@@ -391,9 +392,10 @@ if tab1d.open:
                       "narrowest (on a Gaussian target, skewness λ = 0, all three are exact).")
     with tab1d:
         with ui.guard("univariate table"):
-            ui.table(pd.DataFrame(
-                {L(k): {"μ": o.mu, "σ²": o.var, "|μ − m*| / σ*": o.mode_error, "σ² / σ*²": o.var_ratio,
-                        "accuracy 1 − IAE/2 (%)": o.accuracy} for k, o in opt.items()}).map(lambda v: float(f"{v:.4g}")))
+            if optima.ok:  # else the optima failed (said above): no table
+                ui.table(pd.DataFrame(
+                    {L(k): {"μ": o.mu, "σ²": o.var, "|μ − m*| / σ*": o.mode_error, "σ² / σ*²": o.var_ratio,
+                            "accuracy 1 − IAE/2 (%)": o.accuracy} for k, o in opt.items()}).map(lambda v: float(f"{v:.4g}")))
             st.caption("m*: the target's mode, σ*: its standard deviation. Student-t accuracies integrate over the "
                        "whole line (the paper's Table 1 used a finite range).")
 

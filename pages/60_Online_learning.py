@@ -108,7 +108,7 @@ if tab_lin.open:
                 # t runs to T; when T changes, t keeps its value where it can
                 t = ui.slider("Show the belief after t observations", "lt", 0, T,
                               min(int(st.session_state.get("lt", 3)), T))
-            with fig, ui.guard("linear-Gaussian stream"):
+            with fig, ui.guard("linear-Gaussian stream") as stream:
                 d = _linear(ui.seed(), T, R, 1.0)
                 beliefs = {FC: (d["fc"][0][t], d["fc"][1][t]), "kalman": (d["kf"][0][t], d["kf"][1][t]),
                            "batch": (d["batch"][0][t], d["batch"][1][t]), MOM: (d["fc_mom"][0][t], d["fc_mom"][1][t])}
@@ -117,20 +117,21 @@ if tab_lin.open:
                         key="lin", main=True)
                 bad = np.where(~(d["min_eig_mom"] > 0))[0]
             with ui.guard("linear-Gaussian notes"):
-                if bad.size:
-                    k = int(bad[0])
-                    low = float(np.nanmin(d["min_eig_mom"])) if np.any(np.isfinite(d["min_eig_mom"])) else float("nan")
-                    st.warning(f"{L(MOM)} lost positive definiteness at t = {k}: its 'covariance' has a negative (or "
-                               "non-finite) eigenvalue, so it has no ellipse from there on.")
-                    fate = (f"its smallest eigenvalue crosses 0 at t = {k} (shaded region) and falls to {po.sci(low)} "
-                            f"by t = {T}" if np.isfinite(low) else f"its smallest eigenvalue crosses 0 at t = {k}")
-                else:
-                    fate = "with this noise level and stream it stays positive definite (try a smaller R)"
-                ui.notice(f"BONG in natural parameters (wide pale blue) lies exactly under the Kalman filter and the "
-                          f"batch posterior (largest gap over the stream: {po.sci(d['max_gap_kf'], 2)}): for a linear-Gaussian "
-                          "model one natural-gradient step from the prior is exact Bayes. The moment form takes the "
-                          "same step in (μ, Σ) but drops HΣHᵀ from the innovation covariance, so it subtracts too "
-                          f"much: {fate}. The right axis is symmetric-log: linear near 0, logarithmic beyond.")
+                if stream.ok:  # else the stream failed (said above): nothing to describe
+                    if bad.size:
+                        k = int(bad[0])
+                        low = float(np.nanmin(d["min_eig_mom"])) if np.any(np.isfinite(d["min_eig_mom"])) else float("nan")
+                        st.warning(f"{L(MOM)} lost positive definiteness at t = {k}: its 'covariance' has a negative (or "
+                                   "non-finite) eigenvalue, so it has no ellipse from there on.")
+                        fate = (f"its smallest eigenvalue crosses 0 at t = {k} (shaded region) and falls to {po.sci(low)} "
+                                f"by t = {T}" if np.isfinite(low) else f"its smallest eigenvalue crosses 0 at t = {k}")
+                    else:
+                        fate = "with this noise level and stream it stays positive definite (try a smaller R)"
+                    ui.notice(f"BONG in natural parameters (wide pale blue) lies exactly under the Kalman filter and the "
+                              f"batch posterior (largest gap over the stream: {po.sci(d['max_gap_kf'], 2)}): for a linear-Gaussian "
+                              "model one natural-gradient step from the prior is exact Bayes. The moment form takes the "
+                              "same step in (μ, Σ) but drops HΣHᵀ from the innovation covariance, so it subtracts too "
+                              f"much: {fate}. The right axis is symmetric-log: linear near 0, logarithmic beyond.")
 
                 @ui.explain()
                 def linear_gaussian():
@@ -158,7 +159,10 @@ if tab_conj.open:
                 nu = ui.slider("ν (prior sample size)", "cnu", 0.2, 20.0, 5.0, step=0.1)
                 chi = ui.slider("χ (prior sufficient statistic)", "cchi", 0.1, 20.0, 2.0, step=0.1)
                 y = ui.slider("observation y", "cy", 0, 1 if kind == "bernoulli" else 20, 1)
-            with fig, ui.guard("conjugate update"):
+            with fig, ui.guard("conjugate update") as update:
+                if kind == "bernoulli" and not chi < nu:
+                    raise ValueError(f"the Bernoulli family's prior Beta(χ, ν − χ) needs χ below ν; here χ = {chi:g} "
+                                     f"and ν = {nu:g}. Move χ below ν (or ν above χ).")
                 d = _conj(kind, float(chi), float(nu), float(y))
                 ui.show(ui.recipe(po.conjugate_densities, d["theta"], d["densities"],
                                   title="Prior, one BONG step and the Bayes posterior over θ"),
@@ -170,10 +174,11 @@ if tab_conj.open:
                           "gradient of the expected log-likelihood is exactly (y, 1), because that expectation is "
                           "linear in the mean parameters.")
             with ui.guard("conjugate table"):
-                ui.table(pd.DataFrame({
-                    "quantity": ["∇ψ E[log p]", "natural gradient F⁻¹∇ψ E[log p]", "BONG (χ, ν)", "Bayes (χ, ν)"],
-                    "value": [", ".join(f"{v:.4g}" for v in np.ravel(d[k]))
-                              for k in ("grad", "natgrad", "psi_bong", "psi_bayes")]}), hide_index=True)
+                if update.ok:  # else the update failed (said above): no numbers to list
+                    ui.table(pd.DataFrame({
+                        "quantity": ["∇ψ E[log p]", "natural gradient F⁻¹∇ψ E[log p]", "BONG (χ, ν)", "Bayes (χ, ν)"],
+                        "value": [", ".join(f"{v:.4g}" for v in np.ravel(d[k]))
+                                  for k in ("grad", "natgrad", "psi_bong", "psi_bayes")]}), hide_index=True)
                 st.caption("Bernoulli: logit θ with sigmoid(θ) ~ Beta(χ, ν − χ) (needs χ < ν). Poisson: log-rate θ "
                            "with e^θ ~ Gamma(shape χ, rate ν).")
 
@@ -224,7 +229,7 @@ if tab_dig.open:
             if data is None:
                 st.info("No precomputed runs yet: run `python scripts/precompute_online.py grid`.")
             else:
-                with ui.guard("precomputed runs"):
+                with ui.guard("precomputed runs") as shown_runs:
                     sel = [r for r in data["runs"] if r["model"] == pmodel]
                     sel = [r for r in sel if VIEWS[view](r["name"])] or sel
                     short, common = po.short_labels([r["name"] for r in sel])
@@ -235,7 +240,7 @@ if tab_dig.open:
                                       notes={n: _run_settings(r) for n, r in names.items()},
                                       title=f"digits, {pmodel.upper()}" + (f": {common}" if common else "")),
                             key="pcurves", main=True)
-        if data is not None:
+        if data is not None and shown_runs.ok:  # else the runs failed (said above): no notes on them
             with ui.guard("precomputed notes"):
                 final = {n: v[-1] for n, (_, v) in curves.items() if len(v) and np.isfinite(v[-1])}
                 if final:

@@ -37,7 +37,7 @@ __all__ = [
     "page", "slider", "log_slider", "select", "radio", "multiselect", "number", "toggle", "checkbox",
     "text", "seed", "lecture", "show", "log_neighbours", "guard", "more", "report_status", "log_grid", "selected_point",
     "click_setter", "scope", "tabs", "link", "status_text", "columns", "notice", "explain", "table", "apply_mode", "MAIN_FIGURE",
-    "plain", "SharedStore", "recipe", "Recipe", "TEXT_MAX_CHARS", "cache_data", "cache_resource", "prefetch",
+    "plain", "Guarded", "SharedStore", "recipe", "Recipe", "TEXT_MAX_CHARS", "cache_data", "cache_resource", "prefetch",
 ]
 
 
@@ -939,6 +939,17 @@ def plain(text) -> str:
     return _MD_LINE_START.sub(lambda m: m.group(1) + m.group(2)[:-1] + "\\" + m.group(2)[-1], out)
 
 
+class Guarded:
+    """What :func:`guard` yields: ``ok`` is True while its block has not failed. A block that failed was
+    cut short, so the names it was to assign may be missing: code after the block that uses them runs
+    only ``if g.ok``."""
+
+    __slots__ = ("ok",)
+
+    def __init__(self):
+        self.ok = True
+
+
 @contextmanager
 def guard(context: str = ""):
     """Show errors as messages, never as tracebacks.
@@ -946,13 +957,19 @@ def guard(context: str = ""):
     ValueError (bad input, explained by the library) becomes st.warning; any other exception
     becomes st.error with its message. Streamlit's own control flow (st.stop, reruns) passes.
     The message is shown as plain text (:func:`plain`): it may quote a value from the URL.
+
+    ``with ui.guard("the fit") as fit:`` binds a :class:`Guarded`: a later block that needs what this one
+    computed goes under ``if fit.ok:`` (else it would meet a name the failed block never assigned).
     """
     prefix = f"{context}: " if context else ""
+    state = Guarded()
     try:
-        yield
+        yield state
     except ValueError as exc:
+        state.ok = False
         st.warning(plain(f"{prefix}{exc}"))
     except Exception as exc:  # noqa: BLE001 - shown to the user instead of a traceback
+        state.ok = False
         st.error(plain(f"{prefix}something went wrong ({type(exc).__name__}: {exc})."))
 
 
