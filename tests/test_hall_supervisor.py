@@ -208,3 +208,50 @@ def test_sigterm_to_vilab_hall_leaves_nothing_running():
     port = hall.free_port()
     _sigterm_vilab(["hall", "--replicas", "1", "--no-warmup", "--port", str(port), "--listen", "127.0.0.1"],
                    lambda pid, port: hall.healthy(f"http://127.0.0.1:{port}"), port)  # through nginx
+
+
+# a stand-in for a replica on another machine: answers /_stcore/health with "ok"
+FAKE_REPLICA = """
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"ok")
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+@needs_nginx
+def test_nginx_is_restarted_and_the_hall_gives_up_only_when_it_cannot_start(tmp_path):
+    import socket
+
+    rport = hall.free_port()
+    replica = subprocess.Popen([sys.executable, "-c", FAKE_REPLICA, str(rport)])
+    events: list[str] = []
+    try:
+        assert hall.wait_healthy(f"http://127.0.0.1:{rport}", 30, replica)
+        with hall.Hall(replicas=0, port=hall.free_port(), listen="127.0.0.1", remote=[f"127.0.0.1:{rport}"],
+                       cache_dir=tmp_path, log=events.append, nginx_max_failures=3) as h:
+            assert hall.healthy(h.url)
+            first = h.proxy
+            os.kill(first.pid, signal.SIGKILL)  # its workers are left holding the port: the supervisor clears them
+            deadline = time.monotonic() + 60
+            wait_for("nginx restarted", lambda: h.proxy is not first and hall.healthy(h.url), deadline)
+            assert not h.failed.is_set()
+
+            second = h.proxy
+            os.killpg(second.pid, signal.SIGKILL)  # nginx and its workers gone (failure 2), its port taken by another
+            wait_for("nginx's port free", lambda: hall.port_is_free(h.port, "127.0.0.1"), deadline)
+            with socket.socket() as squatter:
+                squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                squatter.bind(("127.0.0.1", h.port))
+                squatter.listen()
+                assert h.failed.wait(60), "the hall did not give up on an nginx that cannot start (failure 3)"
+            assert "nginx" in h.failure and "Address already in use" in h.failure
+    finally:
+        replica.kill()
+        replica.wait()
+    log = "\n".join(events)
+    assert "remote replica 127.0.0.1:" in log and "nginx exited with status -9" in log and "nginx restarted" in log
+    assert "nginx did not come up" in log or "nginx exited with status 1" in log, log
