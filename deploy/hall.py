@@ -6,10 +6,14 @@ replicas of ``streamlit run app.py`` on private ports of 127.0.0.1 and an nginx 
 port P:
 
 * sticky sessions: a Streamlit session lives in the replica that served its websocket
-  (``/_stcore/stream``), and its media files live there too. nginx hashes a cookie
-  (``vilab_replica``) set on the first response, so every request of one browser goes to one replica;
-  a lecture hall shares one public IP address behind its Wi-Fi, so ``ip_hash`` would send the whole
-  class to one replica;
+  (``/_stcore/stream``), and its media files live there too. nginx sets a cookie (``vilab_replica``)
+  naming the replica that answered (``r0``, ``r1``...), so every request of one browser goes to one
+  replica; a lecture hall shares one public IP address behind its Wi-Fi, so ``ip_hash`` would send the
+  whole class to one replica. A new browser goes to the replica with the fewest open connections; a
+  browser whose replica is down goes to another (each replica's upstream group lists the others as
+  backups), and its cookie then names that one, so it stays there when its first replica is back;
+* a supervisor keeps the hall up: a replica that exits is started again on its port (back-off 1, 2, 4
+  ... 30 s), nginx too; health changes and restarts are logged with their time;
 * the websocket upgrade headers are passed on, with a read timeout of a day (a student may sit on a
   page for the whole lecture);
 * every replica uses the same JAX persistent compilation cache (:mod:`vilab.compile_cache`), so a
@@ -17,6 +21,9 @@ port P:
 * a warm-up opens every page once per replica in headless Chromium (first replica first: it
   compiles and writes the cache; the others then load from it), so the first student does not pay
   the compilation.
+
+Replicas on other machines: ``vilab hall --no-nginx --replica-listen ADDRESS --replica-port 8601`` there,
+``vilab hall --replicas 0 --remote ADDRESS:8601 ...`` on the machine students connect to (deploy/README.md).
 
 nginx runs as the calling user with its configuration, pid file, logs and temporary folders in a
 temporary prefix (``nginx -p PREFIX -c nginx.conf``, ``daemon off``, managed as a child process), so
