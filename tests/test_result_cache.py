@@ -74,7 +74,7 @@ def test_a_later_process_is_served_from_disk(store):
     np.testing.assert_array_equal(again["path"], first["path"])
     rc.reset()  # a new process: the store is opened again from its folder
     later = f(a=1, b=3.0)  # the same call, written with keywords
-    assert len(calls) == 1 and rc.stats() == {"hits": 1, "misses": 0, "not_kept": 0, "errors": 0}
+    assert len(calls) == 1 and rc.stats() == {"hits": 1, "misses": 0, "not_kept": 0, "too_large": 0, "errors": 0}
     np.testing.assert_array_equal(later["path"], first["path"])
     assert any(store.iterdir())
 
@@ -185,13 +185,13 @@ def test_off(monkeypatch):
 
 
 def test_the_folder_is_bounded(store, monkeypatch):
-    monkeypatch.setattr(rc, "MAX_BYTES", 400_000)
+    monkeypatch.setattr(rc, "MAX_BYTES", 800_000)  # values up to 100 kB are kept (MAX_VALUE_FRACTION)
     rc.reset()
     f = rc.keep(lambda i: np.full(10_000, float(i)))  # 80 kB each
     for i in range(40):
         f(i)
     cache = rc.store()
-    assert cache.volume() < 1_200_000 and len(cache) < 40
+    assert cache.volume() < 1_200_000 and len(cache) < 40 and rc.stats()["too_large"] == 0
     assert f(39)[0] == 39.0  # the most recent results stay
 
 

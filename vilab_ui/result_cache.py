@@ -31,10 +31,23 @@ that is a plain setting, the code version and the page's file in the disk key.
 
 The folder is ``$VILAB_RESULT_CACHE`` when set (``off`` switches it off), else
 ``$XDG_CACHE_HOME/vilab/results``, else ``~/.cache/vilab/results``; created on first use (mode 0700),
-bounded to :data:`MAX_BYTES` (least recently used results are evicted first). It is a `diskcache
-<https://grantjenks.com/docs/diskcache/>`_ store (SQLite and files), safe for concurrent processes and
-threads. A folder that cannot be used costs time, never the page: the call is computed, the reason logged
-once. Trust: results are unpickled from it; keep it private to the user who runs the server, as the JAX
+bounded to :data:`MAX_BYTES` (``$VILAB_RESULT_CACHE_MB`` megabytes when set; least recently used results
+are evicted first). It is a `diskcache <https://grantjenks.com/docs/diskcache/>`_ store (SQLite and files),
+safe for concurrent processes and threads. A folder that cannot be used costs time, never the page: the
+call is computed, the reason logged once.
+
+The bound holds through crashes and large values:
+
+* a value larger than :data:`MAX_VALUE_FRACTION` of the bound is not kept (the page has it in memory);
+* a value's file is written under a temporary name and renamed when complete (:class:`_AtomicDisk`), so a
+  process killed while writing leaves a temporary file, never a half-written value;
+* when a process opens the store and no other process has it open (a lock file beside the folder, held
+  shared while a process uses the store), it removes every file the store's index does not know: the
+  temporary files and the values a killed writer wrote but had not yet entered in the index
+  (``diskcache.Cache.check(fix=True)``), and the files of values evicted when a crash cut their removal
+  short. While other processes use the store (a lecture hall's replicas), it removes only those that no
+  running writer can be writing: temporary files of writers no longer running, and files :data:`STALE_S`
+  old. Trust: results are unpickled from it; keep it private to the user who runs the server, as the JAX
 compilation cache next to it (vilab/compile_cache.py).
 
 The test suite switches it off (tests/conftest.py): a test that replaces a function would otherwise be
@@ -49,7 +62,10 @@ import importlib.metadata
 import inspect
 import logging
 import os
+import pickle
+import socket
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -57,11 +73,15 @@ import numpy as np
 
 from vilab.compile_cache import user_cache_folder
 
-__all__ = ["ENV", "MAX_BYTES", "cache_dir", "code_version", "entry_key", "forget", "keep", "key_for", "load",
-           "open_for_server", "reset", "save", "stats", "store"]
+__all__ = ["ENV", "MAX_BYTES", "MAX_VALUE_FRACTION", "SIZE_ENV", "cache_dir", "code_version", "entry_key", "forget",
+           "keep", "key_for", "load", "max_bytes", "open_for_server", "reset", "save", "stats", "store"]
 
 ENV = "VILAB_RESULT_CACHE"
+SIZE_ENV = "VILAB_RESULT_CACHE_MB"  # the bound in megabytes, when set
 MAX_BYTES = 256 * 1024**2
+MAX_VALUE_FRACTION = 1 / 8  # a value larger than this share of the bound is not kept
+TEMP_SUFFIX = ".tmp"  # a value's file while it is written: <name>.val.<host>.<pid>.tmp
+STALE_S = 600  # a file the index does not know, this old, is no running writer's (see _tidy)
 KEY_MAX_CHARS = 20_000  # arguments longer than this (as text) are not a setting: not kept
 # the checkout's data the package reads (reference posteriors, recorded runs, decks); not the screenshots
 ASSET_DIRS = ("hierarchical", "online", "cnn", "decks")
@@ -71,7 +91,8 @@ _log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _store: Any = None
 _opened = False
-_stats = {"hits": 0, "misses": 0, "not_kept": 0, "errors": 0}
+_lock_file: Any = None  # held shared while this process has the store open (see _tidy)
+_stats = {"hits": 0, "misses": 0, "not_kept": 0, "too_large": 0, "errors": 0}
 _reported: set[str] = set()
 
 
@@ -88,8 +109,138 @@ def _report(what: str, exc: BaseException) -> None:
                      what, type(exc).__name__, exc)
 
 
+def max_bytes() -> int:
+    """The store's bound in bytes: ``$VILAB_RESULT_CACHE_MB`` megabytes when set, else :data:`MAX_BYTES`."""
+    value = os.environ.get(SIZE_ENV, "").strip()
+    if not value:
+        return MAX_BYTES
+    try:
+        mb = float(value)
+    except ValueError:
+        mb = float("nan")
+    if not mb > 0 or mb == float("inf"):
+        raise ValueError(f"{SIZE_ENV} must be a positive number of megabytes; got {value!r}.")
+    return int(mb * 1024**2)
+
+
+def _temp_name(full_path: str) -> str:
+    return f"{full_path}.{socket.gethostname()}.{os.getpid()}{TEMP_SUFFIX}"
+
+
+def _writer_gone(path: str) -> bool:
+    """True for a temporary file (:func:`_temp_name`) of a process of this machine that is no longer running."""
+    parts = os.path.basename(path).split(".")
+    if len(parts) < 5 or not parts[-2].isdigit() or ".".join(parts[2:-2]) != socket.gethostname():
+        return False
+    try:
+        os.kill(int(parts[-2]), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # running, as another user
+        return False
+    return False
+
+
+def _lock_path(folder: Path) -> Path:
+    return folder.with_name(folder.name + ".lock")
+
+
+def _open_alone(folder: Path) -> bool:
+    """Take the lock beside the folder: True when no other process has the store open (this one then
+    holds it exclusively until :func:`_tidy` is done), False when others do (or locks are not available).
+    Either way the lock is then held shared while this process has the store open."""
+    global _lock_file
+    try:
+        import fcntl
+    except ImportError:  # no flock: behave as if others used the store
+        return False
+    try:
+        _lock_file = open(_lock_path(folder), "a+b")
+    except OSError:
+        _lock_file = None
+        return False
+    try:
+        fcntl.flock(_lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        fcntl.flock(_lock_file, fcntl.LOCK_SH)
+        return False
+
+
+def _share_lock() -> None:
+    if _lock_file is not None:
+        import fcntl
+
+        fcntl.flock(_lock_file, fcntl.LOCK_SH)
+
+
+def _release_lock() -> None:
+    global _lock_file
+    if _lock_file is not None:
+        _lock_file.close()  # closing the file releases its lock
+        _lock_file = None
+
+
+def _stale(path: str, now: float) -> bool:
+    """A file the index does not know that no running writer can be writing: a temporary file of a writer of
+    this machine that is gone, or any file last written :data:`STALE_S` or more ago (a writer enters its value
+    in the index as soon as the file is complete; an evicted value whose removal a crash cut short is old)."""
+    if path.endswith(TEMP_SUFFIX) and _writer_gone(path):
+        return True
+    try:
+        return now - os.stat(path).st_mtime >= STALE_S
+    except OSError:
+        return False
+
+
+def _tidy(cache, alone: bool) -> int:
+    """Remove the files of the store's folder that its index does not know (found by diskcache's own
+    ``check``); returns how many. ``alone`` (no other process has the store open): every such file (and
+    index rows whose file is missing). Else only the :func:`_stale` ones: the others may be another
+    process's value being written."""
+    import diskcache
+
+    def count() -> int:
+        return sum(len(files) for _, _, files in os.walk(cache.directory))
+
+    before = count()
+    found = cache.check(fix=alone)  # the warnings it recorded: what it found (and fixed, when alone)
+    if not alone:
+        now = time.time()
+        for w in found:
+            path = str(w.message).partition("unknown file: ")[2]
+            if issubclass(w.category, diskcache.UnknownFileWarning) and path and _stale(path, now):
+                try:
+                    os.remove(path)
+                except OSError:
+                    pass
+    return before - count()
+
+
+def _atomic_disk():
+    """diskcache's Disk, with every value file written under a temporary name and renamed when complete."""
+    import diskcache
+
+    class _AtomicDisk(diskcache.Disk):
+        def _write(self, full_path, iterator, mode, encoding=None):
+            temp = _temp_name(full_path)
+            try:
+                size = super()._write(temp, iterator, mode, encoding)
+                os.replace(temp, full_path)
+            except BaseException:
+                try:
+                    os.remove(temp)
+                except OSError:
+                    pass
+                raise
+            return size
+
+    return _AtomicDisk
+
+
 def store():
-    """The process's store (a ``diskcache.Cache``), opened on first use; None when off or not usable."""
+    """The process's store (a ``diskcache.Cache``), opened on first use; None when off or not usable.
+    Opening it removes the files a crashed writer left (:func:`_tidy`)."""
     global _store, _opened
     if _opened:
         return _store
@@ -101,11 +252,25 @@ def store():
                     import diskcache
 
                     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-                    _store = diskcache.Cache(str(folder), size_limit=MAX_BYTES,
-                                             eviction_policy="least-recently-used")
+                    alone = _open_alone(folder)
+                    try:
+                        _store = diskcache.Cache(str(folder), size_limit=max_bytes(),
+                                                 eviction_policy="least-recently-used", disk=_atomic_disk())
+                        try:
+                            removed = _tidy(_store, alone)
+                        except Exception as exc:  # noqa: BLE001 - the store works; the files stay for later
+                            _report("the files a crashed process left could not be removed", exc)
+                        else:
+                            if removed:
+                                _log.info("vilab: removed %d files a crashed process left in %s.", removed, folder)
+                    finally:
+                        _share_lock()
                 except Exception as exc:  # noqa: BLE001 - an unusable folder costs time, not the page
                     _report(f"the folder {str(folder)!r} cannot be used", exc)
+                    if _store is not None:
+                        _store.close()
                     _store = None
+                    _release_lock()
             _opened = True
     return _store
 
@@ -116,14 +281,16 @@ def reset() -> None:
     with _lock:
         if _store is not None:
             _store.close()
+        _release_lock()
         _store, _opened = None, False
-        _stats.update(hits=0, misses=0, not_kept=0, errors=0)
+        _stats.update(hits=0, misses=0, not_kept=0, too_large=0, errors=0)
         _reported.clear()
 
 
 def stats() -> dict:
     """Counts since the process started (or :func:`reset`): ``hits`` (served from disk), ``misses``
-    (computed and written), ``not_kept`` (calls whose arguments are not plain settings), ``errors``."""
+    (computed and written), ``not_kept`` (calls whose arguments are not plain settings), ``too_large``
+    (values over :data:`MAX_VALUE_FRACTION` of the bound, not written), ``errors``."""
     return dict(_stats)
 
 
@@ -296,6 +463,8 @@ def _read(cache, key: str):
     """The value under ``key`` (a hit counted), or ``_MISSING``."""
     try:
         found = cache.get(key, default=_MISSING)
+        if isinstance(found, bytes):  # what _write keeps: the value's pickle
+            found = pickle.loads(found)
     except Exception as exc:  # noqa: BLE001 - a damaged entry or folder: compute
         _report("a result could not be read", exc)
         return _MISSING
@@ -305,9 +474,20 @@ def _read(cache, key: str):
 
 
 def _write(cache, key: str, value) -> bool:
+    """Keep ``value`` (pickled here, so that its size is known before anything is written): False when it
+    cannot be pickled or written, or is larger than :data:`MAX_VALUE_FRACTION` of the bound."""
     _stats["misses"] += 1
     try:
-        cache.set(key, value)
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        limit = int(MAX_VALUE_FRACTION * cache.size_limit)
+        if len(data) > limit:
+            _stats["too_large"] += 1
+            if "too large" not in _reported:
+                _reported.add("too large")
+                _log.warning("vilab: a result of %.1f MB is not kept on disk: the store keeps values up to %.1f MB "
+                             "(%g of its bound).", len(data) / 1024**2, limit / 1024**2, MAX_VALUE_FRACTION)
+            return False
+        cache.set(key, data)
         return True
     except Exception as exc:  # noqa: BLE001 - unpicklable or a full disk: the page has its value
         _report("a result could not be written", exc)
