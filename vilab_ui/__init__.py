@@ -1026,13 +1026,31 @@ _PREFETCH_THREADS: list = []
 PREFETCH_MAX_PENDING = 4
 
 
+_STOPPING = threading.Event()  # set at exit: the background threads take no new call and end
+SHUTDOWN_WAIT_S = 600.0  # the longest the exit waits for the call a background thread is in
+
+
 @atexit.register
-def _join_prefetch(timeout_s: float = 30.0) -> None:
-    """Let running prefetches finish before the interpreter exits: a thread killed inside a compiled JAX call
-    aborts the process."""
-    deadline = time.monotonic() + timeout_s
-    for t in list(_PREFETCH_THREADS):
+def _stop_background(timeout_s: float | None = None) -> None:
+    """Stop the background threads (:func:`prefetch`, :func:`_compute_again`) before the interpreter exits:
+    each finishes the call it is in and takes no other, and the exit waits for them. A daemon thread still
+    inside a compiled JAX call when the interpreter finalizes aborts the process ("terminate called after
+    throwing an instance of '' / FATAL: exception not rethrown"). If a call outlasts ``timeout_s``
+    (:data:`SHUTDOWN_WAIT_S`), the process leaves at once with status 70 rather than finalize under it."""
+    _STOPPING.set()
+    deadline = time.monotonic() + (SHUTDOWN_WAIT_S if timeout_s is None else timeout_s)
+    with _PREFETCH_LOCK:
+        threads = list(_PREFETCH_THREADS)
+    for t in threads:
         t.join(max(0.0, deadline - time.monotonic()))
+    alive = [t.name for t in threads if t.is_alive()]
+    if alive:
+        import sys
+
+        print(f"vilab: background work ({', '.join(alive)}) still running after {timeout_s or SHUTDOWN_WAIT_S:g} s; "
+              "leaving without finalizing the interpreter.", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(70)
 
 
 def prefetch(fn: Callable, *calls: tuple) -> int:
@@ -1056,7 +1074,8 @@ def prefetch(fn: Callable, *calls: tuple) -> int:
     def work():
         for key, args in todo:
             try:
-                fn(*args)
+                if not _STOPPING.is_set():  # at exit: no new call
+                    fn(*args)
             except Exception:  # noqa: BLE001 - best effort: the page's own call shows the error
                 pass
             finally:
@@ -1085,13 +1104,16 @@ def _attach(thread: threading.Thread, ctx) -> None:
         add_script_run_ctx(thread, ctx)
 
 
-def _start_background(target: Callable, name: str, ctx=None) -> threading.Thread:
-    """Start a daemon thread with ``ctx`` attached, joined at exit (:func:`_join_prefetch`)."""
+def _start_background(target: Callable, name: str, ctx=None) -> threading.Thread | None:
+    """Start a daemon thread with ``ctx`` attached, stopped and joined at exit (:func:`_stop_background`);
+    None (nothing started) once the exit has begun."""
     t = threading.Thread(target=target, name=name, daemon=True)
     with _PREFETCH_LOCK:
+        if _STOPPING.is_set():
+            return None
         _PREFETCH_THREADS[:] = [x for x in _PREFETCH_THREADS if x.is_alive()] + [t]
-    _attach(t, ctx)
-    t.start()
+        _attach(t, ctx)
+        t.start()
     return t
 
 
@@ -1146,15 +1168,19 @@ def _recompute_loop() -> None:
             func, args, kwargs, ctx = _RECOMPUTE_QUEUE.get(timeout=1.0)
         except queue.Empty:
             with _PREFETCH_LOCK:
-                if _RECOMPUTE_QUEUE.empty():
+                if _RECOMPUTE_QUEUE.empty() or _STOPPING.is_set():
                     _recompute_worker = None
                     return
             continue
-        while True:
-            while (wait := _LAST_PAGE_RUN + RECOMPUTE_DELAY_S - time.monotonic()) > 0:
-                time.sleep(wait)
-            if not _server_busy():
+        while not _STOPPING.is_set():
+            while (wait := _LAST_PAGE_RUN + RECOMPUTE_DELAY_S - time.monotonic()) > 0 and not _STOPPING.wait(wait):
+                pass
+            if _STOPPING.is_set() or not _server_busy():
                 break
+        if _STOPPING.is_set():  # at exit: the queued calls are dropped (the results on disk stand)
+            with _PREFETCH_LOCK:
+                _recompute_worker = None
+            return
         _attach(threading.current_thread(), ctx)  # a cached function it calls finds the session
         try:
             func(*args, **kwargs)
