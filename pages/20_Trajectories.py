@@ -14,7 +14,8 @@ from vilab.plots import trajectories as tplots
 from vilab.targets import banana, rotated_gaussian_2d, student_t_2d
 from vilab.targets.papers import kumar_t2, kumar_t3
 from vilab_ui import live as ui_live
-from vilab_ui.csv_data import CSV_CHOICE, coefficient_pair, csv_panel
+from vilab_ui.csv_data import CSV_CHOICE, FIT_BUDGET_S, FIT_CHUNK, coefficient_pair, csv_panel, fit_buttons, \
+    fit_within_budget
 
 ui.page(
     "Trajectories",
@@ -79,6 +80,27 @@ def _run(tkey, method, rho, grads, n_samples, seed, m0, c0, n_steps, tol, _model
     tgt = _target(*tkey, _model=_model)
     opts = _options(tgt, grads, n_samples, tol)
     return run(method, tgt, _start(m0, c0), int(n_steps), float(rho), key=as_key(int(seed)), **opts)
+
+
+@ui.cache_resource(ttl=None)  # the store bounds itself
+def _fits() -> ui.SharedStore:
+    """Finished fits on users' data, for every session of this server (64 runs, 6 hours each)."""
+    return ui.SharedStore(maxsize=64, ttl_s=6 * 3600)
+
+
+def _fit(tkey, method, rho, grads, n_samples, seed, m0, c0, n_steps, tol, model, progress=None, max_time=None):
+    """A run on the user's data: a finished one from :func:`_fits`, else (given ``max_time``) run now within that
+    budget, reporting to ``progress``, and kept if it finished; None when not run yet."""
+    key = (tkey, method, float(rho), grads, int(n_samples), int(seed), m0, float(c0), int(n_steps), float(tol))
+    hit = _fits().get(key)
+    if hit is not None or max_time is None:
+        return hit
+    tgt = _target(*tkey, _model=model)
+    tr = run(method, tgt, _start(m0, c0), int(n_steps), float(rho), key=as_key(int(seed)), progress=progress,
+             max_time=max_time, chunk_size=FIT_CHUNK, **_options(tgt, grads, n_samples, tol))
+    if tr.status != "max_time":  # a run cut short by the budget is shown, not kept
+        _fits()[key] = tr
+    return tr
 
 
 def _live_build(tkey, method, grads, n_samples, seed, m0, c0, rho, model=None):
@@ -210,8 +232,38 @@ with fig_slot, ui.guard("runs"):
         st.stop()
     # the finished runs (the step-by-step view needs them only to frame a target without a window)
     need_full = view != "live" or model is not None or target.bounds is None
-    traces = {m: _run(tkey, m, settings[m][0], settings[m][1], int(n_samples), seed, m0_full, float(c0),
-                      int(n_steps), float(tol), _model=model) for m in methods} if need_full else {}
+    sweep_steps = np.logspace(-4, 0.25, 18)  # the step-size sweep's quarter decades, 1 included
+    if model is not None:  # your data: fitted when Fit is pressed, within a time budget (the CNN lab's Train)
+        sweep = view == "step-size sweep"
+        jobs = {(m, float(r)): f"{plots.label(m)}" + (f", step size {r:.3g}" if sweep else "")
+                for m in methods for r in (sweep_steps if sweep else [settings[m][0]])}
+
+        def _fit_job(job, progress=None, max_time=None):
+            m, r = job
+            return _fit(tkey, m, r, settings[m][1], int(n_samples), seed, m0_full, float(c0), int(n_steps),
+                        float(tol), model, progress, max_time)
+
+        fitted = {job: _fit_job(job) for job in jobs}
+        if fit_buttons("tr", "the chosen methods"):
+            new, skipped = fit_within_budget({j: lab for j, lab in jobs.items() if fitted[j] is None}, _fit_job)
+            fitted.update(new)
+            cut = [jobs[j] for j, t in new.items() if t.status == "max_time"]
+            if skipped or cut:
+                st.warning(f"One press of Fit computes for at most {FIT_BUDGET_S:g} seconds: "
+                           + (f"cut short: {', '.join(cut)}. " if cut else "")
+                           + (f"not run: {', '.join(skipped)}. " if skipped else "")
+                           + "Press Fit again to go on with the ones not finished, or choose fewer methods or steps.")
+        missing = [lab for j, lab in jobs.items() if fitted[j] is None or fitted[j].status == "max_time"]
+        if missing:
+            st.info(f"Press Fit to fit your data: {len(missing)} of {len(jobs)} fits with these settings are not "
+                    f"finished yet ({', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''}).")
+        traces = {m: fitted[(m, float(settings[m][0]))] for m in methods} if not sweep else {}
+        traces = {m: t for m, t in traces.items() if t is not None}
+        if view != "live" and not sweep and not traces:
+            st.stop()
+    else:
+        traces = {m: _run(tkey, m, settings[m][0], settings[m][1], int(n_samples), seed, m0_full, float(c0),
+                          int(n_steps), float(tol), _model=model) for m in methods} if need_full else {}
     full_traces = traces
     if model is not None:  # the two coefficients shown: paths and marginal covariances
         traces = {m: tabular.project_trace(t, pair) for m, t in full_traces.items()}
@@ -221,8 +273,8 @@ with fig_slot, ui.guard("runs"):
     if model is None:
         vals, xs, ys = _contour(tkey, bounds)
     else:
-        ref = next((m for m, t in full_traces.items() if not t.diverged), methods[0])
-        last = np.asarray(full_traces[ref].mean)[-1]
+        ref = next((m for m, t in full_traces.items() if not t.diverged), next(iter(full_traces), None))
+        last = np.asarray(full_traces[ref].mean)[-1] if ref is not None else np.zeros(model.d)
         at = tuple(float(v) for v in (last if np.all(np.isfinite(last)) else np.zeros(model.d)))
         vals, xs, ys = _csv_contour(tkey, pair, at, bounds, model)
         names = csv.names
@@ -230,7 +282,9 @@ with fig_slot, ui.guard("runs"):
             st.caption(ui.plain(
                 f"Your data: the coefficients of {names[pair[0]]} (x axis) and {names[pair[1]]} (y axis)"
                 + (f" of the {model.d}; the runs fit all {model.d} (the others start at 0), and the grey contours are "
-                   f"log p on the slice where the others are held at {plots.label(ref)}'s final mean, not the "
+                   "log p on the slice where the others are held at "
+                   + (f"{plots.label(ref)}'s final mean" if ref is not None else "0 (the start; Fit draws them at a "
+                      "fit's final mean)") + ", not the "
                    "marginal posterior." if model.d > 2 else ": grey contours of the exact posterior.")))
     contour = density_contour(vals, xs, ys)
     truth = (target.mean, target.cov) if gauss else None
@@ -316,8 +370,14 @@ with fig_slot, ui.guard("runs"):
         its, sts = {}, {}
         steps = None
         for m in methods:
-            steps, its[m], sts[m] = _sweep(tkey, m, settings[m][1], int(n_samples), seed, m0_full, float(c0),
-                                           int(n_steps), float(tol), _model=model)
+            if model is None:
+                steps, its[m], sts[m] = _sweep(tkey, m, settings[m][1], int(n_samples), seed, m0_full, float(c0),
+                                               int(n_steps), float(tol), _model=model)
+            else:  # your data: the fits of the step sizes one by one (Fit), drawn once all are done
+                if missing:
+                    st.stop()
+                runs = [fitted[(m, float(r))] for r in sweep_steps]
+                steps, its[m], sts[m] = sweep_steps, np.array([t.n_steps for t in runs]), [t.status for t in runs]
         thr = None
         if lim is not None:  # linearised at the optimum: the target's precision, or V*^-1 at the Gaussian fixed point
             thr = {m: lim["limits"].get(m) for m in methods}

@@ -6,22 +6,36 @@ returns the fitted model's data as a :class:`CsvModel`, or None (with a message 
 valid file is loaded: the page then keeps its default data. Every choice is URL-synced through the
 vilab_ui widgets; the file itself cannot be in a URL (the panel says so). Reading and checking are
 vilab.tabular's (ValueError sentences, shown as warnings).
+
+Fits on a user's data run when the student presses Fit, as the CNN lab trains when Train is pressed:
+:func:`fit_buttons` draws Fit and Stop, :func:`fit_within_budget` runs the fits in turn for at most
+:data:`FIT_BUDGET_S` seconds per press (``$VILAB_FIT_BUDGET_S``), each with ``max_time`` (vilab.core stops
+it with status "max_time") and a progress bar (Stop interrupts the run at its next report; the fits that
+finished stay).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import time
 from dataclasses import dataclass
+from typing import Callable
 
 import streamlit as st
 
 import vilab_ui as ui
 from vilab import tabular
 
-__all__ = ["CSV_CHOICE", "CsvModel", "csv_panel", "coefficient_pair", "display_name"]
+__all__ = ["CSV_CHOICE", "FIT_BUDGET_S", "CsvModel", "csv_panel", "coefficient_pair", "display_name", "fit_buttons",
+           "fit_within_budget"]
 
 CSV_CHOICE = "your CSV file"
+# one press of Fit computes on a user's data for at most this long, whatever was chosen (a server's owner may
+# change it): a large file costs seconds per step
+FIT_BUDGET_S = float(os.environ.get("VILAB_FIT_BUDGET_S", "90"))
+FIT_CHUNK = 50  # steps between two reports of a fit on a user's data: Stop and the budget act this often
 _FAMILY_TEXT = {"logistic": "logistic regression (response 0/1)", "poisson": "Poisson regression (counts)"}
 
 
@@ -139,3 +153,39 @@ def coefficient_pair(csv: CsvModel) -> tuple[int, int]:
         j = (i + 1) % d
         st.caption("The two axes must differ: the y axis shows the next coefficient.")
     return int(i), int(j)
+
+
+def fit_buttons(key: str, what: str = "the fits") -> bool:
+    """The Fit and Stop buttons of a page's fits on a user's data (the CNN lab's Train and Stop), with a
+    caption stating the budget; True when Fit was pressed."""
+    b1, b2, _ = st.columns([1, 1, 3])
+    go = b1.button("Fit", key=f"{key}_fit", type="primary", help=f"Runs {what} on your data.")
+    b2.button("Stop", key=f"{key}_stop", help="Ends the fitting; the fits that finished are kept.")
+    st.caption(f"Your data are fitted when you press Fit: one press computes for at most {FIT_BUDGET_S:g} seconds; "
+               "what finished is kept for the next press.")
+    return go
+
+
+def fit_within_budget(jobs: dict, fit: Callable, budget_s: float | None = None) -> tuple[dict, list]:
+    """Run ``fit(job, progress, max_time)`` for each ``{job: label}`` in turn under one progress bar, for at
+    most ``budget_s`` (:data:`FIT_BUDGET_S`) seconds in all; ``fit`` passes ``max_time`` and ``progress``
+    (fraction done) to the run. Returns ({job: result} of the jobs run, [labels of the jobs not run]); a
+    result with status "max_time" was cut short by the budget."""
+    budget_s = FIT_BUDGET_S if budget_s is None else float(budget_s)
+    out, skipped = {}, []
+    if not jobs:
+        return out, skipped
+    bar = st.progress(0.0, text="fitting your data ...")
+    t0 = time.monotonic()
+    for i, (job, label) in enumerate(jobs.items()):
+        left = budget_s - (time.monotonic() - t0)
+        if left <= 0:
+            skipped.append(label)
+            continue
+
+        def progress(f, i=i, label=label):
+            bar.progress(min(1.0, (i + float(f)) / len(jobs)), text=f"{label}: {float(f):.0%}")
+
+        out[job] = fit(job, progress, left)
+    bar.empty()
+    return out, skipped

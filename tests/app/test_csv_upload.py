@@ -54,6 +54,14 @@ def _app(page, **params):
     return at
 
 
+def _fit(at):
+    """Press Trajectories' Fit (its fits on your data run on request, within a time budget)."""
+    at.button(key="tr_fit").click().run()
+    assert not at.exception, at.exception
+    assert not any("Press Fit" in i.value for i in at.info), [i.value for i in at.info]
+    return at
+
+
 def _upload(at, key, name, raw):
     at.file_uploader(key=key).upload(name, raw).run()
     assert not at.exception, at.exception
@@ -149,6 +157,8 @@ def test_trajectories_fit_your_csv_in_three_dimensions_and_show_two():
     assert "until then the page shows the linear regression (T2)" in _text(at)
     _upload(at, "csv_upload_tr", "counts.csv", _csv(family="poisson", header=("n", "x1", "x2")))
     assert not at.warning, [w.value for w in at.warning]
+    assert any("Press Fit" in i.value for i in at.info) and not charts(at)  # fitted when Fit is pressed
+    _fit(at)
     assert at.selectbox(key="resp").value == "n"  # the column of counts
     assert at.number_input(key="cm1").value == 0.0 and at.number_input(key="cm2").value == 0.0  # from the prior mean
     text = _text(at)
@@ -161,10 +171,13 @@ def test_trajectories_fit_your_csv_in_three_dimensions_and_show_two():
     assert list(df["status"]) == ["converged", "converged"], df
     # two coefficients: the exact posterior, every view
     at.multiselect(key="pred").set_value(["x2"]).run()
+    _fit(at)
     assert not at.exception and "grey contours of the exact posterior" in _text(at)
     for view in ("animation", "step-size sweep"):
         at.radio(key="view").set_value(view).run()
         assert not at.exception, (view, at.exception)
+        _fit(at)
+        assert charts(at), view
     at.radio(key="view").set_value("paths").run()
     for name, raw, says in BAD_FILES[:3]:
         _upload(at, "csv_upload_tr", name, raw)
