@@ -22,7 +22,11 @@ Two things JAX does that a user of the cache meets:
   copied to another folder are not found there. Fill the folder the server will use.
 
 JAX bounds the folder's size only with the optional ``filelock`` package; without it this module
-trims the folder itself, once, when the cache is switched on (oldest entries first).
+trims the folder itself, once, when the cache is switched on (oldest entries first, every file of the
+folder counted: on a GPU, XLA keeps its own caches in a subfolder). JAX writes an entry in place: a process
+killed while writing leaves a truncated entry, which every later process would fail to read and never
+replace (JAX does not write a program whose entry exists). Switching the cache on removes such entries
+first (:func:`remove_truncated`).
 
 Trust: JAX loads whatever executables it finds in the folder. Keep it private to the user who runs
 the server (the folder is created with mode 0700).
@@ -32,10 +36,11 @@ from __future__ import annotations
 
 import os
 import threading
+import zlib
 from pathlib import Path
 
-__all__ = ["cache_dir", "enable_for_server", "enable_persistent_cache", "enabled_dir", "trim", "user_cache_folder",
-           "user_cache_root"]
+__all__ = ["cache_dir", "enable_for_server", "enable_persistent_cache", "enabled_dir", "remove_truncated", "trim",
+           "user_cache_folder", "user_cache_root"]
 
 ENV = "VILAB_JAX_CACHE"
 OFF = ("0", "off", "false", "no", "none")
@@ -71,33 +76,95 @@ def cache_dir() -> Path:
     return user_cache_root() / "jax"
 
 
+def _entries(path: Path) -> list[tuple[float, int, list[Path]]]:
+    """(mtime, size, files) of each entry of the folder: a program (its ``-cache`` file and, where JAX keeps
+    one, its ``-atime`` file) or any other file of the folder's tree (XLA's own caches)."""
+    root = Path(path)
+    out = []
+    for p in root.rglob("*"):
+        try:
+            if not p.is_file() or (p.parent == root and p.name.endswith("-atime")
+                                   and p.with_name(p.name[: -len("-atime")] + "-cache").exists()):
+                continue  # an -atime file goes with its program
+            files = [p]
+            if p.parent == root and p.name.endswith("-cache"):
+                files.append(p.with_name(p.name[: -len("-cache")] + "-atime"))
+            st = p.stat()
+            size = sum(f.stat().st_size for f in files if f.exists())
+        except OSError:  # removed by another process meanwhile
+            continue
+        out.append((st.st_mtime, size, files))
+    return out
+
+
+def _remove(files) -> None:
+    for f in files:
+        try:
+            f.unlink()
+        except FileNotFoundError:
+            pass
+
+
 def trim(path: Path, max_bytes: int = MAX_BYTES) -> int:
-    """Delete the least recently written cache entries of ``path`` until it holds at most half of
-    ``max_bytes``, if it holds more than ``max_bytes``. Returns the number of files removed.
+    """Delete the least recently written cache entries of ``path`` (every file of its tree counted) until it
+    holds at most half of ``max_bytes``, if it holds more than ``max_bytes``. Returns the number of entries
+    removed.
 
     Concurrent servers may be reading an entry being removed: JAX then compiles the program again.
     """
-    entries = []
-    for p in Path(path).glob("*-cache"):
-        try:
-            st = p.stat()
-        except OSError:  # removed by another process meanwhile
-            continue
-        entries.append((st.st_mtime, st.st_size, p))
+    entries = _entries(path)
     total = sum(size for _, size, _ in entries)
     if total <= max_bytes:
         return 0
     removed = 0
-    for _, size, p in sorted(entries):
+    for _, size, files in sorted(entries, key=lambda e: e[0]):
         if total <= max_bytes // 2:
             break
-        for f in (p, p.with_name(p.name[: -len("-cache")] + "-atime")):
-            try:
-                f.unlink()
-            except FileNotFoundError:
-                pass
+        _remove(files)
         total -= size
         removed += 1
+    return removed
+
+
+def _whole(data: bytes) -> bool | None:
+    """Whether an entry's bytes are one complete compressed stream as JAX writes them (zlib, or zstandard when
+    that package is installed); None when the format is not one of those (the entry is then left alone)."""
+    if len(data) >= 2 and data[0] & 0x0F == 8 and ((data[0] << 8) | data[1]) % 31 == 0:  # a zlib header
+        d = zlib.decompressobj()
+        try:
+            chunk = d.decompress(data, 1 << 20)
+            while chunk and not d.eof:  # 1 MB at a time: an entry is never held decompressed
+                chunk = d.decompress(d.unconsumed_tail, 1 << 20)
+        except zlib.error:
+            return False
+        return d.eof
+    if data[:4] == b"\x28\xb5\x2f\xfd":  # a zstandard frame
+        try:
+            import zstandard
+        except ImportError:
+            return None
+        try:
+            with zstandard.ZstdDecompressor().stream_reader(data) as r:
+                while r.read(1 << 20):
+                    pass
+        except zstandard.ZstdError:
+            return False
+        return True
+    return None
+
+
+def remove_truncated(path: Path) -> int:
+    """Delete the program entries of ``path`` that are not a complete compressed stream (a writer killed
+    while writing); returns how many."""
+    removed = 0
+    for p in Path(path).glob("*-cache"):
+        try:
+            data = p.read_bytes()
+        except OSError:
+            continue
+        if _whole(data) is False:
+            _remove([p, p.with_name(p.name[: -len("-cache")] + "-atime")])
+            removed += 1
     return removed
 
 
@@ -108,7 +175,8 @@ def enable_persistent_cache(path: str | os.PathLike | None = None, *,
     rerun); the first call wins, later calls with another folder change nothing.
 
     Programs that took at least ``min_compile_secs`` to compile are written (0 writes every program).
-    The folder is created if missing; if it holds more than ``max_bytes`` it is trimmed first.
+    The folder is created if missing; truncated entries are removed (:func:`remove_truncated`) and if it
+    holds more than ``max_bytes`` it is trimmed first.
     Without ``path``, ``VILAB_JAX_CACHE=off`` leaves the cache off (returns None).
     """
     global _enabled
@@ -127,6 +195,7 @@ def enable_persistent_cache(path: str | os.PathLike | None = None, *,
         except OSError as exc:
             raise ValueError(f"The JAX cache folder {str(folder)!r} cannot be created ({exc.strerror}); "
                              f"set {ENV} to a folder you can write to.") from None
+        remove_truncated(folder)
         trim(folder, max_bytes)
 
         import jax
