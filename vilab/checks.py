@@ -115,6 +115,9 @@ def pd_matrix(S, name: str) -> np.ndarray:
         C = np.linalg.cholesky(S)
     except np.linalg.LinAlgError:
         ev = np.linalg.eigvalsh(S)
+        if ev[0] > 0:  # every eigenvalue positive as computed, yet the factorisation fails: too close to call
+            raise ValueError(f"{name} is too close to singular to factorise in float64 (condition number about "
+                             f"{ev[-1] / ev[0]:.1e}); rescale it or add a small multiple of the identity.") from None
         raise ValueError(f"{name} must be positive definite, but its smallest eigenvalue is {ev[0]:.3g}.") from None
     if not np.all(np.isfinite(C)) or np.any(np.diag(C) <= 0):
         raise ValueError(f"{name} is too close to singular (or too large) to factorise in float64; rescale it.")

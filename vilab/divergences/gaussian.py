@@ -19,10 +19,12 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.scipy.linalg import solve_triangular
 from scipy.optimize import nnls
 
 from ..checks import finite_result, integer, real_array, real_scalar
-from ..gaussian import check_mean_cov
+from ..core.keys import check_key
+from ..gaussian import check_mean_cov, kl_whitened
 
 __all__ = [
     "DIVERGENCES",
@@ -123,52 +125,58 @@ def _finite(value, what: str):
 # closed forms for Gaussian q and Gaussian p
 
 
+def _factors(Sigma, Lambda):
+    """(C, F): Sigma = C C^T with C lower triangular, Lambda = F F^T with F UPPER triangular (the Cholesky
+    factor of the reversed Lambda, reversed back), so that F^T C and C^-1 F^-T are lower triangular."""
+    C = jnp.linalg.cholesky(Sigma)
+    F = jnp.flip(jnp.linalg.cholesky(jnp.flip(Lambda, (0, 1))), (0, 1))
+    return C, F
+
+
 def kl_qp(mu, Sigma, nu, Lambda):
     """KL(q||p) for q = N(mu, Sigma), p = N(nu, Lambda^{-1}).
 
     Chen, Nott & Tan Sec. 1.1 (standard closed form):
-    ``1/2 [tr(Lambda Sigma) + (mu-nu)^T Lambda (mu-nu) - d - log det(Lambda Sigma)]``.
+    ``1/2 [tr(Lambda Sigma) + (mu-nu)^T Lambda (mu-nu) - d - log det(Lambda Sigma)]``, computed by
+    :func:`vilab.gaussian.kl_whitened` from A = F^T C (Sigma = C C^T, Lambda = F F^T): a sum of
+    non-negative terms, so that it stays >= 0 for ill-conditioned input (no explicit inverse).
     """
     mu, Sigma, nu, Lambda = _checked_qp(mu, Sigma, nu, Lambda)
-    d = mu.shape[0]
-    r = mu - nu
-    _, ld_S = jnp.linalg.slogdet(Sigma)
-    _, ld_L = jnp.linalg.slogdet(Lambda)
-    return _finite(0.5 * (jnp.trace(Lambda @ Sigma) + r @ Lambda @ r - d - ld_S - ld_L), "KL(q||p)")
+    C, F = _factors(Sigma, Lambda)
+    return _finite(kl_whitened(F.T @ C, F.T @ (mu - nu)), "KL(q||p)")
 
 
 def kl_pq(mu, Sigma, nu, Lambda):
     """Forward KL(p||q) for q = N(mu, Sigma), p = N(nu, Lambda^{-1}) (a reference, not in the paper).
 
-    ``1/2 [tr(Sigma^{-1} Lambda^{-1}) + (mu-nu)^T Sigma^{-1} (mu-nu) - d + log det Sigma + log det Lambda]``.
+    ``1/2 [tr(Sigma^{-1} Lambda^{-1}) + (mu-nu)^T Sigma^{-1} (mu-nu) - d + log det Sigma + log det Lambda]``,
+    computed by :func:`vilab.gaussian.kl_whitened` from A = C^-1 F^-T (triangular solves, no inverse), >= 0.
     """
     mu, Sigma, nu, Lambda = _checked_qp(mu, Sigma, nu, Lambda)
-    d = mu.shape[0]
-    r = mu - nu
-    Si = jnp.linalg.inv(Sigma)
-    _, ld_S = jnp.linalg.slogdet(Sigma)
-    _, ld_L = jnp.linalg.slogdet(Lambda)
-    return _finite(0.5 * (jnp.trace(Si @ jnp.linalg.inv(Lambda)) + r @ Si @ r - d + ld_S + ld_L), "KL(p||q)")
+    C, F = _factors(Sigma, Lambda)
+    Fit = solve_triangular(F.T, jnp.eye(F.shape[0], dtype=F.dtype), lower=True)  # F^-T
+    A = solve_triangular(C, Fit, lower=True)
+    return _finite(kl_whitened(A, solve_triangular(C, mu - nu, lower=True)), "KL(p||q)")
 
 
 def weighted_fisher(mu, Sigma, nu, Lambda, M):
     """Weighted Fisher divergence S_M(q||p), Chen, Nott & Tan Lemma 1.
 
-    ``S_M = tr(Sigma^{-1} M) + tr(Lambda M Lambda Sigma) - 2 tr(M Lambda) + (mu-nu)^T Lambda M Lambda (mu-nu)``.
+    ``S_M = tr(Sigma^{-1} M) + tr(Lambda M Lambda Sigma) - 2 tr(M Lambda) + (mu-nu)^T Lambda M Lambda (mu-nu)``,
+    computed as E_q ||grad log q - grad log p||_M^2 = tr(B^T M B) + (mu-nu)^T Lambda M Lambda (mu-nu) with
+    B = Lambda C - C^-T (Sigma = C C^T; the same sum, expanded): quadratic forms of the positive
+    semi-definite M, so that rounding cannot drive it below 0 (the expanded traces cancel catastrophically
+    for ill-conditioned input; a tiny negative rounding residue is returned as 0).
     """
     mu, Sigma, nu, Lambda = _checked_qp(mu, Sigma, nu, Lambda)
     if not _is_traced(M):
         M = _weight_matrix(M, mu.shape[0])
     M = jnp.asarray(M, dtype=jnp.float64)
-    r = mu - nu
-    LML = Lambda @ M @ Lambda
-    return _finite(
-        jnp.trace(jnp.linalg.solve(Sigma, M))
-        + jnp.trace(LML @ Sigma)
-        - 2.0 * jnp.trace(M @ Lambda)
-        + r @ LML @ r,
-        "The weighted Fisher divergence",
-    )
+    C = jnp.linalg.cholesky(Sigma)
+    B = Lambda @ C - solve_triangular(C, jnp.eye(C.shape[0], dtype=C.dtype), lower=True).T
+    g = Lambda @ (mu - nu)
+    value = jnp.sum(B * (M @ B)) + g @ (M @ g)
+    return _finite(jnp.maximum(value, 0.0), "The weighted Fisher divergence")
 
 
 def fisher(mu, Sigma, nu, Lambda):
@@ -216,9 +224,12 @@ def monte_carlo_divergence(key, score, mu, Sigma, name: str = "fisher", weight=N
     Returns ``(estimate, standard_error)``.
     """
     name = _check_name(name)
+    check_key(key, "The Monte Carlo divergence")
     if hasattr(score, "log_density"):  # a Target
         log_density = score.log_density if log_density is None else log_density
         score = jax.grad(score.log_density)
+    if not callable(score):
+        raise ValueError("The score must be a function theta -> grad log p(theta) (or a vilab.targets.Target).")
     mu, Sigma = check_mean_cov(mu, Sigma)
     if name == "forward_kl":
         raise ValueError("KL(p||q) needs draws from the target; Monte Carlo here draws from q. Use the closed form.")
@@ -500,6 +511,9 @@ def variance_curves_2d(rhos, sd1: float = 1.0, sd2: float = 1.0, coord: int = 0)
     collapses); the truth is the target's marginal variance (= the forward-KL optimum).
     """
     rhos = real_array(rhos, "The correlations rhos", finite=False, allow_empty=True)
+    if rhos.ndim != 1:
+        raise ValueError(f"The correlations rhos must be a list of numbers; got an array of shape {rhos.shape}.")
+    coord = integer(coord, "The coordinate coord", minimum=0, maximum=1)
     out = {k: np.empty(rhos.shape) for k in ("kl", "fisher", "score", "true")}
     for i, r in enumerate(rhos):
         P = precision_2d(float(r), sd1, sd2)
