@@ -15,13 +15,14 @@ expectations (``grads="exact"``) need a Gaussian or GLM target, or closed forms 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..checks import real_array
+from ..checks import pd_matrix, real_array
 from . import Target
 
 __all__ = ["from_log_density"]
@@ -36,8 +37,9 @@ def from_log_density(log_density: Callable, dim: int, *, name: str = "my model",
     be traceable by JAX (no numpy, ``float()`` or Python ``if`` on theta), return one number (shape
     ``()``) for a theta of shape ``(dim,)``, and have a finite value and gradient at ``start``
     (default: zeros, the usual start of the methods). ``mean`` / ``cov``: the exact posterior
-    moments if you know them (they are only used for comparisons); ``bounds``: the plotting window
-    of a 2-D target; ``info``: free-form metadata.
+    moments if you know them (they are only used for comparisons): a finite vector of length dim and a
+    dim x dim symmetric positive definite matrix; ``bounds``: the plotting window of a 2-D target, one
+    (low, high) pair of finite numbers with low < high per coordinate; ``info``: free-form metadata.
     """
     if not callable(log_density):
         raise ValueError("log_density must be a function of theta (a JAX array of shape (dim,)) returning a number.")
@@ -48,6 +50,9 @@ def from_log_density(log_density: Callable, dim: int, *, name: str = "my model",
     theta0 = np.zeros(d) if start is None else real_array(start, "The start", finite=True)
     if theta0.shape != (d,):
         raise ValueError(f"The start must have {d} coordinates (dim = {d}); got shape {theta0.shape}.")
+    mean, cov, bounds = _mean(mean, d), _cov(cov, d), _bounds(bounds, d)
+    if info is not None and not isinstance(info, Mapping):
+        raise ValueError(f"info must be a dictionary of metadata (or None); got {type(info).__name__}.")
     spec = jax.ShapeDtypeStruct((d,), jnp.float64)
     try:
         out = jax.eval_shape(log_density, spec)
@@ -76,3 +81,39 @@ def from_log_density(log_density: Callable, dim: int, *, name: str = "my model",
         raise ValueError(f"The gradient of the log density of {name!r} is not finite at the start {theta0.tolist()}; "
                          "pass another start, or check the function for log(0) or division by zero.")
     return target
+
+
+def _mean(mean, d: int):
+    """The exact posterior mean (a finite vector of length d) or None."""
+    if mean is None:
+        return None
+    m = real_array(mean, "The posterior mean", ndim=1)
+    if m.shape != (d,):
+        raise ValueError(f"The posterior mean must have {d} coordinates (dim = {d}); got {m.shape[0]}.")
+    return m
+
+
+def _cov(cov, d: int):
+    """The exact posterior covariance (a d x d symmetric positive definite matrix) or None."""
+    if cov is None:
+        return None
+    S = real_array(cov, "The posterior covariance", ndim=2)
+    if S.shape != (d, d):
+        raise ValueError(f"The posterior covariance must be a {d} x {d} matrix (dim = {d}); got shape {S.shape}.")
+    return pd_matrix(S, "The posterior covariance")
+
+
+def _bounds(bounds, d: int):
+    """The plotting window: d pairs (low, high) of finite numbers with low < high, as a tuple, or None."""
+    if bounds is None:
+        return None
+    b = real_array(bounds, "The plotting window bounds", ndim=2)
+    if b.shape != (d, 2):
+        raise ValueError(f"The plotting window bounds must be {d} pairs (low, high), one per coordinate; "
+                         f"got shape {b.shape}.")
+    bad = np.flatnonzero(~(b[:, 0] < b[:, 1]))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"The plotting window bounds of coordinate {i + 1} must have low < high; "
+                         f"got ({b[i, 0]:g}, {b[i, 1]:g}).")
+    return tuple((float(lo), float(hi)) for lo, hi in b)
