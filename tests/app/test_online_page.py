@@ -105,8 +105,8 @@ def test_extreme_conjugate_values():
     assert not at.exception and not at.error
     at.radio(key="ck").set_value("bernoulli").run()
     assert not at.exception
-    # chi = 20 > nu = 0.2 is no logistic-Beta prior: a warning that says why
-    assert any("0 < chi < nu" in w.value for w in at.warning)
+    # chi = 20 > nu = 0.2 is no logistic-Beta prior: a warning that says why, in the sliders' words, and no error
+    assert any("needs χ below ν" in w.value and "χ = 20" in w.value for w in at.warning) and not at.error
 
 
 def test_precomputed_views():
