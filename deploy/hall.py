@@ -154,7 +154,8 @@ def replica_address(replica: int | str) -> str:
         try:
             ip = ipaddress.ip_address(socket.getaddrinfo(bare, int(port), type=socket.SOCK_STREAM)[0][4][0])
         except (OSError, UnicodeError):
-            raise ValueError(f"The replica host {bare!r} (in {replica!r}) could not be resolved to an address.") from None
+            raise ValueError(f"The replica host {bare!r} (in {replica!r}) could not be resolved to an "
+                             "address.") from None
     return f"[{ip}]:{int(port)}" if ip.version == 6 else f"{ip}:{int(port)}"
 
 
@@ -499,7 +500,7 @@ class Hall:
         logs.mkdir()
         try:
             for i in range(self.n):
-                port = free_port(self.replica_listen) if self.replica_port is None else self.replica_port + i
+                port = self.replica_port + i if self.replica_port is not None else self._free_replica_port()
                 if self.replica_port is not None and not port_is_free(port, self.replica_listen):
                     raise ValueError(f"Port {port} of {self.replica_listen} (replica {i}) is in use; pick other "
                                      "ports with --replica-port.")
@@ -532,6 +533,13 @@ class Hall:
         self._supervisor = threading.Thread(target=self._supervise, name="vilab-hall-supervisor", daemon=True)
         self._supervisor.start()
         return self
+
+    def _free_replica_port(self) -> int:
+        """A free port for a replica, neither nginx's (not bound yet: the kernel may offer it again) nor another's."""
+        while True:
+            port = free_port(self.replica_listen)
+            if port != self.port and port not in self.replica_ports:
+                return port
 
     # -- the supervisor ---------------------------------------------------------------------------------
 

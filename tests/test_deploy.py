@@ -32,7 +32,8 @@ def test_config_proxies_websockets_with_sticky_sessions(tmp_path):
     # each replica's group: its own server first, the others as backups (a student whose replica is down
     # goes to a live one), and a dead server is skipped for a while instead of being tried on every request
     group = conf[conf.index("upstream vilab_r1 {"):].split("}")[0]
-    assert [l.split()[1] for l in group.splitlines()[1:] if l.strip()] == ["127.0.0.1:9002", "127.0.0.1:9001", "127.0.0.1:9003"]
+    servers = [line.split()[1] for line in group.splitlines()[1:] if line.strip()]
+    assert servers == ["127.0.0.1:9002", "127.0.0.1:9001", "127.0.0.1:9003"]
     assert group.count(" backup;") == 2 and group.count("max_fails=1") == 3
     # every file nginx writes lies under the prefix: it runs without root
     for directive in ("pid", "error_log", "access_log", "client_body_temp_path", "proxy_temp_path"):

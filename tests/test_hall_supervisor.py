@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -86,6 +87,14 @@ def test_a_killed_replica_is_restarted_while_the_hall_serves_on(tmp_path):
         killed_at = time.monotonic()
         killed.wait(10)
 
+        def live(replica: str | None) -> bool:  # replica 1, or replica 0 once restarted (on a fast machine)
+            return replica == "r1" or (replica == "r0" and h.replicas[0].pid != killed.pid)
+
+        # the student of the dead replica reloads: the same view, from the live one
+        p0.reload(wait_until="domcontentloaded")
+        layout.wait_rendered(p0)
+        assert_view(p0, 3)
+        assert live(served_by(p0))
         # the student on replica 1 goes on: the same websocket carries a new value and the rerun it causes
         box = p1.locator('[data-testid="stSidebar"] input[type="number"]').first
         box.fill("9")
@@ -95,14 +104,9 @@ def test_a_killed_replica_is_restarted_while_the_hall_serves_on(tmp_path):
         assert_view(p1, 9)
         assert not stream1[-1].is_closed() and served_by(p1) == "r1"
 
-        # the student of the dead replica reloads: the same view, from the live one
-        p0.reload(wait_until="domcontentloaded")
-        layout.wait_rendered(p0)
-        assert_view(p0, 3)
-        assert served_by(p0) == "r1"
         # a new student renders too
         p2, _ = open_session(browser, h.url, 5)
-        assert served_by(p2) == "r1"
+        assert live(served_by(p2))
 
         # the supervisor restarts replica 0 within 60 s, on its port, and nginx serves from it again
         deadline = killed_at + 60
@@ -111,7 +115,8 @@ def test_a_killed_replica_is_restarted_while_the_hall_serves_on(tmp_path):
 
         def nginx_sends_r0_home():
             req = urllib.request.Request(h.url + "/_stcore/health", headers={"Cookie": f"{hall.COOKIE}=r0"})
-            return f"{hall.COOKIE}=r0;" in " ".join(urllib.request.urlopen(req, timeout=5).headers.get_all("Set-Cookie"))
+            cookies = urllib.request.urlopen(req, timeout=5).headers.get_all("Set-Cookie")
+            return f"{hall.COOKIE}=r0;" in " ".join(cookies)
 
         wait_for("nginx serving from the restarted replica 0", nginx_sends_r0_home, deadline)
         p3, _ = open_session(browser, h.url, 6, "r0")
@@ -148,20 +153,37 @@ def _running(pid: int) -> bool:
     return state != "Z"
 
 
-def _sigterm_vilab(args: list[str], started, port: int) -> None:
-    """Start `vilab ARGS`, wait until ``started(pid, port)``, SIGTERM it: it exits, no process it started is left,
-    and ``port`` is free."""
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _sigterm_vilab(args: list[str], started, port: int, meanwhile=None) -> None:
+    """Start `vilab ARGS`, wait until ``started(pid, port, output)`` (then ``meanwhile(pid)``), SIGTERM it: it exits,
+    no process it started is left, and ``port`` is free."""
     env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
+    out = tempfile.TemporaryFile()
     proc = subprocess.Popen([sys.executable, "-m", "vilab.cli", *args],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+                            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def said() -> str:
+        out.seek(0)
+        return out.read().decode(errors="replace")[-3000:]
+
     below: set[int] = set()
     try:
         deadline = time.monotonic() + 180
-        while not started(proc.pid, port):
-            assert proc.poll() is None, f"vilab {args[0]} exited with status {proc.returncode} before it served"
+        while not started(proc.pid, port, said()):
+            assert proc.poll() is None, f"vilab {args[0]} exited with status {proc.returncode} before it served:\n{said()}"
             assert time.monotonic() < deadline, f"vilab {args[0]} did not start within 180 s"
             time.sleep(0.5)
+        if meanwhile is not None:
+            try:
+                meanwhile(proc.pid)
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}\nvilab {args[0]} said:\n{said()}") from None
         below = _descendants(proc.pid)
         assert below, f"vilab {args[0]} started no server"
         proc.send_signal(signal.SIGTERM)
@@ -176,27 +198,22 @@ def _sigterm_vilab(args: list[str], started, port: int) -> None:
         for p in below:  # nothing is left if the test passed; a failed one leaves nothing either
             if _running(p):
                 os.kill(p, signal.SIGKILL)
+        out.close()
 
 
 @pytest.mark.slow
 def test_sigterm_to_vilab_app_no_warmup_leaves_nothing_running():
     port = hall.free_port()
     _sigterm_vilab(["app", "--headless", "--port", str(port), "--no-warmup"],
-                   lambda pid, port: hall.healthy(f"http://127.0.0.1:{port}"), port)
+                   lambda pid, port, output: hall.healthy(f"http://127.0.0.1:{port}"), port)
 
 
 @needs_chromium
 @pytest.mark.browser
 @pytest.mark.slow
 def test_sigterm_to_vilab_app_during_its_warm_up_leaves_nothing_running():
-    def cmdline(p: int) -> bytes:
-        try:
-            return Path(f"/proc/{p}/cmdline").read_bytes()
-        except OSError:
-            return b""
-
-    def warming(pid, port):  # the server answers and the warm-up's Chromium is running
-        return hall.healthy(f"http://127.0.0.1:{port}") and any(b"chrom" in cmdline(p) for p in _descendants(pid))
+    def warming(pid, port, output):  # the server answers and the warm-up's Chromium is running
+        return hall.healthy(f"http://127.0.0.1:{port}") and any(b"chrom" in _cmdline(p) for p in _descendants(pid))
 
     port = hall.free_port()
     _sigterm_vilab(["app", "--headless", "--port", str(port)], warming, port)
@@ -204,10 +221,21 @@ def test_sigterm_to_vilab_app_during_its_warm_up_leaves_nothing_running():
 
 @needs_nginx
 @pytest.mark.slow
-def test_sigterm_to_vilab_hall_leaves_nothing_running():
+def test_vilab_hall_outlives_its_nginx_and_leaves_nothing_running_after_sigterm():
     port = hall.free_port()
+
+    def nginx_masters(pid: int) -> set[int]:
+        return {p for p in _descendants(pid) if _running(p) and b"nginx: master" in _cmdline(p)}
+
+    def kill_nginx(pid: int) -> None:  # the hall restarts it (before: "a replica or nginx exited; stopping the hall")
+        (first,) = nginx_masters(pid)
+        os.kill(first, signal.SIGKILL)
+        wait_for("nginx restarted by vilab hall", lambda: nginx_masters(pid) - {first} and hall.healthy(
+            f"http://127.0.0.1:{port}"), time.monotonic() + 60)
+
     _sigterm_vilab(["hall", "--replicas", "1", "--no-warmup", "--port", str(port), "--listen", "127.0.0.1"],
-                   lambda pid, port: hall.healthy(f"http://127.0.0.1:{port}"), port)  # through nginx
+                   lambda pid, port, output: "ready:" in output and hall.healthy(f"http://127.0.0.1:{port}"), port,
+                   kill_nginx)  # started, and answering through nginx
 
 
 # a stand-in for a replica on another machine: answers /_stcore/health with "ok"
