@@ -163,8 +163,12 @@ def _open_alone(folder: Path) -> bool:
         fcntl.flock(_lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return True
     except OSError:
+        pass
+    try:
         fcntl.flock(_lock_file, fcntl.LOCK_SH)
-        return False
+    except OSError:  # a folder without locks (some network file systems): others may be there
+        _release_lock()
+    return False
 
 
 def _share_lock() -> None:
