@@ -208,17 +208,6 @@ def test_sigterm_to_vilab_app_no_warmup_leaves_nothing_running():
                    lambda pid, port, output: hall.healthy(f"http://127.0.0.1:{port}"), port)
 
 
-@needs_chromium
-@pytest.mark.browser
-@pytest.mark.slow
-def test_sigterm_to_vilab_app_during_its_warm_up_leaves_nothing_running():
-    def warming(pid, port, output):  # the server answers and the warm-up's Chromium is running
-        return hall.healthy(f"http://127.0.0.1:{port}") and any(b"chrom" in _cmdline(p) for p in _descendants(pid))
-
-    port = hall.free_port()
-    _sigterm_vilab(["app", "--headless", "--port", str(port)], warming, port)
-
-
 @needs_nginx
 @pytest.mark.slow
 def test_vilab_hall_outlives_its_nginx_and_leaves_nothing_running_after_sigterm():
