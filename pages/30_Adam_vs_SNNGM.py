@@ -1,5 +1,7 @@
 """Adam vs SNNGM: the optimizers of Tan (2025) Sec. 6, their paths, and comparisons on real data."""
 
+import time
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -14,7 +16,7 @@ from vilab.repro import tan2025_table8 as rep8
 from vilab.targets import regression as R
 from vilab.targets.papers import horseshoe_crab_toy
 from vilab_ui import live as ui_live
-from vilab_ui.csv_data import CSV_CHOICE, coefficient_pair, csv_panel
+from vilab_ui.csv_data import CSV_CHOICE, FIT_BUDGET_S, coefficient_pair, csv_panel, fit_buttons, fit_within_budget
 
 
 ui.page(
@@ -92,14 +94,63 @@ def _grid2d(n=121):
 
 
 @ui.cache_data(max_entries=256)
-def _run2d(name, alpha, param, estimator, n_iter, seed, mkey=None, _model=None):
-    """One run on the simulated 2-D model, or (mkey, _model) on the user's CSV data (any d)."""
-    m = _model2d() if _model is None else _model
+def _run2d(name, alpha, param, estimator, n_iter, seed):
+    """One run on the simulated 2-D model (the user's data: :func:`_fit2d`)."""
+    return _run2d_now(_model2d(), name, alpha, param, estimator, n_iter, seed)
+
+
+def _run2d_now(m, name, alpha, param, estimator, n_iter, seed, progress=None, max_time=None):
+    """The run of :func:`_run2d` on model ``m``, within ``max_time`` seconds if given (status "max_time" when cut)."""
     tr = optim.run(m, name, key=as_key(seed), alpha=alpha, param=param, estimator=estimator, n_iter=n_iter,
                    mu0=np.zeros(m.d), factor0=np.eye(m.d) * (0.5 if param == "chol_cov" and name != "vogn" else 2.0),
-                   n_elbo_draws=2000, record="iteration")
+                   n_elbo_draws=2000, record="iteration", progress=progress, max_seconds=max_time,
+                   chunk_iters=FIT_CHUNK_2D if max_time is not None else 500)
     return dict(mean=tr.mean, cov=tr.cov, elbo=tr.info["elbo"], status=tr.status,
                 final=tr.extra["final_elbo"], it=tr.extra["iterations"])
+
+
+FIT_CHUNK_2D = 50  # iterations between two reports of a fit on the user's data: Stop and the budget act this often
+
+
+@ui.cache_resource(ttl=None)  # the store bounds itself
+def _fits2d() -> ui.SharedStore:
+    """Finished runs on users' data, for every session of this server (256 runs, 6 hours each)."""
+    return ui.SharedStore(maxsize=256, ttl_s=6 * 3600)
+
+
+def _fit2d(name, alpha, param, estimator, n_iter, seed, mkey, model, progress=None, max_time=None):
+    """A run on the user's data: a finished one from :func:`_fits2d`, else (given ``max_time``) run now within
+    that budget and kept if it finished; None when not run yet."""
+    key = (name, float(alpha), param, estimator, int(n_iter), int(seed), mkey)
+    hit = _fits2d().get(key)
+    if hit is not None or max_time is None:
+        return hit
+    r = _run2d_now(model, name, float(alpha), param, estimator, int(n_iter), int(seed), progress, max_time)
+    if r["status"] != "max_time":  # a run cut short by the budget is shown, not kept
+        _fits2d()[key] = r
+    return r
+
+
+def _fit_on_press(key, jobs, fit):
+    """Fit and Stop for ``{job: label}`` on the user's data (the CNN lab's Train): the finished results, the
+    jobs run now on a press within the budget, and a warning for the ones cut short or not run. Returns
+    ({job: result or None}, [labels of jobs not finished])."""
+    fitted = {job: fit(job) for job in jobs}
+    if fit_buttons(key, "the chosen optimizers"):
+        new, skipped = fit_within_budget({j: lab for j, lab in jobs.items() if fitted[j] is None}, fit)
+        fitted.update(new)
+        cut = [jobs[j] for j, r in new.items() if r["status"] == "max_time"]
+        if skipped or cut:
+            st.warning(f"One press of Fit computes for at most {FIT_BUDGET_S:g} seconds: "
+                       + (f"cut short: {', '.join(cut)}. " if cut else "")
+                       + (f"not run: {', '.join(skipped)}. " if skipped else "")
+                       + "Press Fit again to go on with the ones not finished, or choose fewer optimizers or "
+                         "iterations.")
+    missing = [lab for j, lab in jobs.items() if fitted[j] is None or fitted[j]["status"] == "max_time"]
+    if missing:
+        st.info(f"Press Fit to fit your data: {len(missing)} of {len(jobs)} runs with these settings are not "
+                f"finished yet ({', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''}).")
+    return fitted, missing
 
 
 LIVE_N = 1000  # the last iteration of a step-by-step run
@@ -285,7 +336,15 @@ elif view == VIEWS[1]:
     mkey = csv2.key if csv2 is not None else None
     mdl = csv2.model if csv2 is not None else None
     with fig_box, ui.guard("2-D logistic regression" if csv2 is None else "your data"):
-        runs = {name: _run2d(name, alphas[name], param, est, n_iter, ui.seed(), mkey, mdl) for name in chosen}
+        if csv2 is None:
+            runs = {name: _run2d(name, alphas[name], param, est, n_iter, ui.seed()) for name in chosen}
+        else:  # your data: fitted when Fit is pressed, within a time budget (the CNN lab's Train)
+            fitted, _ = _fit_on_press("fit2d", {name: LABEL[name] for name in chosen}, lambda name, progress=None,
+                                      max_time=None: _fit2d(name, alphas[name], param, est, n_iter, ui.seed(),
+                                                            mkey, mdl, progress, max_time))
+            runs = {name: r for name, r in fitted.items() if r is not None}
+            if not runs:
+                st.stop()
         height2 = 360 if ui.lecture() else 440
         if csv2 is None:
             t1, t2, logp = _grid2d()
@@ -351,22 +410,31 @@ elif view == VIEWS[1]:
                 "above). The plot shows how far each run ends below the best one (log scale): the flat bottom of a "
                 "curve is where the optimizer is both stable and fast enough; crosses mark runs that diverged.")
     sweep_config = (tuple(chosen), param, est, n_iter, ui.seed(), mkey)
-    if st.button("Run the sweep", key="sweep_btn"):
+    grid = np.logspace(-4, 1, 11)
+
+    def _sweep_out(results):
+        return {LABEL[name]: (name, grid, np.array([results[(name, float(a))]["final"] for a in grid]),
+                              np.array([results[(name, float(a))]["status"].startswith("diverged") for a in grid]))
+                for name in chosen}
+
+    if mdl is not None:  # your data: the sweep's runs one by one on Fit, within the budget, drawn once all are done
+        jobs = {(name, float(a)): f"{LABEL[name]}, α = {a:.2g}" for name in chosen for a in grid}
         with ui.guard("sweep"):
-            grid = np.logspace(-4, 1, 11)
+            fitted, missing = _fit_on_press("sweep_fit", jobs, lambda job, progress=None, max_time=None: _fit2d(
+                job[0], job[1], param, est, n_iter, ui.seed(), mkey, mdl, progress, max_time))
+            if not missing:
+                st.session_state["sweep_result"] = (sweep_config, _sweep_out(fitted))
+    elif st.button("Run the sweep", key="sweep_btn"):
+        with ui.guard("sweep"):
             bar = st.progress(0.0, text="sweeping ...")
-            out = {}
+            results = {}
             for i, name in enumerate(chosen):
-                vals, bad = [], []
                 for j, a in enumerate(grid):
                     bar.progress((i * len(grid) + j) / (len(chosen) * len(grid)),
                                  text=f"{LABEL[name]}, α = {a:.2g}")
-                    r = _run2d(name, float(a), param, est, n_iter, ui.seed(), mkey, mdl)
-                    vals.append(r["final"])
-                    bad.append(r["status"].startswith("diverged"))
-                out[LABEL[name]] = (name, grid, np.array(vals), np.array(bad))
+                    results[(name, float(a))] = _run2d(name, float(a), param, est, n_iter, ui.seed())
             bar.empty()
-            st.session_state["sweep_result"] = (sweep_config, out)
+            st.session_state["sweep_result"] = (sweep_config, _sweep_out(results))
     if "sweep_result" in st.session_state:
         cfg, out = st.session_state["sweep_result"]
         if cfg != sweep_config:
@@ -481,10 +549,16 @@ elif view == VIEWS[3]:
                 bsize = {"full batch": None, "n/4": max(1, model.n // 4), "n/16": max(1, model.n // 16)}[batch]
                 store["config"], store["runs"] = config, {}
                 bar = st.progress(0.0, text="starting ... (the first run of each configuration compiles)")
+                t_press, cut, not_run = time.monotonic(), [], []
+                budget = FIT_BUDGET_S if csv3 is not None else None  # your data: one press computes at most this
                 for i, (name, order, diag) in enumerate(specs):
                     if st.session_state.get("rd_stop"):
                         break
+                    left = None if budget is None else budget - (time.monotonic() - t_press)
                     label = f"{oplots.run_label(name, order)}, {'diagonal' if diag else 'full'}"
+                    if left is not None and left <= 0:
+                        not_run.append(label)
+                        continue
 
                     def _prog(f, i=i, label=label):
                         bar.progress(min(1.0, (i + f) / len(specs)),
@@ -492,9 +566,18 @@ elif view == VIEWS[3]:
 
                     tr = optim.run(model, name, key=as_key(ui.seed()), alpha=alphas3[name], diagonal=diag,
                                    estimator=order or "second", n_epochs=n_epochs, batch_size=bsize, progress=_prog,
-                                   chunk_iters=200, should_stop=lambda: bool(st.session_state.get("rd_stop")))
+                                   chunk_iters=200, should_stop=lambda: bool(st.session_state.get("rd_stop")),
+                                   max_seconds=left)
+                    if tr.status == "max_time":  # cut short by the budget: said, not shown as a result
+                        cut.append(label)
+                        continue
                     store["runs"][(name, order, diag)] = oplots.comparison_summary(tr)
                 bar.empty()
+                if cut or not_run:
+                    st.warning(f"One press of Run comparison on your data computes for at most {FIT_BUDGET_S:g} "
+                               "seconds: " + (f"cut short: {', '.join(cut)}. " if cut else "")
+                               + (f"not run: {', '.join(not_run)}. " if not_run else "")
+                               + "Choose fewer optimizers, covariances or epochs to compare them all.")
         runs3 = store["runs"]
         if runs3:
             if store["config"] != config:

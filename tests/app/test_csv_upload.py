@@ -77,6 +77,8 @@ def test_adam_vs_snngm_fits_your_csv_and_bad_files_leave_the_simulated_data():
     _upload(at, "csv_upload_2d", "my.csv", _csv())
     assert not at.warning, [w.value for w in at.warning]
     assert "80 rows, d = 3 coefficients" in _text(at)
+    at.button(key="fit2d_fit").click().run()  # your data are fitted when Fit is pressed
+    assert not at.exception and not at.warning, [w.value for w in at.warning]
     assert at.selectbox(key="resp").value == "y" and at.multiselect(key="pred").value == ["x1", "x2"]
     fig = _figs(at)[0]
     assert fig["layout"]["xaxis"]["title"]["text"] == "θ: intercept"
@@ -126,6 +128,7 @@ def test_hostile_column_names_are_shown_as_plain_text():
     at = _app(ADAM, view="2-D logistic regression", d2="your CSV file", opt=["snngm"], nit=50)
     _upload(at, "csv_upload_2d", "[evil](http://x.example).csv", raw)
     assert not at.warning, [w.value for w in at.warning]
+    at.button(key="fit2d_fit").click().run()
     fig = _figs(at)[0]
     assert "<b>" not in json.dumps(fig["layout"]) and "](" not in fig["layout"]["yaxis"]["title"]["text"]
     at.selectbox(key="resp").set_value("[click](http://x.example)").run()
