@@ -61,6 +61,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import solve_triangular
 
+from . import checks
 from .linalg import (
     commutation_matrix,
     elimination_matrix,
@@ -92,16 +93,8 @@ def _traced(args) -> bool:
 
 
 def _array(x, what, ndim=None):
-    try:
-        a = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"{what} must be an array of real numbers; got {x!r}.") from None
-    if ndim is not None and a.ndim != ndim:
-        shape = "a vector" if ndim == 1 else ("a square matrix" if ndim == 2 else "a number")
-        raise ValueError(f"{what} must be {shape}; got an array of shape {a.shape}.")
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{what} has non-finite entries (NaN or infinity).")
-    return a
+    """``x`` as a finite real float64 array with ``ndim`` dimensions (:func:`vilab.checks.real_array`)."""
+    return checks.real_array(x, what, ndim=ndim)
 
 
 def _square(x, what, d=None):
@@ -135,17 +128,14 @@ def _factor(x, what, d=None, triangular=True):
 
 def _vector(x, what, d):
     a = _array(x, what, 1)
-    if a.shape[0] != d:
+    if d is not None and a.shape[0] != d:
         raise ValueError(f"{what} must have length {d}; got {a.shape[0]}.")
     return a
 
 
 def _step(rho):
-    if isinstance(rho, (bool, str, bytes)):
-        raise ValueError(f"The step size rho must be a finite number; got {rho!r}.")
-    r = _array(rho, "The step size rho")
-    if r.ndim != 0:
-        raise ValueError(f"The step size rho must be a number; got an array of shape {r.shape}.")
+    """The step size rho: a positive finite number (a step of rho <= 0 goes against the gradient or nowhere)."""
+    checks.positive(rho, "The step size rho")
 
 
 _MATRIX = {"cov": (_spd, "Sigma"), "prec": (_spd, "The precision P"), "chol": (_factor, "The Cholesky factor"),
@@ -153,15 +143,18 @@ _MATRIX = {"cov": (_spd, "Sigma"), "prec": (_spd, "The precision P"), "chol": (_
            "sparse": (functools.partial(_factor, triangular=False), "The Cholesky factor")}
 
 
-def _checked(kind, grad="grad_M", rho=False):
+def _checked(kind, grad="grad_M", rho=False, breaks=None):
     """Check (mu, M, grad_mu, grad_M[, rho]) of a public function when called eagerly (see the
-    module docstring): M is Sigma ("cov"), P ("prec") or a Cholesky factor ("chol")."""
+    module docstring): M is Sigma ("cov"), P ("prec") or a Cholesky factor ("chol"). An update step
+    (``rho=True``) called eagerly also checks its result: a non-finite one raises ValueError saying why
+    (``breaks``: what makes this step undefined; by default, overflow)."""
     check, name = _MATRIX[kind]
 
     def deco(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            if not _traced((args, kwargs)) and len(args) >= 4:
+            eager = not _traced((args, kwargs))
+            if eager and len(args) >= 4:
                 M = check(args[1], name)
                 d = M.shape[0]
                 if args[0] is not None:  # (the natural gradients of the factors do not read mu)
@@ -170,7 +163,36 @@ def _checked(kind, grad="grad_M", rho=False):
                 _square(args[3], f"The gradient {grad}", d)
                 if rho and len(args) >= 5:
                     _step(args[4])
-            return fn(*args, **kwargs)
+            out = fn(*args, **kwargs)
+            if eager and rho and not all(np.all(np.isfinite(np.asarray(o))) for o in out):
+                why = breaks or ("the step overflows float64 arithmetic; take a smaller step size rho or rescale "
+                                 "the problem")
+                raise ValueError(f"{fn.__name__} gives non-finite values: {why}.")
+            return out
+
+        return wrapper
+
+    return deco
+
+
+def _eager(*spec):
+    """Check the arguments of a small public helper when called eagerly (traced calls skip it), by ``spec``:
+    one (kind, name) per positional argument, kind "vec" (a finite vector), "mat" (a finite square matrix)
+    or "factor" (a lower-triangular factor with a nonzero diagonal); all share one dimension d."""
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args):
+            if not _traced(args):
+                mats = [i for i, (k, _) in enumerate(spec) if k != "vec"]
+                d = None
+                for i in mats:
+                    kind, name = spec[i]
+                    d = (_factor if kind == "factor" else _square)(args[i], name, d).shape[0]
+                for i, (kind, name) in enumerate(spec):
+                    if kind == "vec":
+                        d = _vector(args[i], name, d).shape[0] if d is not None else _array(args[i], name, 1).shape[0]
+            return fn(*args)
 
         return wrapper
 
@@ -253,7 +275,9 @@ def update_xi(mu, P, grad_mu, grad_Sigma, rho):
     return mu + rho * Sigma @ grad_mu, sym(P - 2.0 * rho * grad_Sigma)
 
 
-@_checked("prec", "grad_Sigma", rho=True)
+@_checked("prec", "grad_Sigma", rho=True,
+          breaks="the updated precision P+ = P - 2 rho grad_Sigma is singular, so the mean step P+^-1 grad_mu "
+                 "is undefined; take another step size rho")
 def update_lambda(mu, P, grad_mu, grad_Sigma, rho):
     """Tan (2025) Table 1, natural parameter: P+ = P - 2 rho G FIRST, then mu+ = mu + rho Sigma+ g.
 
@@ -263,7 +287,9 @@ def update_lambda(mu, P, grad_mu, grad_Sigma, rho):
     return mu + rho * jnp.linalg.solve(P_new, grad_mu), P_new
 
 
-@_checked("prec", "grad_Sigma", rho=True)
+@_checked("prec", "grad_Sigma", rho=True,
+          breaks="the updated precision P+ is singular in float64 arithmetic, so the mean step P+^-1 grad_mu is "
+                 "undefined; take a smaller step size rho or rescale the problem")
 def update_lambda_pd(mu, P, grad_mu, grad_Sigma, rho):
     """Lin, Schmidt & Khan (2020), the Gaussian case of their improved Bayesian learning rule: the
     natural-parameter (VN) step of :func:`update_lambda` plus a second-order retraction term that keeps
@@ -376,6 +402,7 @@ def update_chol_cov_logdiag(mu, C, grad_mu, grad_C, rho):
     return mu + rho * n_mu, C_new
 
 
+@_eager(("factor", "The Cholesky factor C"), ("vec", "The draw z"), ("vec", "The gradient grad_h"))
 def natural_step_chol_cov_sample(C, z, grad_h):
     """Tan (explicit) Sec. 4 (reference digest Sec. 4.5): the single-draw natural direction of Alg. 1b,
     ``(C C^T grad_h, C Hbarbar_1)`` with Hbar_1 = tril(C^T tril(grad_h z^T)) = tril(w z^T), w = C^T grad_h,
@@ -399,7 +426,9 @@ def update_chol_prec(mu, T, grad_mu, grad_T, rho):
     return mu + rho * n_mu, T + rho * n_T
 
 
-@_checked("chol", "grad_T", rho=True)
+@_checked("chol", "grad_T", rho=True,
+          breaks="the updated factor T+ = T + rho T Hbarbar has a zero on its diagonal, so the mean step through "
+                 "T+^-T is undefined; take another step size rho")
 def update_cor1(mu, T, grad_mu, grad_T, rho):
     """Tan (2025) Corollary 1 (= Algorithm 2N, Table 4): T+ = T + rho T Hbarbar, then
     mu+ = mu + rho T+^-T T^-1 grad_mu (the mean moves with the UPDATED T)."""
@@ -425,11 +454,33 @@ def update_chol_prec_euclid(mu, T, grad_mu, grad_T, rho):
 # Sparse factors: Tan (2025) Sec. 7 (block-diagonal C, Alg. 1S; arrow T, Thm 4 / Alg. 2S)
 
 
+def _match(d: int, F, what: str) -> None:
+    """ValueError unless the pattern's dimension d is the factor F's (F's shape is known under a trace too)."""
+    if jnp.shape(F)[-1] != d:
+        raise ValueError(f"{what} add up to {d}, but the factor is {jnp.shape(F)[-1]} x {jnp.shape(F)[-1]}.")
+
+
+#: The largest dimension of a 0/1 pattern (a dense d x d float64 mask: 128 MiB at this size).
+MAX_MASK_DIM = 4096
+
+
 def _check_sizes(sizes, what):
-    sizes = tuple(int(s) for s in sizes)
-    if not sizes or any(s < 1 for s in sizes):
-        raise ValueError(f"The {what} must be a non-empty list of positive integers; got {sizes}.")
-    return sizes
+    """Block sizes as a tuple of whole numbers >= 1 (not booleans, fractions or text), summing to at most
+    :data:`MAX_MASK_DIM`."""
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__"):
+        raise ValueError(f"The {what} must be a non-empty list of positive integers; got {sizes!r}.")
+    sizes = tuple(sizes)
+    if not sizes:
+        raise ValueError(f"The {what} must be a non-empty list of positive integers; got an empty list.")
+    out = []
+    for s in sizes:
+        try:
+            out.append(checks.integer(s, what, minimum=1))
+        except ValueError:
+            raise ValueError(f"The {what} must be positive integers (whole numbers of at least 1); got {s!r}.") from None
+    if sum(out) > MAX_MASK_DIM:
+        raise ValueError(f"The {what} add up to dimension {sum(out)}; at most {MAX_MASK_DIM} is supported.")
+    return tuple(out)
 
 
 def block_mask(sizes) -> np.ndarray:
@@ -448,7 +499,7 @@ def arrow_mask(local_sizes, global_size: int) -> np.ndarray:
     """0/1 pattern of the arrow Cholesky factor T of Tan (2025) Eq. 4 (locals first, globals last):
     lower-triangular diagonal blocks T_1..T_n, T_g, and dense last block row T_g1..T_gn."""
     local_sizes = _check_sizes(local_sizes, "local block sizes")
-    g = _check_sizes((global_size,), "global block size")[0]
+    g = checks.integer(global_size, "The global block size", minimum=1, maximum=MAX_MASK_DIM)
     M = block_mask(local_sizes + (g,))
     dl = sum(local_sizes)
     M[dl:, :dl] = 1.0
@@ -464,6 +515,7 @@ def natural_grad_chol_cov_blockdiag(mu, C, grad_mu, grad_C, sizes):
     Returns ``(Sigma grad_mu, d x d matrix with blocks C_i tril_half(C_i^T G_i))``.
     """
     sizes = _check_sizes(sizes, "block sizes")
+    _match(sum(sizes), C, "The block sizes")
     out = jnp.zeros_like(C)
     o = 0
     for s in sizes:
@@ -489,6 +541,7 @@ def natural_grad_chol_prec_arrow(mu, T, grad_mu, grad_T, local_sizes, global_siz
     """
     local_sizes = _check_sizes(local_sizes, "local block sizes")
     M = jnp.asarray(arrow_mask(local_sizes, global_size), dtype=T.dtype)
+    _match(M.shape[0], T, "The local block sizes and the global size")
     Tm = T * M
     E = jnp.where(M > 0, grad_T, 0.0)  # ignored means ignored: a NaN outside the pattern does not leak in
     dl = sum(local_sizes)
@@ -556,34 +609,40 @@ def grad_chol_prec(T, grad_Sigma):
 # Tan (2025) Theorem 2: unbiased single-sample estimators of grad_C L and grad_T L
 
 
+@_eager(("vec", "The gradient grad_logp"), ("vec", "The point theta"), ("vec", "The mean mu"), ("mat", "The precision P"))
 def grad_h(grad_logp, theta, mu, P):
     """grad_theta h(theta) = grad log p(y, theta) + Sigma^-1 (theta - mu), with h = log p - log q
     and the lambda in log q held fixed (Tan (2025) Sec. 1 note)."""
     return grad_logp + P @ (theta - mu)
 
 
+@_eager(("mat", "The Hessian hess_logp"), ("mat", "The precision P"))
 def hess_h(hess_logp, P):
     """hess_theta h(theta) = hess log p(y, theta) + Sigma^-1."""
     return hess_logp + P
 
 
+@_eager(("vec", "The gradient grad_h_theta"), ("vec", "The draw z"))
 def estimator_G1(grad_h_theta, z):
     """Tan (2025) Thm 2, first order for C: G1 = grad_theta h(theta) z^T, theta = mu + C z.
     E[tril(G1)] = grad_C L (only the lower triangle is used)."""
     return jnp.outer(grad_h_theta, z)
 
 
+@_eager(("mat", "The Hessian hess_h_theta"), ("factor", "The Cholesky factor C"))
 def estimator_F1(hess_h_theta, C):
     """Tan (2025) Thm 2, second order for C: F1 = hess_theta h(theta) C."""
     return hess_h_theta @ C
 
 
+@_eager(("vec", "The point theta"), ("vec", "The mean mu"), ("factor", "The Cholesky factor T"), ("vec", "The gradient grad_h_theta"))
 def estimator_G2(theta, mu, T, grad_h_theta):
     """Tan (2025) Thm 2, first order for T: G2 = -(theta - mu) v^T, v = T^-1 grad_theta h(theta)."""
     v = solve_triangular(T, grad_h_theta, lower=True)
     return -jnp.outer(theta - mu, v)
 
 
+@_eager(("factor", "The Cholesky factor T"), ("mat", "The Hessian hess_h_theta"))
 def estimator_F2(T, hess_h_theta):
     """Tan (2025) Thm 2, second order for T: F2 = -Sigma hess_theta h(theta) T^-T."""
     TinvT = solve_triangular(T.T, _eye_like(T), lower=False)
@@ -666,7 +725,9 @@ def masked_dense_natgrad(factor: str, F, grad_F, mask) -> np.ndarray:
     is F11^-1 g1: they agree only where F12 = 0."""
     if factor not in ("C", "T"):
         raise ValueError(f"The factor must be 'C' or 'T'; got {factor!r}.")
-    M = np.asarray(mask, float)
+    M = _square(mask, "The sparsity mask")
+    if not np.all((M == 0) | (M == 1)):
+        raise ValueError("The sparsity mask must hold 0s and 1s only (1 = a free entry).")
     d = M.shape[0]
     fn = natural_grad_chol_cov if factor == "C" else natural_grad_chol_prec
     F = np.tril(_square(F, "The Cholesky factor", d) * M)
@@ -691,9 +752,10 @@ def sparse_natgrad_example(factor: str = "C", n_blocks: int = 4, block_size: int
     """
     if factor not in ("C", "T"):
         raise ValueError(f"The factor must be 'C' or 'T'; got {factor!r}.")
-    K, b, g = int(n_blocks), int(block_size), int(global_size)
-    if K < 1 or b < 1 or (factor == "T" and g < 1):
-        raise ValueError("Need at least one block, block size >= 1 and (for T) at least one global.")
+    K = checks.integer(n_blocks, "The number of blocks n_blocks", minimum=1)
+    b = checks.integer(block_size, "The block size", minimum=1)
+    g = checks.integer(global_size, "The number of globals global_size", minimum=1 if factor == "T" else 0)
+    seed = checks.integer(seed, "The seed", minimum=0)
     sizes = (b,) * K
     M = block_mask(sizes) if factor == "C" else arrow_mask(sizes, g)
     d = M.shape[0]
