@@ -99,25 +99,37 @@ class SNNGMState(NamedTuple):
 
 def snngm_alpha(alpha0: float, n_params: int) -> float:
     """alpha = alpha0 sqrt(l_lambda) (Tan (2025) Table 5, SNNGM)."""
-    return float(alpha0) * math.sqrt(int(n_params))
+    alpha0 = checks.positive(alpha0, "The SNNGM step size alpha0")
+    return alpha0 * math.sqrt(checks.integer(n_params, "The number of parameters l_lambda", minimum=1))
 
 
 def _positive(x, name):
-    if isinstance(x, jax.Array) and not isinstance(x, np.ndarray):
-        return x  # a traced step size inside a compiled run (validated by ``run``)
-    if not (isinstance(x, (int, float, np.floating, np.integer)) and math.isfinite(float(x)) and float(x) > 0):
-        raise ValueError(f"{name} must be a positive number; got {x!r}.")
-    return float(x)
+    """``x`` as a positive finite float (:func:`vilab.checks.positive`); a traced step size inside a compiled
+    run is passed through (``run`` and ``init`` validated it)."""
+    if isinstance(x, jax.core.Tracer):
+        return x
+    return checks.positive(x, name)
 
 
 def _beta(b, name="beta"):
+    """A momentum / moment-decay factor in [0, 1) (a real number, not a bool, text or NaN)."""
     try:
-        ok = not isinstance(b, (bool, str, bytes)) and 0.0 <= float(b) < 1.0
-    except (TypeError, ValueError, OverflowError):
+        ok = not isinstance(b, (bool, np.bool_, str, bytes)) and 0.0 <= checks.real_scalar(b, name) < 1.0
+    except ValueError:
         ok = False
     if not ok:
         raise ValueError(f"{name} must lie in [0, 1); got {b!r}.")
     return float(b)
+
+
+def _eps(eps, name="eps"):
+    """Adam's denominator offset eps: a finite number >= 0 (a negative one can make the denominator
+    sqrt(v) + eps zero or negative; 0, as optax allows, is exact where v > 0)."""
+    what = f"Adam's offset {name} (added to sqrt(v) in the denominator)"
+    v = checks.real_scalar(eps, what)
+    if v < 0:
+        raise ValueError(f"{what} must be a finite number >= 0; got {eps!r}.")
+    return v
 
 
 def snngm(alpha0: float, beta: float = 0.9) -> optax.GradientTransformation:
@@ -196,7 +208,8 @@ def adam(alpha: float = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1
     Fed the negative Euclidean ELBO gradient it is Tan's "Adam":
     lambda^(t+1) = lambda^(t) + alpha mhat_t / (sqrt(vhat_t) + eps).
     """
-    return optax.adam(_positive(alpha, "The Adam step size alpha"), b1=_beta(b1, "b1"), b2=_beta(b2, "b2"), eps=eps)
+    return optax.adam(_positive(alpha, "The Adam step size alpha"), b1=_beta(b1, "b1"), b2=_beta(b2, "b2"),
+                      eps=_eps(eps))
 
 
 def adam_natural(
@@ -238,6 +251,7 @@ def pga(
         raise ValueError("ProxGenAdam's proximal step is defined for the Cholesky factors C or T only.")
     alpha = _positive(alpha, "The PGA step size alpha")
     b1, b2 = _beta(b1, "b1"), _beta(b2, "b2")
+    eps = _eps(eps)
     idx = jnp.asarray(layout.diag_index())
     is_C = layout.param == "chol_cov"
 
@@ -357,7 +371,7 @@ def default_alpha(name: str) -> float:
 
 
 def _check_name(name):
-    if name not in OPTIMIZERS:
+    if not isinstance(name, str) or name not in OPTIMIZERS:
         raise ValueError(f"Unknown optimizer {name!r}; choose one of {', '.join(OPTIMIZERS)}.")
     return name
 
@@ -656,7 +670,9 @@ def minibatch_indices(rng, n: int, batch_size: int, n_rows: int) -> np.ndarray:
     """
     if not isinstance(rng, np.random.Generator):
         rng = np.random.default_rng(np.asarray(jax.random.key_data(rng)))
-    B = int(batch_size)
+    n = checks.integer(n, "The number of data rows n", minimum=1)
+    B = checks.integer(batch_size, "The minibatch size", minimum=1, maximum=n)
+    n_rows = checks.integer(n_rows, "The number of index rows n_rows", minimum=0, maximum=10**8)
     nb = n // B
     out, have = [], 0
     while have < n_rows:
@@ -850,9 +866,7 @@ def run(
 # ============================================================== Theorem 3 weights
 def tau_weights(N: int, beta: float = 0.9) -> np.ndarray:
     """1 - beta^{N-j+1}, j = 1..N: the (unnormalised) law of the random index tau, Tan (2025) Thm 3, Fig. 4."""
-    N = int(N)
-    if N < 1:
-        raise ValueError(f"N must be a positive integer; got {N}.")
+    N = checks.integer(N, "The number of iterations N", minimum=1, maximum=10**8)
     beta = _beta(beta)
     j = np.arange(1, N + 1)
     return 1.0 - beta ** (N - j + 1.0)
