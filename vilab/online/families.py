@@ -48,6 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..checks import integer, positive, real_array, real_scalar
+from ..core.keys import check_key
 from ..families import DLRPrecFamily, MomentFamily
 from ..families_lowrank import (  # noqa: F401  (re-exports)
     _chol_inv,
@@ -129,12 +130,12 @@ def mean_of(b):
 def family_of(b):
     """The member of the Gaussian-family protocol whose state the belief b is (b itself is its ``q``):
     FC -> MomentFamily(P), Diag -> MomentFamily(P, diagonal=True), DLR -> DLRPrecFamily(P, R)."""
+    if not isinstance(b, (FC, Diag, DLR)):
+        raise ValueError(f"Not a BONG belief (FC, Diag or DLR): {type(b).__name__}.")
     P = b.mu.shape[0]
     if isinstance(b, DLR):
         return DLRPrecFamily(P, b.W.shape[1])
-    if isinstance(b, (FC, Diag)):
-        return MomentFamily(P, isinstance(b, Diag))
-    raise ValueError(f"Not a BONG belief (FC, Diag or DLR): {type(b).__name__}.")
+    return MomentFamily(P, isinstance(b, Diag))
 
 
 def marginal_variances(b):
@@ -160,7 +161,11 @@ def sample(key, b, n: int):
     theta = mu + Ups^{-1/2} (eps + U_A((1 + S^2)^{-1/2} - 1) U_A^T eps), whose covariance is
     (Ups + W W^T)^{-1}; U_A S comes from the R x R Gram matrix A^T A.
     """
-    return family_of(b).sample(key, b, n)
+    fam = family_of(b)
+    if not isinstance(n, jax.core.Tracer):
+        check_key(key, "Sampling a belief")
+        n = integer(n, "The number of draws n", minimum=1, maximum=2**31 - 1)
+    return fam.sample(key, b, n)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,7 +226,15 @@ def predict(b, gamma, Q):
     """psi_{t|t-1} = predict(psi_{t-1}) of Jones, Chang & Murphy Alg. 1 for the random walk
     theta_t ~ N(gamma theta_{t-1}, Q) (Sec. 3): :func:`predict_fc`, :func:`predict_diag` or
     :func:`predict_dlr` by the belief's family. Q in the shape :func:`dynamics_hyper` gives for that family
-    (FC: P x P matrix; Diag and DLR: P-vector)."""
+    (FC: P x P matrix; Diag and DLR: P-vector).
+
+    Called with concrete gamma and Q (not inside a compiled loop), they are first checked and shaped by
+    :func:`dynamics_hyper`, the check of ``stream(dynamics=)``: Q may then be any form it takes (a number, a
+    vector of variances or a matrix), and a NaN gamma or a negative or non-PSD Q raises ValueError. Under a
+    JAX trace (the runner's step) they are used as given."""
+    if not any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves((gamma, Q))):
+        hyper = dynamics_hyper(b, (gamma, Q))
+        gamma, Q = hyper["gamma"], hyper["Q"]
     if isinstance(b, FC):
         return predict_fc(b, gamma, Q)
     if isinstance(b, Diag):

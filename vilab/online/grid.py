@@ -137,7 +137,9 @@ def grid_names(rank: int | tuple = 10, defined_only: bool = False) -> list[str]:
     """The grid names in the paper's order: 80 for one DLR rank (mc-hess-dlr included; make_method
     rejects those 4 with a reason). ``rank`` may be a tuple (e.g. (10, 1): dlr-10 and dlr-1 columns);
     ``defined_only`` drops the cells the paper does not define."""
-    ranks = (rank,) if isinstance(rank, int) else tuple(rank)
+    if isinstance(rank, (str, bytes)) or not hasattr(rank, "__iter__"):
+        rank = (rank,)
+    ranks = tuple(integer(r, "The DLR rank", minimum=1) for r in rank)
     fams = ["fc", "fc_mom", "diag", "diag_mom"] + [f"dlr-{r}" for r in ranks]
     names = [f"{a}-{h}-{f}" for a in ALGORITHMS for h in APPROXIMATIONS for f in fams]
     return [n for n in names if not (defined_only and "mc-hess" in n and "-dlr-" in n)]
