@@ -44,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from .. import gaussian
+from .. import checks, gaussian
 from ..core import NONFINITE, Algorithm, Trace, is_key, run
 from ..core.algorithm import range_code_factor
 from ..core.cache import memoize
@@ -81,6 +81,7 @@ __all__ = [
 
 SGD_METHODS = ("kl", "fdr", "sdr", "fdb", "sdb")
 METHOD_LABELS = {"kl": "KLD", "fdr": "FDr", "sdr": "SDr", "fdb": "FDb", "sdb": "SDb", "bam": "BaM", "gsm": "GSM"}
+MAX_PATTERN_DIM = 4096  # the largest d of a d x d sparsity pattern
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,9 +96,13 @@ def sparse_pattern(n_local: int, block: int, ell: int, n_global: int) -> np.ndar
     (the paper's "T_ij = 0 for 1 <= j <= i - l" is off by one: it would zero the diagonal blocks
     for ell = 0; this is the corrected reading); the global block row is dense.
     """
-    if min(n_local, block) < 1 or ell < 0 or n_global < 0:
-        raise ValueError("n_local and block must be at least 1, ell and n_global non-negative.")
+    n_local = checks.integer(n_local, "The number of local blocks n_local", minimum=1)
+    block = checks.integer(block, "The block size", minimum=1)
+    ell = checks.integer(ell, "The Markov order ell", minimum=0)
+    n_global = checks.integer(n_global, "The number of globals n_global", minimum=0)
     d = n_local * block + n_global
+    if d > MAX_PATTERN_DIM:
+        raise ValueError(f"The pattern would have dimension {d}; at most {MAX_PATTERN_DIM} is supported.")
     P = np.zeros((d, d), dtype=bool)
     for i in range(n_local):
         for j in range(max(0, i - ell), i + 1):
@@ -108,13 +113,14 @@ def sparse_pattern(n_local: int, block: int, ell: int, n_global: int) -> np.ndar
 
 def make_mask(mask, d: int) -> np.ndarray:
     """Boolean lower-triangular pattern of the free entries of T ("dense", "diagonal" or an array)."""
+    d = checks.integer(d, "The dimension d", minimum=1, maximum=MAX_PATTERN_DIM)
     if isinstance(mask, str):
         if mask == "dense":
             return np.tril(np.ones((d, d), dtype=bool))
         if mask in ("diagonal", "meanfield", "mean_field"):
             return np.eye(d, dtype=bool)
         raise ValueError("mask must be 'dense', 'diagonal' or a (d, d) boolean pattern.")
-    m = np.asarray(mask, dtype=bool)
+    m = checks.real_array(mask, "The sparsity pattern", ndim=2) != 0
     if m.shape != (d, d):
         raise ValueError(f"The sparsity pattern must be {d} x {d}; got shape {m.shape}.")
     m = np.tril(m)
@@ -186,8 +192,26 @@ class BatchStats(NamedTuple):
     C_theta_g: jax.Array
 
 
+def _traced(*args) -> bool:
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(args))
+
+
+def _draws(thetas, gs, d: int | None = None):
+    """(B, d) draws and their (B, d) scores as float64 jnp arrays, checked (finite, matching shapes)."""
+    th = checks.real_array(thetas, "The draws thetas", ndim=2)
+    g = checks.real_array(gs, "The scores gs", ndim=2)
+    if g.shape != th.shape:
+        raise ValueError(f"The draws thetas and their scores gs must have the same shape (B, d); got {th.shape} "
+                         f"and {g.shape}.")
+    if d is not None and th.shape[1] != d:
+        raise ValueError(f"The draws must have {d} coordinates (the dimension of mu); got {th.shape[1]}.")
+    return jnp.asarray(th), jnp.asarray(g)
+
+
 def batch_statistics(thetas, gs) -> BatchStats:
     """theta_bar, g_bar, C_theta, C_g, C_theta_g of Chen, Nott & Tan eq. (8) (divisor B)."""
+    if not _traced(thetas, gs):
+        thetas, gs = _draws(thetas, gs)
     tb = thetas.mean(0)
     gb = gs.mean(0)
     dt = thetas - tb
@@ -263,6 +287,10 @@ def bam_update(mu, Sigma, thetas, gs, rho):
     N = I + 4 L^T U L = Q diag(e) Q^T, Sigma_new = 2 L Q diag(1/(1 + sqrt e)) Q^T L^T (same matrix,
     symmetric PD by construction).
     """
+    if not _traced(mu, Sigma, thetas, gs, rho):
+        mu, Sigma = (jnp.asarray(a) for a in check_mean_cov(mu, Sigma))
+        thetas, gs = _draws(thetas, gs, mu.shape[0])
+        checks.positive(rho, "The step size rho of batch-and-match")
     st = batch_statistics(thetas, gs)
     d = mu.shape[0]
     c = rho / (1.0 + rho)
@@ -293,10 +321,14 @@ def make_optimizer(step="adadelta", learning_rate=None, rho: float = 0.95, eps: 
     """
     if isinstance(step, optax.GradientTransformation):
         return step
-    if learning_rate is not None and not (np.isfinite(learning_rate) and learning_rate > 0):
-        raise ValueError(f"The learning rate must be a positive number; got {learning_rate}.")
-    if not (0.0 < rho < 1.0 and eps > 0.0):
-        raise ValueError(f"Adadelta needs a decay rho in (0, 1) and eps > 0; got rho={rho}, eps={eps}.")
+    if learning_rate is not None:
+        learning_rate = checks.positive(learning_rate, "The learning rate")
+    rho = checks.real_scalar(rho, "Adadelta's decay rho")
+    eps = checks.positive(eps, "Adadelta's offset eps")
+    if not 0.0 < rho < 1.0:
+        raise ValueError(f"Adadelta needs a decay rho in (0, 1); got rho={rho}.")
+    if not isinstance(step, str):
+        raise ValueError("step must be 'adadelta', 'adam', 'rmsprop', 'adagrad', 'sgd' or an optax transformation.")
     return _make_optimizer(step, None if learning_rate is None else float(learning_rate), float(rho), float(eps))
 
 
