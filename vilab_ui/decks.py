@@ -46,6 +46,8 @@ MAX_REVEAL = 600
 MAX_PARAMS = 40  # URL parameters of one view
 MAX_VALUE = 400  # characters of one parameter value (as a text box holds)
 MAX_LIST = 40  # values of one repeated parameter (a multiselect)
+MAX_NUMBER = 1e15  # a number in a setting (beyond it a float no longer holds every whole number exactly)
+MAX_NUMBER_CHARS = 40  # characters of one number as the file writes it
 MAX_JSON_BYTES = 64_000
 MAX_LINK_CHARS = 8_000  # the encoded deck in a link
 _KEY = re.compile(r"[A-Za-z0-9_]{1,40}")
@@ -121,6 +123,9 @@ def _param_value(value: Any, what: str) -> str | tuple[str, ...]:
     if isinstance(value, (int, float)):
         if value != value or value in (float("inf"), float("-inf")):
             raise ValueError(f"{what} is not a finite number.")
+        if abs(value) > MAX_NUMBER:
+            raise ValueError(f"{what} is a number too large for a setting; keep it between {-MAX_NUMBER:.0e} and "
+                             f"{MAX_NUMBER:.0e}.")
         return repr(value) if isinstance(value, int) else f"{value:.12g}"
     if isinstance(value, str):
         if len(value) > MAX_VALUE:
@@ -281,13 +286,30 @@ def loads(data: str | bytes) -> Deck:
     except UnicodeDecodeError:
         raise ValueError("The deck file is not text (UTF-8): choose the .json file a deck was saved as.") from None
     try:
-        obj = json.loads(text)
+        obj = json.loads(text, parse_int=_json_int, parse_float=_json_float)
     except json.JSONDecodeError as exc:
         raise ValueError(f"The deck file is not valid JSON (line {exc.lineno}, column {exc.colno}: "
                          f"{exc.msg}).") from None
     except RecursionError:
         raise ValueError("The deck file nests too deeply to be a deck.") from None
     return parse(obj)
+
+
+def _number_text(text: str) -> str:
+    """A number as written in a deck file, refused past :data:`MAX_NUMBER_CHARS` characters (before Python
+    converts it: a long run of digits is slow to convert, and past 4,300 digits Python refuses in its own words)."""
+    if len(text) > MAX_NUMBER_CHARS:
+        raise ValueError(f"The deck file holds a number {len(text)} characters long; a number in a deck is at most "
+                         f"{MAX_NUMBER_CHARS} characters (between {-MAX_NUMBER:.0e} and {MAX_NUMBER:.0e}).")
+    return text
+
+
+def _json_int(text: str) -> int:
+    return int(_number_text(text))
+
+
+def _json_float(text: str) -> float:
+    return float(_number_text(text))
 
 
 def dumps(deck: Deck) -> str:
