@@ -146,6 +146,7 @@ class Meter:
         self.chromium = sum(v for k, v in mine.items() if "chrom" in k.lower())
         self.driver = sum(v for k, v in mine.items() if "chrom" not in k.lower()) - procs[os.getpid()][2]
         self.machine = machine_busy_s()
+        self.load = os.getloadavg()
 
     def __sub__(self, a: "Meter") -> dict:
         server = sum(self.replicas) - sum(a.replicas)
@@ -179,9 +180,12 @@ def replicas_idle(h, quiet_s: float = 3.0, rate: float = 0.05, timeout_s: float 
 
 
 # ------------------------------------------------------------------------------------------ sessions
-async def one_session(browser, url: str, start: asyncio.Event, timeout_s: float) -> dict:
-    ctx = await browser.new_context(viewport=VIEWPORT)
-    page = await ctx.new_page()
+async def one_session(browser, url: str, ready: asyncio.Event, start: asyncio.Event, timeout_s: float) -> dict:
+    try:
+        ctx = await browser.new_context(viewport=VIEWPORT)
+        page = await ctx.new_page()
+    finally:
+        ready.set()  # (a browser that cannot open a tab fails the benchmark, it does not hang it)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)[:200]))
     await start.wait()
@@ -208,9 +212,10 @@ async def crowd(browser, h, urls: list[str], timeout_s: float) -> tuple[list[dic
     from the moment they open until the replicas are idle again after the last one rendered). The replicas are
     idle before they open (what the warm-up or an earlier crowd left to compute is not counted)."""
     idle_before = await asyncio.to_thread(replicas_idle, h)
-    start = asyncio.Event()
-    tasks = [asyncio.create_task(one_session(browser, u, start, timeout_s)) for u in urls]
-    await asyncio.sleep(1.0 + 0.05 * len(urls))  # every context and tab exists before the bell rings
+    start, ready = asyncio.Event(), [asyncio.Event() for _ in urls]
+    tasks = [asyncio.create_task(one_session(browser, u, r, start, timeout_s)) for u, r in zip(urls, ready)]
+    await asyncio.gather(*(r.wait() for r in ready))  # every context and tab exists before the bell rings
+    await asyncio.sleep(1.0)
     before = Meter(h)
     start.set()
     results = await asyncio.gather(*tasks)
@@ -224,7 +229,8 @@ async def crowd(browser, h, urls: list[str], timeout_s: float) -> tuple[list[dic
             r["js_errors"] = errors[:3]
         await ctx.close()
     return results, {"until_rendered": rendered - before, "until_idle": after - before,
-                     "replicas_idle_before": idle_before, "replicas_idle_after": idle_after}
+                     "replicas_idle_before": idle_before, "replicas_idle_after": idle_after,
+                     "load_average": {"sessions_open": before.load, "all_rendered": rendered.load, "idle": after.load}}
 
 
 def distribution(xs: list[float]) -> dict:
@@ -252,20 +258,23 @@ def memory(h) -> list[dict]:
 
 
 def sessions_per_replica(h) -> dict:
-    """Websocket sessions (/_stcore/stream) per replica, from nginx's access log."""
+    """Websocket sessions (/_stcore/stream) per replica, from nginx's access log (a websocket's line is written when
+    it closes; ``$upstream_addr`` lists every replica nginx tried, the last one served)."""
     log = h.prefix / "access.log"
     counts: dict[str, int] = {}
     if log.exists():
         for line in log.read_text(errors="replace").splitlines():
-            m = re.search(r'"GET /_stcore/stream[^"]*" \d+ upstream=(\S+)', line)
+            m = re.search(r'"GET /_stcore/stream[^"]*" \d+ upstream=(.+?) sticky=', line)
             if m:
-                counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+                addr = m.group(1).split(", ")[-1]
+                counts[addr] = counts.get(addr, 0) + 1
     return counts
 
 
 # ------------------------------------------------------------------------------------------ modes
 async def burst(browser, h, paths, args) -> dict:
     urls = [f"{h.url}/{paths[i % len(paths)]}" for i in range(args.sessions)]
+    await asyncio.to_thread(replicas_idle, h)  # what the warm-up left to compute is done (crowd waits too)
     before = memory(h)
     peak: dict[int, dict] = {}
     stop = threading.Event()
@@ -279,9 +288,7 @@ async def burst(browser, h, paths, args) -> dict:
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     print(f"{args.sessions} sessions open at once ...", flush=True)
-    load_before = os.getloadavg()
     results, cpu = await crowd(browser, h, urls, args.timeout_s)
-    load_rendered = os.getloadavg()
     stop.set()
     watcher.join(5)
     ok = [r["seconds"] for r in results if r["ok"]]
@@ -290,6 +297,8 @@ async def burst(browser, h, paths, args) -> dict:
     for r in results:
         if r["ok"]:
             by_page.setdefault(page_name(r["url"]), []).append(r["seconds"])
+    await asyncio.sleep(2.0)  # nginx writes a websocket's line once it has closed
+    per_replica = sessions_per_replica(h)
     previous = None
     if PREVIOUS.exists():
         p = json.loads(PREVIOUS.read_text())
@@ -298,14 +307,14 @@ async def burst(browser, h, paths, args) -> dict:
                     "max_s": (p.get("session_seconds") or {}).get("max"),
                     "note": "counted as rendered at the title (no main figure seen), not at the main figure"}
     return {
-        "load_average": {"before": load_before, "all_rendered": load_rendered},
+        "load_average_burst": cpu["load_average"],
         "time_to_main_figure_s": distribution(ok), "all_rendered_s": max(ok) if ok and not failed else None,
         "rendered": len(ok), "failed": len(failed),
         "per_session_cpu_s": per_session(cpu["until_idle"], len(urls)),
         "per_session_cpu_until_rendered_s": per_session(cpu["until_rendered"], len(urls)),
         "cpu_s": cpu, "compared_with": {"issue_41_probe": ISSUE_41_PROBE, "previous_file": previous},
         "median_s_by_page": {k: float(np.median(v)) for k, v in by_page.items()},
-        "websocket_sessions_per_replica": sessions_per_replica(h),
+        "websocket_sessions_per_replica": per_replica,
         "memory_before": before, "memory_after": memory(h),
         "memory_peak": [{"replica": k, **v} for k, v in sorted(peak.items())],
         "failures": failed[:10], "sessions": results,
