@@ -42,6 +42,7 @@ import numpy as np
 
 from ..core import Algorithm
 from ..core.cache import ProgramCache, identity_key
+from ..core.runner import positive_number, whole_number
 from ..targets import Target, check_point, check_positive
 from . import oracle
 from .core import State, get_method, gradients, logdet_sigma_of, sigma_of, sqrt_of, valid_code
@@ -129,13 +130,21 @@ def algorithm(name: str, target: Target, *, grads: str = "exact", schedule: str 
         if k not in method.structure:
             raise ValueError(f"The option {k} describes a sparse factor; only "
                              f"{'tan-1S' if k == 'blocks' else 'tan-2S'} takes it, not {method.name}.")
-        structure[k] = tuple(int(x) for x in v) if k != "global_size" else int(v)
-    cfg = {"grads": grads, "schedule": schedule, "backtrack_factor": float(backtrack_factor),
-           "max_backtracks": int(max_backtracks), "n_samples": int(n_samples), "n_points": int(n_points)}
-    if grads not in oracle.MODES:
+        if k == "global_size":
+            structure[k] = whole_number(v, "global_size", 0, True)
+        else:
+            if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
+                raise ValueError(f"{k} must be a list of block sizes (whole numbers); got {v!r}.")
+            structure[k] = tuple(whole_number(x, f"Every entry of {k}", 1, True) for x in v)
+    if not isinstance(grads, str) or grads not in oracle.MODES:
         raise ValueError(f"grads must be one of {oracle.MODES}; got {grads!r}.")
-    if schedule not in SCHEDULES:
+    if not isinstance(schedule, str) or schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}; got {schedule!r}.")
+    cfg = {"grads": grads, "schedule": schedule,
+           "backtrack_factor": positive_number(backtrack_factor, "backtrack_factor"),
+           "max_backtracks": whole_number(max_backtracks, "max_backtracks", 1, True),
+           "n_samples": whole_number(n_samples, "n_samples", 1, True),
+           "n_points": whole_number(n_points, "n_points", 2, True)}
     if grads == "exact" and not oracle.has_exact(target):
         raise ValueError(f"Exact gradients need a Gaussian or GLM target; {target.name!r} is neither. "
                          "Use grads='first' or grads='second' (stochastic estimates).")
@@ -300,6 +309,6 @@ def _build(method, target0: Target, cfg: dict, structure: dict) -> Algorithm:
     objective_name = "KL(q || p)" if gauss else ("negative ELBO" if exact
                                                  else "negative ELBO (Monte Carlo, 256 fixed draws)")
     settings = {"method": method.name, "chart": method.chart, "takes": method.takes, **cfg, **structure,
-                "paper": method.paper}
+                "paper": method.paper, "dim": d}
     return Algorithm(init, step, observe, name=method.name, objective_name=objective_name, codes=_CODES,
                      settings=settings)

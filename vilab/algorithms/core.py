@@ -313,7 +313,7 @@ def list_methods() -> list[dict]:
 
 
 def get_method(name: str) -> Method:
-    if name not in METHODS:
+    if not isinstance(name, str) or name not in METHODS:
         raise ValueError(f"Unknown method {name!r}. Known methods: {', '.join(METHODS)}.")
     return METHODS[name]
 

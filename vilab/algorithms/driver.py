@@ -145,6 +145,23 @@ def _core_options(tols):
     return out
 
 
+def _key(key, who: str):
+    """The PRNG key of a run: PRNGKey(0) when none is given, else a JAX key (ValueError otherwise)."""
+    return jax.random.PRNGKey(0) if key is None else vcore.check_key(key, who)
+
+
+def _step_sizes(step_sizes) -> np.ndarray:
+    """The step sizes of a sweep as a 1-D float array; ValueError with a sentence for anything but a
+    non-empty list of finite positive numbers."""
+    what = "step_sizes must be a non-empty list of positive numbers"
+    if isinstance(step_sizes, (str, bytes, dict)) or step_sizes is None:
+        raise ValueError(f"{what}; got {step_sizes!r}.")
+    items = np.atleast_1d(np.asarray(step_sizes, dtype=object))
+    if items.ndim != 1 or items.size == 0:
+        raise ValueError(f"{what}; got {step_sizes!r}.")
+    return np.array([check_positive(r, "Every step size") for r in items], dtype=np.float64)
+
+
 def run(name: str, target: Target, init, n_steps: int, step_size: float, key=None, **options) -> Trace:
     """Run method ``name`` (see :func:`list_methods`) on ``target`` from ``init`` for at most
     ``n_steps`` steps and return a :class:`vilab.core.Trace`: builds
@@ -176,7 +193,7 @@ def run(name: str, target: Target, init, n_steps: int, step_size: float, key=Non
     """
     alg, tols, runner = _prepare(name, target, n_steps, options)
     rho0 = check_positive(step_size, "The step size")
-    key = jax.random.PRNGKey(0) if key is None else key
+    key = _key(key, "vilab.algorithms.run")
     state = alg.init(key, init, rho=rho0, target=target)
     why = _zero_reason(alg, state, tols)
     if why is not None:
@@ -191,12 +208,8 @@ def run_sweep(name: str, target: Target, init, n_steps: int, step_sizes, key=Non
     alg, tols, runner = _prepare(name, target, n_steps, options)
     if runner:
         raise ValueError(f"run_sweep takes no runner option(s) {sorted(runner)}.")
-    rhos = np.atleast_1d(np.asarray(step_sizes, dtype=np.float64))
-    if rhos.ndim != 1 or rhos.size == 0:
-        raise ValueError("step_sizes must be a non-empty list of numbers.")
-    for r in rhos:
-        check_positive(r, "Every step size")
-    key = jax.random.PRNGKey(0) if key is None else key
+    rhos = _step_sizes(step_sizes)
+    key = _key(key, "vilab.algorithms.run_sweep")
     keys = jax.random.split(key, rhos.size)
     states = [alg.init(key, init, rho=float(r), target=target) for r in rhos]
     traces = vcore.run_many(alg, keys, vcore.stack(states), int(n_steps), **_core_options(tols))

@@ -32,10 +32,11 @@ from typing import Any, Callable, Mapping
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 __all__ = ["Algorithm", "CODES", "CONVERGED", "NONFINITE", "COLLAPSED", "COV_EXPLODED", "OBJ_EXPLODED",
            "set_hyper", "status_of", "is_failure_code", "is_stop_code", "TINY", "HUGE", "MAX_COND", "OBJ_RISE",
-           "range_code", "range_code_factor"]
+           "range_code", "range_code_factor", "STEP_SIZE_SETTINGS", "check_setting"]
 
 CONVERGED = 1
 NONFINITE = 2
@@ -56,7 +57,8 @@ TINY = 1e-150
 HUGE = 1e150
 MAX_COND = 1e16
 #: A run's objective (a loss: KL, negative ELBO, NLPD) "exploded" when, over the last quarter of its
-#: rows, it lies more than OBJ_RISE * max(1, |start|, |best|) above the best value seen
+#: iterations (the rows recorded there, whatever ``record_every`` is), it lies more than
+#: OBJ_RISE * max(1, |start|, |best|) above the best value seen
 #: (:func:`vilab.core.trace.blowup_code`): a difference, so that negative objectives are handled, scaled
 #: by the largest magnitude of the run, so that the objective's unit does not matter. Judged at the
 #: end of a run only: a stable run can climb far higher on its way (Tan's T-update overshoots its KL
@@ -158,14 +160,50 @@ def range_code_factor(diag, precision: bool = False):
     return range_code(lo, hi, (b / a) ** 2)
 
 
+#: Run-time settings with a fixed meaning wherever they appear (like ``info["step_size"]``): step sizes,
+#: which :func:`set_hyper` (and so :func:`vilab.core.resume`) accepts only as finite positive numbers, the
+#: check every ``init`` of vilab makes of them.
+STEP_SIZE_SETTINGS = ("rho", "alpha")
+
+
+def check_setting(name: str, value, like=None):
+    """``value`` as an array fit to be the run-time setting ``name`` (ValueError otherwise, with a sentence):
+    real numbers (not True/False, text or None), finite, whole numbers where the setting ``like`` (its
+    current value) holds integers, of ``like``'s shape, and positive for a step size
+    (:data:`STEP_SIZE_SETTINGS`). Traced values (inside jit) are passed through unchecked."""
+    what = f"The step size {name}" if name in STEP_SIZE_SETTINGS else f"The setting {name}"
+    if isinstance(value, jax.core.Tracer):
+        return value
+    if value is None or isinstance(value, (bool, str, bytes, np.bool_)):
+        raise ValueError(f"{what} must be a number; got {value!r}.")
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a number; got {value!r}.") from None
+    if arr.dtype == np.bool_ or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        raise ValueError(f"{what} must be a number (or an array of real numbers); got {value!r}.")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{what} must be finite; got {value!r}.")
+    old = None if like is None else np.asarray(like)
+    if old is not None and np.issubdtype(old.dtype, np.integer) and not np.all(np.mod(arr, 1) == 0):
+        raise ValueError(f"{what} must be a whole number; got {value!r}.")
+    if name in STEP_SIZE_SETTINGS and not np.all(arr > 0):
+        raise ValueError(f"{what} must be a positive number; got {value!r}.")
+    if old is not None and arr.shape != old.shape:
+        raise ValueError(f"{what} must have shape {old.shape}; got {arr.shape}.")
+    return arr
+
+
 def set_hyper(state, **values):
     """The state with new run-time settings (``state.hyper[name] = value``), e.g. a new step size.
 
     Only settings the state already has can be set (ValueError otherwise, naming the ones it has);
-    each value keeps the dtype and shape of the old one, so the runner reuses its compiled loop.
+    each value is checked as ``init`` checks it (:func:`check_setting`: a finite real number, a
+    positive one for a step size rho or alpha, a whole number for a count) and keeps the dtype and
+    shape of the old one, so the runner reuses its compiled loop.
     """
     hyper = getattr(state, "hyper", None)
-    if not isinstance(hyper, dict):
+    if not isinstance(hyper, dict) or not hasattr(state, "_replace"):
         raise ValueError("This algorithm has no settings that can be changed during a run.")
     unknown = sorted(set(values) - set(hyper))
     if unknown:
@@ -173,10 +211,7 @@ def set_hyper(state, **values):
     new = dict(hyper)
     for k, v in values.items():
         old = jnp.asarray(hyper[k])
-        arr = jnp.asarray(v, dtype=old.dtype)
-        if arr.shape != old.shape:
-            raise ValueError(f"The setting {k} must have shape {old.shape}; got {arr.shape}.")
-        new[k] = arr
+        new[k] = jnp.asarray(check_setting(k, v, old), dtype=old.dtype)
     return state._replace(hyper=new)
 
 

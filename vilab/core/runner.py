@@ -25,8 +25,18 @@ lost positive definiteness, a covariance out of the sane range read off the fact
 the runner adds scalar checks on every observed row (non-finite values; a variance below 1e-150 or
 above 1e150) and, once at the end of a run that would say "max_steps" / "converged" / "stalled" /
 "max_time", a check of the final row (:func:`vilab.core.trace.blowup_code`: the final covariance's
-eigen-range and condition number, and an objective that ended orders of magnitude above its best),
+eigen-range and condition number, and an objective that ended orders of magnitude above its best
+over the last quarter of the run's iterations, so that a thinned run is judged as a full one),
 which turns the status into "diverged: <reason>".
+
+Stopping rules (:func:`run`'s ``rel_tol`` and ``below``) are tested on every step, in the compiled
+loop. "converged" by ``rel_tol`` needs the objective and the iterate to have stopped moving (an
+oscillation between two points of equal objective is not convergence; see :func:`run`).
+
+Bad input is refused before anything is compiled, with a sentence: keys that are not PRNG keys,
+step counts past the 32-bit loop counter (:data:`MAX_STEPS`), runs whose records would not fit in
+:data:`MAX_RECORD_BYTES`, run-time settings that ``init`` would refuse, a trace resumed by an
+algorithm other than the one that made it.
 
 A rejected step (a failure code from the step, or non-finite values where the runner looks) ends the
 run with the state before it. The loop does not keep a copy of the state every step for that (on a
@@ -44,13 +54,16 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.scipy.linalg import solve_triangular
 
 from .algorithm import (COLLAPSED, CONVERGED, COV_EXPLODED, HUGE, NONFINITE, TINY, Algorithm, finite_tree,
                         is_failure_code, is_stop_code, set_hyper, status_of)
 from .cache import ProgramCache, identity_key
+from .keys import check_key
 from .trace import Trace, blowup_code
 
-__all__ = ["run", "run_many", "resume", "stack", "slope_rule", "bucket", "whole_number", "positive_number"]
+__all__ = ["run", "run_many", "resume", "stack", "slope_rule", "bucket", "whole_number", "positive_number",
+           "MAX_STEPS", "MAX_RECORD_BYTES"]
 
 _LOOPS = ProgramCache("vilab.core.runner loops", maxsize=128)
 _NEG_INF = -np.inf
@@ -80,8 +93,10 @@ def _failure_table(algorithm: Algorithm) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _loop(algorithm: Algorithm, n_buf: int, n_rows: int, batch_fn, rel_on: str, below_on: str,
-          track: bool, vmapped: bool, keep_info: bool = True):
-    """The compiled driver loop (see the module docstring); one per (algorithm, static settings)."""
+          track: bool, vmapped: bool, keep_info: bool = True, moves: bool = False):
+    """The compiled driver loop (see the module docstring); one per (algorithm, static settings).
+    ``track``: a stopping rule reads every step's observation; ``moves``: the relative-change rule
+    is on (it also measures how far each step moved q, see :func:`_move`)."""
     fail_tab, conv_tab = (jnp.asarray(a) for a in _failure_table(algorithm))
     n_codes = fail_tab.shape[0]
 
@@ -134,7 +149,11 @@ def _loop(algorithm: Algorithm, n_buf: int, n_rows: int, batch_fn, rel_on: str, 
             conv = conv_tab[code]
             if track:
                 cur = jnp.asarray(obs[rel_on])
-                rule = (jnp.abs(cur - c["prev"]) < rel_tol * jnp.abs(cur)) | (jnp.asarray(obs[below_on]) < below_tol)
+                rule = jnp.asarray(obs[below_on]) < below_tol
+                if moves:  # the relative-change rule: the objective AND the iterate have stopped moving
+                    flat = jnp.abs(cur - c["prev"]) < rel_tol * jnp.abs(cur)
+                    still = _move(c["obs"], obs) < jnp.sqrt(rel_tol) * jnp.maximum(1.0, jnp.abs(cur))
+                    rule = rule | (flat & still)
                 # a stopping rule that fires makes the run "converged", even when the step also
                 # reports that it cannot go on (a backtracking ladder that "stalled" next)
                 code = jnp.where(rule & ~failed, CONVERGED, code)
@@ -214,6 +233,25 @@ def _range_code(obs) -> jax.Array:
     return jnp.where(hi > HUGE, COV_EXPLODED, jnp.where((lo > 0) & (lo < TINY), COLLAPSED, 0)).astype(jnp.int32)
 
 
+def _move(old, new) -> jax.Array:
+    """How far a step moved q: KL(q_old || q_new) in nats, from two observations (mean and cov, or
+    mean and var for a diagonal q). Affine invariant, so it does not depend on the units of the
+    parameters. NaN when q_new is not a proper Gaussian (then the relative-change rule does not
+    fire: a run is "converged" only where convergence can be shown)."""
+    dm = jnp.asarray(new["mean"]) - jnp.asarray(old["mean"])
+    if "cov" in new:
+        s_old, s_new = jnp.asarray(old["cov"]), jnp.asarray(new["cov"])
+        lo = jnp.linalg.cholesky(0.5 * (s_old + jnp.swapaxes(s_old, -1, -2)))
+        ln = jnp.linalg.cholesky(0.5 * (s_new + jnp.swapaxes(s_new, -1, -2)))
+        a = solve_triangular(ln, lo, lower=True)  # tr(S_new^-1 S_old) = |L_new^-1 L_old|_F^2
+        z = solve_triangular(ln, dm, lower=True)
+        logdet = 2.0 * (jnp.sum(jnp.log(jnp.diagonal(ln))) - jnp.sum(jnp.log(jnp.diagonal(lo))))
+        return 0.5 * (jnp.sum(a * a) - dm.shape[-1] + logdet + jnp.sum(z * z))
+    v_old, v_new = jnp.asarray(old["var"]), jnp.asarray(new["var"])
+    ratio = v_old / v_new
+    return 0.5 * jnp.sum(ratio - 1.0 - jnp.log(ratio) + dm * dm / v_new)
+
+
 def _finite_row(obs) -> jax.Array:
     """Whether an observation's mean and covariance (or variances) are finite; the objective may be
     NaN where it is unknown."""
@@ -283,11 +321,68 @@ def positive_number(x, what: str, allow_zero: bool = False) -> float:
     return v
 
 
+#: The most steps one call of the runner takes: the compiled loop counts them in 32-bit integers.
+MAX_STEPS = 2**31 - 1
+#: The most memory the records of one run may take (bytes): its rows (every ``record_every``-th
+#: iterate: mean, covariance, objective, ...) and, with ``keep_info``, its per-step info. The
+#: compiled loop allocates its row and info buffers in full before the first step (on an
+#: accelerator, in its memory), and the Trace holds them all, so a run that would need more is
+#: refused before it starts rather than failing with an out-of-memory error (or hours later).
+MAX_RECORD_BYTES = 2**30
+
+
 def _check(algorithm, n_steps, record_every):
     if not isinstance(algorithm, Algorithm):
         raise ValueError("run() needs a vilab.core.Algorithm (an init/step/observe triple).")
-    whole_number(n_steps, "The number of steps", 0)
+    n = whole_number(n_steps, "The number of steps", 0)
+    if n > MAX_STEPS:
+        raise ValueError(f"The number of steps must be at most {MAX_STEPS:,} (2^31 - 1: the compiled loop "
+                         f"counts steps in 32-bit integers); got {n:,}. Run it in parts with vilab.core.resume.")
     whole_number(record_every, "record_every", 1)
+
+
+def _key(key, who: str):
+    """``key`` as a JAX PRNG key (a numpy copy of one, e.g. a saved Trace's, is taken as it is);
+    ValueError with a sentence otherwise (instead of JAX's "invalid PRNG key data")."""
+    if isinstance(key, np.ndarray) and key.dtype == np.uint32:
+        key = jnp.asarray(key)
+    return check_key(key, who)
+
+
+def _nbytes(tree) -> int:
+    return int(sum(np.prod(np.shape(x), dtype=np.int64) * np.dtype(getattr(x, "dtype", np.float64)).itemsize
+                   for x in jax.tree_util.tree_leaves(tree)))
+
+
+def _check_memory(fn, call_args, start_obs, n_steps: int, record_every: int, keep_info: bool, n_buf: int,
+                  members: int = 1):
+    """ValueError when the records of a run would take more than :data:`MAX_RECORD_BYTES`, computed from
+    what would be allocated: the row and info buffers of the compiled loop ``fn`` (its output shapes
+    for ``call_args``, found without running it; the trace is the one the call then uses), and the
+    Trace's copy of every row (every ``record_every``-th iterate) and every step's info. The rows
+    alone (one row: the start observation ``start_obs``) are counted first, so that a run far too
+    long is refused before anything is traced."""
+    n_rows_all = int(n_steps) // int(record_every) + 3
+
+    def refuse(need, per_row, per_step):
+        raise ValueError(
+            f"This run would keep {need / 2**30:.1f} GiB of records ({n_rows_all:,} rows of {per_row:,.0f} bytes"
+            + (f" and {per_step:,.0f} bytes of info for each of {int(n_steps):,} steps" if per_step else "")
+            + f"), more than the limit of {MAX_RECORD_BYTES / 2**30:.0f} GiB: the runner allocates its records in "
+            f"full before the first step. Record fewer rows (a larger record_every; now {int(record_every):,}), "
+            + ("pass keep_info=False, " if per_step else "")
+            + f"or take fewer steps (now {int(n_steps):,}; vilab.core.resume continues a run).")
+
+    per_row = _nbytes(start_obs) + 8 * members
+    if n_rows_all * per_row > MAX_RECORD_BYTES:
+        refuse(n_rows_all * per_row, per_row, 0)
+    _, rows, _, infos, _ = jax.eval_shape(fn, *call_args)
+    rows_buf, info_buf = _nbytes(rows), _nbytes(infos)
+    per_row = rows_buf / max(1, int(np.shape(rows["__iteration"])[-1]))
+    per_step = info_buf / int(n_buf) if keep_info else 0  # the info buffer holds n_buf steps (every member)
+    need = max(rows_buf + info_buf, n_rows_all * per_row + int(n_steps) * per_step)
+    if need > MAX_RECORD_BYTES:
+        refuse(need, per_row, per_step)
 
 
 def _tol(x, what):
@@ -334,7 +429,12 @@ def _start_carry(algorithm, key, state, start_iteration, rel_on, below=_NEG_INF,
         return jax.jit(lambda st, it, b: _start(observe, rel_on, below_on, st, it, b))
 
     fn = _OBSERVE.get_or_build(("start", identity_key(algorithm.observe), vmapped, rel_on, below_on), build)
-    carry, obs = fn(state, np.int64(start_iteration), np.float64(below))
+    try:
+        carry, obs = fn(state, np.int64(start_iteration), np.float64(below))
+    except TypeError as e:  # JAX's words for arrays of the wrong shape or kind (a state of another size)
+        raise ValueError(f"This algorithm ({algorithm.name or 'unnamed'}) cannot read the state it was given: "
+                         "it is a state of another algorithm or of another dimension. Build the state with "
+                         f"this algorithm's init. (JAX said: {str(e).splitlines()[0][:200]})") from e
     for need in ("mean", "objective"):
         if need not in obs:
             raise ValueError(f"An algorithm's observe() must return {need!r}.")
@@ -361,12 +461,12 @@ def _rows_for(n_buf: int, record_every: int) -> int:
     return bucket(n_buf // int(record_every) + 3, least=4)
 
 
-def _compiled(algorithm, n_buf, n_rows, batches, rel_on, below_on, track, vmapped, keep_info=True):
+def _compiled(algorithm, n_buf, n_rows, batches, rel_on, below_on, track, vmapped, keep_info=True, moves=False):
     mode = "none" if batches is None else ("fn" if callable(batches) else "arrays")
-    key = (_identity(algorithm), n_buf, n_rows, mode, rel_on, below_on, track, vmapped, keep_info,
+    key = (_identity(algorithm), n_buf, n_rows, mode, rel_on, below_on, track, vmapped, keep_info, moves,
            identity_key(batches) if mode == "fn" else None)
     return _LOOPS.get_or_build(key, lambda: _loop(algorithm, n_buf, n_rows, batches if mode == "fn" else None,
-                                                  rel_on, below_on, track, vmapped, keep_info))
+                                                  rel_on, below_on, track, vmapped, keep_info, moves))
 
 
 _CHECKED_AT_END = ("max_steps", "converged", "stalled", "max_time")
@@ -401,7 +501,8 @@ def _trace(algorithm, start_obs, start_iteration, rows_list, infos_list, n_taken
         # magnitude): checked once, on the final row (one eigendecomposition per run)
         o = np.asarray(rows["objective"], dtype=float).reshape(-1)
         best = min(float(np.asarray(pick(carry["best"]))), float(np.min(o[~np.isnan(o)], initial=np.inf)))
-        blown = blowup_code(rows["objective"], rows.get("cov"), rows.get("var"), best=best)
+        blown = blowup_code(rows["objective"], rows.get("cov"), rows.get("var"), best=best,
+                            iterations=np.concatenate(its))
         if blown:
             status, why = codes[blown]
             note = why + " Found on the final row: the trace holds the iterates up to the end of the run."
@@ -431,8 +532,21 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
         stream, minibatch indices), indexed by the step within this call; or a traceable function
         ``batches(k) -> batch`` of the global iteration k.
     record_every : record a row at iterations that are multiples of it, and at the last one.
-    rel_tol : stop ("converged") when |o_new - o_old| < rel_tol |o_new|, o = observe()[rel_tol_on]
-        (Tan (2025) Table 2's rule with rel_tol_on="elbo").
+    rel_tol : stop ("converged") when the objective has stopped changing, |o_new - o_old| <
+        rel_tol |o_new|, o = observe()[rel_tol_on] (Tan (2025) Table 2's rule with
+        rel_tol_on="elbo"), AND the iterate has stopped moving: the step moved q by
+        KL(q_old || q_new) < sqrt(rel_tol) max(1, |o_new|) nats. The objective alone is not enough:
+        an iteration that jumps between two points of equal objective (a period-2 oscillation at
+        a step size on its stability limit: VN at rho = 2 maps the precision S to 2H - S) has
+        |o_new - o_old| = 0 and has not converged. The pair of tests, a tolerance tau on the
+        objective's change and sqrt(tau) on the step's, is the classical termination rule of
+        Gill, Murray & Wright (1981, Practical Optimization, Sec. 8.2.3): near an optimum the
+        objective is flat to second order, so a relative change tau of the objective goes with
+        steps of order sqrt(tau). KL is the step's size in the objective's own unit (nats) and
+        does not depend on how the parameters are scaled. A run that converges is never held
+        back by it (on vilab's reproductions the last step moves q by 1e-3 to 100 times
+        rel_tol |o|, far below sqrt(rel_tol) |o|), while an oscillation moves q by O(1) nats
+        every step. The test is made on every step, in the compiled loop.
     below : stop ("converged") when observe()[below_on] < below (e.g. a KL tolerance).
     start_iteration : the iteration count of ``state`` (used by :func:`resume`).
     keep_info : record the per-step info (``Trace.info``, ``Trace.step_sizes``); a long thinned run
@@ -447,6 +561,9 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
     with status "diverged: <reason>" and keeps the iterates before it.
     """
     _check(algorithm, n_steps, record_every)
+    key = _key(key, "run()")
+    if not isinstance(keep_info, (bool, np.bool_)):
+        raise ValueError(f"keep_info must be True or False; got {keep_info!r}.")
     rel_tol, below = _tol(rel_tol, "rel_tol"), _tol(below, "below")
     _check_names(rel_tol_on, below_on)
     whole_number(start_iteration, "start_iteration", 0)
@@ -469,7 +586,8 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
     n_rows = _rows_for(n_buf, record_every)
     if not keep_info and (batches is None or callable(batches)):
         n_buf = 8  # no per-step buffer: runs of any length with the same row count share one loop
-    fn = _compiled(algorithm, n_buf, n_rows, batches, rel_tol_on, below_on, track, False, bool(keep_info))
+    fn = _compiled(algorithm, n_buf, n_rows, batches, rel_tol_on, below_on, track, False, bool(keep_info),
+                   rel_tol != _NEG_INF)
     fail_tab = _failure_table(algorithm)[0]
 
     def rejected(c) -> bool:  # the run ended on a rejected step
@@ -479,11 +597,15 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
     cache_before = fn._cache_size() if hasattr(fn, "_cache_size") else 0
     rows_list, infos_list, taken = [], [], []
     done, host_status, first = 0, None, None
+    args = (np.float64(rel_tol), np.float64(below), np.int64(record_every))
+    b_first = _loop_arg(_pad_batches(batches, 0, min(chunk, n_steps), n_buf)) if n_steps else None
+    if n_steps:
+        _check_memory(fn, (carry, b_first, np.int32(min(chunk, n_steps)), n_total, *args), start_obs, n_steps,
+                      record_every, keep_info, n_buf)
     t_run0 = time.perf_counter()
     while done < n_steps and int(carry["code"]) == 0:
         n = min(chunk, n_steps - done)
-        b = _loop_arg(_pad_batches(batches, done, n, n_buf))
-        args = (np.float64(rel_tol), np.float64(below), np.int64(record_every))
+        b = b_first if done == 0 else _loop_arg(_pad_batches(batches, done, n, n_buf))
         start = carry
         carry, rows, nrow, infos, steps = fn(start, b, np.int32(n), n_total, *args)
         if rejected(carry):
@@ -546,9 +668,15 @@ def run_many(algorithm: Algorithm, keys, states, n_steps: int, *, batches=None, 
     _check(algorithm, n_steps, record_every)
     rel_tol, below = _tol(rel_tol, "rel_tol"), _tol(below, "below")
     _check_names(rel_tol_on, below_on)
-    if jnp.ndim(keys) < 1 or int(jnp.shape(keys)[0]) < 1:
+    keys = _key(keys, "run_many()")
+    if jnp.ndim(keys) < (1 if jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key) else 2) \
+            or int(jnp.shape(keys)[0]) < 1:
         raise ValueError("run_many needs one PRNG key per member (a non-empty batch of keys).")
     n_members = int(jnp.shape(keys)[0])
+    leads = {int(np.shape(x)[0]) if np.ndim(x) else None for x in jax.tree_util.tree_leaves(states)}
+    if leads != {n_members}:
+        raise ValueError(f"run_many needs a batch of {n_members} states (one per key, stacked along a first axis: "
+                         f"vilab.core.stack); the state's leaves have leading sizes {sorted(map(str, leads))}.")
     pad = bucket(n_members, least=4) - n_members  # sweeps of similar size share one compiled loop
 
     def padded(a):
@@ -561,11 +689,15 @@ def run_many(algorithm: Algorithm, keys, states, n_steps: int, *, batches=None, 
     t0 = time.perf_counter()
     carry, start_obs = _start_carry(algorithm, keys_p, states_p, 0, rel_tol_on, below, below_on, vmapped=True)
     track = rel_tol != _NEG_INF or below != _NEG_INF
-    fn = _compiled(algorithm, n_buf, _rows_for(n_buf, record_every), batches, rel_tol_on, below_on, track, True)
+    fn = _compiled(algorithm, n_buf, _rows_for(n_buf, record_every), batches, rel_tol_on, below_on, track, True,
+                   moves=rel_tol != _NEG_INF)
     b = _loop_arg(_pad_batches(batches, 0, int(n_steps), n_buf))
+    call = (carry, b, jnp.int32(n_steps), jnp.int64(n_steps), jnp.float64(rel_tol), jnp.float64(below),
+            jnp.int64(record_every))
+    if n_steps:
+        _check_memory(fn, call, start_obs, n_steps, record_every, True, n_buf, members=n_members + pad)
     if n_steps and not bool(jnp.all(carry["code"] != 0)):
-        carry, rows, nrow, infos, steps = fn(carry, b, jnp.int32(n_steps), jnp.int64(n_steps),
-                                             jnp.float64(rel_tol), jnp.float64(below), jnp.int64(record_every))
+        carry, rows, nrow, infos, steps = fn(*call)
         chunks = ([(rows, nrow)], [infos], [steps])
     else:
         chunks = ([], [], [])
@@ -588,10 +720,15 @@ def resume(algorithm: Algorithm, trace: Trace, n_steps: int, *, hyper: dict | No
     run-time settings (``hyper={"rho": 0.05}``); the returned Trace holds both parts (rows of the
     continuation appended). ``options`` are :func:`run`'s. Equal to a single run whose settings
     changed at ``trace.n_steps``."""
+    if not isinstance(algorithm, Algorithm):
+        raise ValueError("resume() needs the vilab.core.Algorithm that made the trace.")
+    if not isinstance(trace, Trace):
+        raise ValueError(f"resume() continues a vilab.core.Trace (what run() returns); got {type(trace).__name__}.")
     if trace.state is None or trace.key is None:
         raise ValueError("This trace has no saved state to continue from.")
     if trace.diverged:
         raise ValueError("This run diverged; start a new run instead of continuing it.")
+    _check_made_by(algorithm, trace)
     whole_number(n_steps, "The number of steps", 0)
     if hyper is not None and not isinstance(hyper, dict):
         raise ValueError(f"hyper must be a dict of run-time settings, e.g. {{'rho': 0.05}}; got {hyper!r}.")
@@ -601,6 +738,31 @@ def resume(algorithm: Algorithm, trace: Trace, n_steps: int, *, hyper: dict | No
     options.setdefault("record_every", trace.settings.get("record_every", 1))
     more = run(algorithm, jnp.asarray(trace.key), state, n_steps, start_iteration=trace.n_steps, **options)
     return trace.extend(more)
+
+
+_RUN_SETTINGS = ("n_steps", "record_every", "rel_tol", "below", "resumed_at")
+
+
+def _same(a, b) -> bool:
+    try:
+        return bool(np.array_equal(np.asarray(a, dtype=object), np.asarray(b, dtype=object)))
+    except Exception:  # noqa: BLE001 (settings of odd kinds: compare them as text)
+        return repr(a) == repr(b)
+
+
+def _check_made_by(algorithm: Algorithm, trace: Trace):
+    """ValueError unless ``trace`` was made by an algorithm like ``algorithm``: the same name and
+    constructor settings (method, chart, schedule, dimension, ...; ``Algorithm.settings``, which every
+    Trace copies). Continuing another method's state would read its numbers in the wrong chart."""
+    if algorithm.name and trace.method and trace.method != algorithm.name:
+        raise ValueError(f"This trace was made by {trace.method!r}, not by {algorithm.name!r}: continue it with "
+                         "the algorithm that made it.")
+    for k, v in dict(algorithm.settings).items():
+        if k in _RUN_SETTINGS or k not in trace.settings:
+            continue
+        if not _same(trace.settings[k], v):
+            raise ValueError(f"This trace was made by an algorithm with {k} = {trace.settings[k]!r}, not "
+                             f"{v!r}: continue it with the algorithm that made it.")
 
 
 def slope_rule(window: int, tol: float, field: str = "elbo") -> Callable[[dict], bool]:

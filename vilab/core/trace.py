@@ -154,7 +154,7 @@ def first_failure(cov: np.ndarray, *arrays: np.ndarray) -> tuple[int | None, str
     return None, ""
 
 
-def blowup_code(objective, cov=None, var=None, best=None, max_eig_dim: int = 2000) -> int:
+def blowup_code(objective, cov=None, var=None, best=None, max_eig_dim: int = 2000, iterations=None) -> int:
     """The step code of a blow-up visible at the end of a run (0 if none), from its recorded rows:
 
     * the final covariance out of the sane range (an eigenvalue below TINY = 1e-150 or condition
@@ -163,13 +163,18 @@ def blowup_code(objective, cov=None, var=None, best=None, max_eig_dim: int = 200
       ``cov``; without it (or beyond ``max_eig_dim``) its diagonal ``var``, which bounds the
       eigen-range from inside (a variance <= 0 there is left to the step: an online demo shows
       moment parameters going negative on purpose);
-    * the objective (a loss) over the last quarter of the rows rising more than OBJ_RISE = 1e2 times
+    * the objective (a loss) over the last quarter of the run rising more than OBJ_RISE = 1e2 times
       max(1, |start|, |best|) above the best value seen (``best``, default the best row), or +inf:
       OBJ_EXPLODED. Judged at the end only, because a stable run can climb as high on its way (Tan's
       T-update from a poor start overshoots its KL by 1e17 in a step, then converges), and over the
       last quarter, because a run past its stability limit often oscillates chaotically (the final
-      row may be a low point of the orbit). Runs of fewer than 4 rows are not judged on it.
-    ``objective`` (R,); ``cov`` (R, d, d) or None; ``var`` (R, d) or None.
+      row may be a low point of the orbit). The quarter is one of the run's *iterations* (the rows
+      recorded in its last (n + 1) // 4 iterations, n the steps the rows span), not of its rows: a
+      thinned run (``record_every`` large, down to a start row and a final row) is judged on the
+      same stretch of the run as one that records every step, so thinning hides no blow-up. Runs of
+      fewer than 3 steps are not judged on it.
+    ``objective`` (R,); ``cov`` (R, d, d) or None; ``var`` (R, d) or None; ``iterations`` (R,) the
+    iteration of each row (default 0, 1, ..., R - 1: every step recorded).
     """
     obj = np.asarray(objective, dtype=float).reshape(-1)
     if cov is not None and np.ndim(cov) == 3 and np.shape(cov)[-1] <= max_eig_dim:
@@ -192,10 +197,14 @@ def blowup_code(objective, cov=None, var=None, best=None, max_eig_dim: int = 200
                 return COV_EXPLODED
             if 0 < v.min() < TINY:
                 return COLLAPSED
-    if obj.size < 4:
+    its = np.arange(obj.size) if iterations is None else np.asarray(iterations, dtype=np.int64).reshape(-1)
+    if not obj.size or its.shape != obj.shape:
+        return 0
+    quarter = (int(its[-1]) - int(its[0]) + 1) // 4  # for rows 0..n: the last (n + 1) // 4 rows, as before
+    if quarter < 1:
         return 0
     start = obj[0]
-    tail = obj[-max(1, obj.size // 4):]
+    tail = obj[its > its[-1] - quarter]
     tail = tail[~np.isnan(tail)]
     finite = obj[np.isfinite(obj)]
     if best is None:
