@@ -106,15 +106,16 @@ def _procs() -> dict[int, tuple[str, int, float]]:
     return out
 
 
-def tree_cpu(roots, procs=None) -> dict[str, float]:
+def tree_cpu(roots, procs=None, leave_out=()) -> dict[str, float]:
     """CPU seconds so far of the processes ``roots`` and their live descendants (children that exited count
-    in the parent that waited for them), summed by command name."""
+    in the parent that waited for them), summed by command name; the processes ``leave_out`` and their
+    descendants are not counted."""
     procs = _procs() if procs is None else procs
     children: dict[int, list[int]] = {}
     for pid, (_, ppid, _) in procs.items():
         children.setdefault(ppid, []).append(pid)
     out: dict[str, float] = {}
-    stack, seen = [p for p in roots if p in procs], set()
+    stack, seen = [p for p in roots if p in procs], set(leave_out)
     while stack:
         pid = stack.pop()
         if pid in seen:
@@ -142,7 +143,8 @@ class Meter:
         self.t = time.perf_counter()
         self.replicas = [sum(tree_cpu([p.pid], procs).values()) for p in h.replicas]
         self.nginx = sum(tree_cpu([h.proxy.pid], procs).values()) if h.proxy is not None else 0.0
-        mine = tree_cpu([os.getpid()], procs)
+        hall_pids = [p.pid for p in h.replicas] + ([h.proxy.pid] if h.proxy is not None else [])
+        mine = tree_cpu([os.getpid()], procs, leave_out=hall_pids)  # the browser (the hall is a child too)
         self.chromium = sum(v for k, v in mine.items() if "chrom" in k.lower())
         self.driver = sum(v for k, v in mine.items() if "chrom" not in k.lower()) - procs[os.getpid()][2]
         self.machine = machine_busy_s()
@@ -159,10 +161,11 @@ class Meter:
         return {k: ([round(x, 2) for x in v] if isinstance(v, list) else round(float(v), 2)) for k, v in used.items()}
 
 
-def replicas_idle(h, quiet_s: float = 3.0, rate: float = 0.05, timeout_s: float = 180.0) -> bool:
+def replicas_idle(h, quiet_s: float = 5.0, rate: float = 0.05, timeout_s: float = 180.0) -> bool:
     """Wait until every replica has used less than ``rate`` of a core for ``quiet_s`` seconds on end (it has
     finished what it computes behind a page: prefetches, the width reports' runs, and the results served from
-    disk that it computes again once no page has started for 2.5 s, vilab_ui.RECOMPUTE_DELAY_S), at most
+    disk that it computes again once no page has started for 2.5 s, vilab_ui.RECOMPUTE_DELAY_S, and its event
+    loop has been quiet for 0.3 s), at most
     ``timeout_s``; False if it never was."""
     step = 0.5
     deadline = time.perf_counter() + timeout_s
