@@ -135,7 +135,7 @@ def test_sweeps():
 
 
 def test_live_run_with_extreme_prior_and_learning_rate():
-    """sigma_0^2 = 10 and alpha = 1: bbb diverges at the first step and says so; bong survives."""
+    """sigma_0^2 = 10 and alpha = 1: bbb diverges at the first step and says so; bong's steps stay finite."""
     at = _at(300, tab="Digits stream", lm=["bong-lin-hess-diag", "bbb-lin-hess-diag"], lTd="25", ls2="10", lal="1")
     at.run()
     assert not at.exception
@@ -144,7 +144,9 @@ def test_live_run_with_extreme_prior_and_learning_rate():
     assert not at.exception
     assert not at.error
     assert any(w.value.startswith(L("bbb-lin-hess-diag")) and "diverged: " in w.value for w in at.warning)
-    assert not any(w.value.startswith(L("bong-lin-hess-diag")) for w in at.warning)
+    # bong's steps stay finite; its loss climbs from 2.4 to 556 nats in 25 steps, which the blow-up rule (judged on the
+    # run's last quarter of iterations since issue 41, whatever the thinning) reports as an exploded objective
+    assert not any(w.value.startswith(L("bong-lin-hess-diag")) and "non-finite" in w.value for w in at.warning)
     assert len(charts(at)) == n0 + 2  # + live curves and runtime bars
     assert at.multiselect(key="lm").value == ["bong-lin-hess-diag", "bbb-lin-hess-diag"]  # codes in the URL only
 
