@@ -14,8 +14,7 @@ from vilab.plots import trajectories as tplots
 from vilab.targets import banana, rotated_gaussian_2d, student_t_2d
 from vilab.targets.papers import kumar_t2, kumar_t3
 from vilab_ui import live as ui_live
-from vilab_ui.csv_data import CSV_CHOICE, FIT_BUDGET_S, FIT_CHUNK, coefficient_pair, csv_panel, fit_buttons, \
-    fit_within_budget
+from vilab_ui.csv_data import CSV_CHOICE, FIT_CHUNK, coefficient_pair, csv_panel, fit_on_press
 
 ui.page(
     "Trajectories",
@@ -243,20 +242,7 @@ with fig_slot, ui.guard("runs"):
             return _fit(tkey, m, r, settings[m][1], int(n_samples), seed, m0_full, float(c0), int(n_steps),
                         float(tol), model, progress, max_time)
 
-        fitted = {job: _fit_job(job) for job in jobs}
-        if fit_buttons("tr", "the chosen methods"):
-            new, skipped = fit_within_budget({j: lab for j, lab in jobs.items() if fitted[j] is None}, _fit_job)
-            fitted.update(new)
-            cut = [jobs[j] for j, t in new.items() if t.status == "max_time"]
-            if skipped or cut:
-                st.warning(f"One press of Fit computes for at most {FIT_BUDGET_S:g} seconds: "
-                           + (f"cut short: {', '.join(cut)}. " if cut else "")
-                           + (f"not run: {', '.join(skipped)}. " if skipped else "")
-                           + "Press Fit again to go on with the ones not finished, or choose fewer methods or steps.")
-        missing = [lab for j, lab in jobs.items() if fitted[j] is None or fitted[j].status == "max_time"]
-        if missing:
-            st.info(f"Press Fit to fit your data: {len(missing)} of {len(jobs)} fits with these settings are not "
-                    f"finished yet ({', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''}).")
+        fitted, missing = fit_on_press("tr", jobs, _fit_job)
         traces = {m: fitted[(m, float(settings[m][0]))] for m in methods} if not sweep else {}
         traces = {m: t for m, t in traces.items() if t is not None}
         if view != "live" and not sweep and not traces:

@@ -16,7 +16,7 @@ from vilab.repro import tan2025_table8 as rep8
 from vilab.targets import regression as R
 from vilab.targets.papers import horseshoe_crab_toy
 from vilab_ui import live as ui_live
-from vilab_ui.csv_data import CSV_CHOICE, FIT_BUDGET_S, coefficient_pair, csv_panel, fit_buttons, fit_within_budget
+from vilab_ui.csv_data import CSV_CHOICE, FIT_BUDGET_S, coefficient_pair, csv_panel, fit_on_press
 
 
 ui.page(
@@ -109,6 +109,8 @@ def _run2d_now(m, name, alpha, param, estimator, n_iter, seed, progress=None, ma
                 final=tr.extra["final_elbo"], it=tr.extra["iterations"])
 
 
+_FIT_WORDS = dict(what="the chosen optimizers", noun="runs", fewer="optimizers or iterations",
+                  status=lambda r: r["status"])  # fit_on_press on the dicts of _fit2d
 FIT_CHUNK_2D = 50  # iterations between two reports of a fit on the user's data: Stop and the budget act this often
 
 
@@ -129,28 +131,6 @@ def _fit2d(name, alpha, param, estimator, n_iter, seed, mkey, model, progress=No
     if r["status"] != "max_time":  # a run cut short by the budget is shown, not kept
         _fits2d()[key] = r
     return r
-
-
-def _fit_on_press(key, jobs, fit):
-    """Fit and Stop for ``{job: label}`` on the user's data (the CNN lab's Train): the finished results, the
-    jobs run now on a press within the budget, and a warning for the ones cut short or not run. Returns
-    ({job: result or None}, [labels of jobs not finished])."""
-    fitted = {job: fit(job) for job in jobs}
-    if fit_buttons(key, "the chosen optimizers"):
-        new, skipped = fit_within_budget({j: lab for j, lab in jobs.items() if fitted[j] is None}, fit)
-        fitted.update(new)
-        cut = [jobs[j] for j, r in new.items() if r["status"] == "max_time"]
-        if skipped or cut:
-            st.warning(f"One press of Fit computes for at most {FIT_BUDGET_S:g} seconds: "
-                       + (f"cut short: {', '.join(cut)}. " if cut else "")
-                       + (f"not run: {', '.join(skipped)}. " if skipped else "")
-                       + "Press Fit again to go on with the ones not finished, or choose fewer optimizers or "
-                         "iterations.")
-    missing = [lab for j, lab in jobs.items() if fitted[j] is None or fitted[j]["status"] == "max_time"]
-    if missing:
-        st.info(f"Press Fit to fit your data: {len(missing)} of {len(jobs)} runs with these settings are not "
-                f"finished yet ({', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''}).")
-    return fitted, missing
 
 
 LIVE_N = 1000  # the last iteration of a step-by-step run
@@ -339,9 +319,10 @@ elif view == VIEWS[1]:
         if csv2 is None:
             runs = {name: _run2d(name, alphas[name], param, est, n_iter, ui.seed()) for name in chosen}
         else:  # your data: fitted when Fit is pressed, within a time budget (the CNN lab's Train)
-            fitted, _ = _fit_on_press("fit2d", {name: LABEL[name] for name in chosen}, lambda name, progress=None,
-                                      max_time=None: _fit2d(name, alphas[name], param, est, n_iter, ui.seed(),
-                                                            mkey, mdl, progress, max_time))
+            def _fit_one(name, progress=None, max_time=None):
+                return _fit2d(name, alphas[name], param, est, n_iter, ui.seed(), mkey, mdl, progress, max_time)
+
+            fitted, _ = fit_on_press("fit2d", {name: LABEL[name] for name in chosen}, _fit_one, **_FIT_WORDS)
             runs = {name: r for name, r in fitted.items() if r is not None}
             if not runs:
                 st.stop()
@@ -420,8 +401,8 @@ elif view == VIEWS[1]:
     if mdl is not None:  # your data: the sweep's runs one by one on Fit, within the budget, drawn once all are done
         jobs = {(name, float(a)): f"{LABEL[name]}, α = {a:.2g}" for name in chosen for a in grid}
         with ui.guard("sweep"):
-            fitted, missing = _fit_on_press("sweep_fit", jobs, lambda job, progress=None, max_time=None: _fit2d(
-                job[0], job[1], param, est, n_iter, ui.seed(), mkey, mdl, progress, max_time))
+            fitted, missing = fit_on_press("sweep_fit", jobs, lambda job, progress=None, max_time=None: _fit2d(
+                job[0], job[1], param, est, n_iter, ui.seed(), mkey, mdl, progress, max_time), **_FIT_WORDS)
             if not missing:
                 st.session_state["sweep_result"] = (sweep_config, _sweep_out(fitted))
     elif st.button("Run the sweep", key="sweep_btn"):

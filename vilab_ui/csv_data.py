@@ -28,7 +28,7 @@ import streamlit as st
 import vilab_ui as ui
 from vilab import tabular
 
-__all__ = ["CSV_CHOICE", "FIT_BUDGET_S", "CsvModel", "csv_panel", "coefficient_pair", "display_name", "fit_buttons",
+__all__ = ["CSV_CHOICE", "FIT_BUDGET_S", "CsvModel", "csv_panel", "coefficient_pair", "display_name", "fit_buttons", "fit_on_press",
            "fit_within_budget"]
 
 CSV_CHOICE = "your CSV file"
@@ -164,6 +164,29 @@ def fit_buttons(key: str, what: str = "the fits") -> bool:
     st.caption(f"Your data are fitted when you press Fit: one press computes for at most {FIT_BUDGET_S:g} seconds; "
                "what finished is kept for the next press.")
     return go
+
+
+def fit_on_press(key: str, jobs: dict, fit: Callable, *, what: str = "the chosen methods", noun: str = "fits",
+                 fewer: str = "methods or steps", status: Callable = lambda r: r.status) -> tuple[dict, list]:
+    """Fit and Stop (:func:`fit_buttons`) for ``{job: label}`` on the user's data: ``fit(job)`` gives a finished
+    result or None; on a press the unfinished jobs run within the budget (:func:`fit_within_budget`) and a
+    warning names those cut short (``status(result) == "max_time"``) or not run; an info line names the jobs not
+    finished. Returns ({job: result or None}, [labels of the jobs not finished])."""
+    fitted = {job: fit(job) for job in jobs}
+    if fit_buttons(key, what):
+        new, skipped = fit_within_budget({j: lab for j, lab in jobs.items() if fitted[j] is None}, fit)
+        fitted.update(new)
+        cut = [jobs[j] for j, r in new.items() if status(r) == "max_time"]
+        if skipped or cut:
+            st.warning(f"One press of Fit computes for at most {FIT_BUDGET_S:g} seconds: "
+                       + (f"cut short: {', '.join(cut)}. " if cut else "")
+                       + (f"not run: {', '.join(skipped)}. " if skipped else "")
+                       + f"Press Fit again to go on with the ones not finished, or choose fewer {fewer}.")
+    missing = [lab for j, lab in jobs.items() if fitted[j] is None or status(fitted[j]) == "max_time"]
+    if missing:
+        st.info(f"Press Fit to fit your data: {len(missing)} of {len(jobs)} {noun} with these settings are not "
+                f"finished yet ({', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''}).")
+    return fitted, missing
 
 
 def fit_within_budget(jobs: dict, fit: Callable, budget_s: float | None = None) -> tuple[dict, list]:
