@@ -225,9 +225,9 @@ def test_a_result_served_from_disk_is_computed_again_in_the_background(store, mo
     function runs again behind it (at most RECOMPUTE_PER_FUNCTION times per function)."""
     import vilab_ui as ui
 
-    monkeypatch.setattr(ui, "_RECOMPUTE_COUNTS", {})
-    monkeypatch.setattr(ui, "RECOMPUTE_PER_FUNCTION", 2)
-    monkeypatch.setattr(ui, "RECOMPUTE_DELAY_S", 0.0)
+    monkeypatch.setattr(ui.caching, "_RECOMPUTE_COUNTS", {})
+    monkeypatch.setattr(ui.caching, "RECOMPUTE_PER_FUNCTION", 2)
+    monkeypatch.setattr(ui.caching, "RECOMPUTE_DELAY_S", 0.0)
     f = ui.cache_data()(settings)
     f.clear()  # Streamlit's memory is keyed by the function's name and source: other tests' results
     for a in (1, 2, 3):
@@ -237,7 +237,7 @@ def test_a_result_served_from_disk_is_computed_again_in_the_background(store, mo
     for a in (1, 2, 3):
         assert f(a)["a"] == a
     assert rc.stats()["hits"] == 3
-    assert _wait_for(lambda: len(CALLS) == 5 and ui._recompute_worker is None)
+    assert _wait_for(lambda: len(CALLS) == 5 and ui.caching._recompute_worker is None)
     assert sorted(c[0] for c in CALLS[3:]) == [1, 2]  # two of the three, the third not queued
 
 
@@ -255,27 +255,27 @@ def test_the_computation_behind_the_page_waits_for_the_visitors(store, monkeypat
 
     import vilab_ui as ui
 
-    monkeypatch.setattr(ui, "_RECOMPUTE_COUNTS", {})
-    monkeypatch.setattr(ui, "RECOMPUTE_DELAY_S", 0.5)
+    monkeypatch.setattr(ui.caching, "_RECOMPUTE_COUNTS", {})
+    monkeypatch.setattr(ui.caching, "RECOMPUTE_DELAY_S", 0.5)
     f = ui.cache_data()(stamped)
     f.clear()
     f(1)
     f.clear()  # a restarted server
     visits = []
     for _ in range(3):  # three visitors' runs, 0.2 s apart, the first with the disk hit
-        monkeypatch.setattr(ui, "_LAST_PAGE_RUN", time.monotonic())
-        visits.append(ui._LAST_PAGE_RUN)
+        monkeypatch.setattr(ui.caching, "_LAST_PAGE_RUN", time.monotonic())
+        visits.append(ui.caching._LAST_PAGE_RUN)
         if len(visits) == 1:
             assert f(1) == 1 and len(CALLS) == 1
         time.sleep(0.2)
-    assert _wait_for(lambda: len(CALLS) == 2 and ui._recompute_worker is None)
+    assert _wait_for(lambda: len(CALLS) == 2 and ui.caching._recompute_worker is None)
     assert CALLS[1][1] >= visits[-1] + 0.5
 
 
 def test_ui_cache_data_keeps_results_below_its_memory(store, monkeypatch):
     import vilab_ui as ui
 
-    monkeypatch.setattr(ui, "RECOMPUTE_PER_FUNCTION", 0)  # no computation behind a hit here
+    monkeypatch.setattr(ui.caching, "RECOMPUTE_PER_FUNCTION", 0)  # no computation behind a hit here
 
     def other(a, b=2.0, *, name="vn", _model=None):  # a second function: Streamlit keys its memory by name
         CALLS.append((a, b, name))
@@ -373,7 +373,7 @@ def test_hierarchical_models_continue_a_run_of_the_server_before(store, monkeypa
         return real(model, method, previous, **kw)
 
     monkeypatch.setattr(hfit, "refit", spy)
-    monkeypatch.setattr(ui, "RECOMPUTE_PER_FUNCTION", 0)  # nothing computed behind the page after the test
+    monkeypatch.setattr(ui.caching, "RECOMPUTE_PER_FUNCTION", 0)  # nothing computed behind the page after the test
     query = {"m_epi1": "SNNGM", "iters": "2000", "rule": "false"}
 
     def run(iters):
@@ -398,11 +398,11 @@ def test_chart_margins_are_kept_for_a_restarted_server(store, monkeypatch):
     """The margins browsers reported for a figure (so that Plotly draws it once) outlive the process."""
     import vilab_ui as ui
 
-    monkeypatch.setattr(ui, "_MARGINS", None)
-    ui._margins_store()["vilab:abc:0:0"] = (80.0, 20.0, 60.0, 70.0)
+    monkeypatch.setattr(ui.chart, "_MARGINS", None)
+    ui.chart._margins_store()["vilab:abc:0:0"] = (80.0, 20.0, 60.0, 70.0)
     rc.reset()
-    monkeypatch.setattr(ui, "_MARGINS", None)  # a new process: an empty store in memory
-    assert ui._margins_store().get("vilab:abc:0:0") == (80.0, 20.0, 60.0, 70.0)
+    monkeypatch.setattr(ui.chart, "_MARGINS", None)  # a new process: an empty store in memory
+    assert ui.chart._margins_store().get("vilab:abc:0:0") == (80.0, 20.0, 60.0, 70.0)
 
 
 def test_the_computation_behind_the_page_waits_while_the_server_serves(store, monkeypatch):
@@ -411,11 +411,11 @@ def test_the_computation_behind_the_page_waits_while_the_server_serves(store, mo
 
     import vilab_ui as ui
 
-    if ui._main_thread_cpu() is None:
+    if ui.caching._main_thread_cpu() is None:
         pytest.skip("per-thread CPU time needs Linux /proc")
-    monkeypatch.setattr(ui, "_RECOMPUTE_COUNTS", {})
-    monkeypatch.setattr(ui, "RECOMPUTE_DELAY_S", 0.0)
-    monkeypatch.setattr(ui, "_LAST_PAGE_RUN", float("-inf"))
+    monkeypatch.setattr(ui.caching, "_RECOMPUTE_COUNTS", {})
+    monkeypatch.setattr(ui.caching, "RECOMPUTE_DELAY_S", 0.0)
+    monkeypatch.setattr(ui.caching, "_LAST_PAGE_RUN", float("-inf"))
     f = ui.cache_data()(stamped)
     f.clear()
     f(2)
@@ -425,5 +425,5 @@ def test_the_computation_behind_the_page_waits_while_the_server_serves(store, mo
     while time.monotonic() < end:  # the main thread busy, as serving a visitor's files
         pass
     busy_until = time.monotonic()
-    assert _wait_for(lambda: len(CALLS) == 2 and ui._recompute_worker is None)
+    assert _wait_for(lambda: len(CALLS) == 2 and ui.caching._recompute_worker is None)
     assert CALLS[1][1] >= busy_until

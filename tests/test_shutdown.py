@@ -39,7 +39,7 @@ BUSY = textwrap.dedent("""
         assert ui.prefetch(busy, (12.0,), (12.1,), (12.2,), (12.3,)) == 4
     else:
         for s in (12.0, 12.1, 12.2, 12.3):
-            assert ui._compute_again(busy, (s,), {})
+            assert ui.caching._compute_again(busy, (s,), {})
     time.sleep(1.0)  # the first call has started
     print("leaving", flush=True)
 """)

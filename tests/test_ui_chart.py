@@ -58,7 +58,7 @@ def _reported_width():
 
     import vilab_ui as ui
 
-    st.session_state[ui._WIDTHS_KEY] = {"widths": {ui.MAIN_CHART: 640, "side": 300}}  # what the reporter said
+    st.session_state[ui.chart._WIDTHS_KEY] = {"widths": {ui.chart.MAIN_CHART: 640, "side": 300}}  # what the reporter said
     ui.show(go.Figure(go.Scatter(x=[1, 2], y=[3, 4])), main=True)
     ui.show(go.Figure(go.Scatter(x=[1, 2], y=[4, 3])), key="side")
 
@@ -124,7 +124,7 @@ def test_without_a_streamlit_server_figures_fall_back_quietly():
     """Outside a server (a script run bare) Streamlit has no component registry to serve the element's files: ui.show
     then uses st.plotly_chart, and raises nothing."""
     code = ("import plotly.graph_objects as go, vilab_ui as ui\n"
-            "assert ui._chart_element() is None\n"
+            "assert ui.chart._chart_element() is None\n"
             "ui.show(go.Figure(go.Scatter(x=[1, 2], y=[3, 4])), main=True)\nprint('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]

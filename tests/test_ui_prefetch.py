@@ -10,8 +10,8 @@ import vilab_ui as ui
 def _wait_idle(timeout=10.0):
     deadline = time.time() + timeout
     while time.time() < deadline:
-        with ui._PREFETCH_LOCK:
-            if not ui._PREFETCH_PENDING:
+        with ui.caching._PREFETCH_LOCK:
+            if not ui.caching._PREFETCH_PENDING:
                 return
         time.sleep(0.01)
     raise AssertionError("prefetch did not finish")
@@ -42,7 +42,7 @@ def test_prefetch_is_bounded_and_ignores_errors():
         return x
 
     queued = ui.prefetch(slow, *[(i,) for i in range(10)])
-    assert queued == ui.PREFETCH_MAX_PENDING
+    assert queued == ui.caching.PREFETCH_MAX_PENDING
     gate.set()
     _wait_idle()
     assert ui.prefetch(slow, (5,)) == 1  # the queue is free again

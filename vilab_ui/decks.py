@@ -379,7 +379,7 @@ _TOKEN = "_vilab_deck_token"  # encode(current deck), None when too large for a 
 _REVEALED = "_vilab_deck_revealed"  # the position whose answer is shown
 _MESSAGE = "_vilab_deck_message"  # (kind, text) shown once in the sidebar
 _PROMPT_INPUT, _REVEAL_INPUT = "_vilab_deck_prompt", "_vilab_deck_reveal"
-_SIGNATURES = "_vilab_widget_signatures"  # vilab_ui's record of each widget key's page (see vilab_ui._prime)
+_SIGNATURES = "_vilab_widget_signatures"  # vilab_ui's record of each widget key's page (see vilab_ui.widgets._prime)
 _SCOPE = "_vilab_scope"  # the page whose widgets the last run made (vilab_ui.scope)
 
 

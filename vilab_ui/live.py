@@ -111,7 +111,7 @@ class Live:
                 v = float(v)
             except (TypeError, ValueError):
                 continue
-            st.query_params[wkey] = ui._fmt_num(v)  # also on a figure-only rerun (see redraw)
+            st.query_params[wkey] = ui.widgets._fmt_num(v)  # also on a figure-only rerun (see redraw)
             try:
                 sched[c] = record(old.get(c), it, v)
             except ValueError:  # too many changes: keep the old ones, say so
@@ -143,8 +143,8 @@ class Live:
             except (TypeError, ValueError):
                 continue
             if abs(have - want) > 1e-9 * max(abs(want), 1e-300):
-                st.query_params[wkey] = ui._fmt_num(want)
-                ss.get(ui._SIGNATURES, {}).pop(wkey, None)
+                st.query_params[wkey] = ui.widgets._fmt_num(want)
+                ss.get(ui.widgets._SIGNATURES, {}).pop(wkey, None)
                 del ss[wkey]
                 moved = True
         if moved:

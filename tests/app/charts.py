@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from vilab_ui import CHART_COMPONENT
+from vilab_ui.chart import CHART_COMPONENT
 
 
 @dataclass(frozen=True)

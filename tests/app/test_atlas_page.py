@@ -129,7 +129,7 @@ def test_the_start_scale_one_notch_away_is_computed_ahead(monkeypatch):
     monkeypatch.setattr(stability, "atlas", counted)
     at = _app(c0="1.5", m="vn")  # a start no other test uses: nothing cached yet
     deadline = time.time() + 120
-    while time.time() < deadline and (ui._PREFETCH_PENDING or len(calls) < 3):
+    while time.time() < deadline and (ui.caching._PREFETCH_PENDING or len(calls) < 3):
         time.sleep(0.1)
     assert sorted(c for _, c in calls) == [1.45, 1.5, 1.55]
     assert [n for n, c in calls if c != 1.5] == ["vilab-prefetch"] * 2

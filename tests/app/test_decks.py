@@ -4,7 +4,7 @@ through it, the shipped decks (every view renders), and hostile deck files and l
 The app (app.py with its sidebar) runs under AppTest through a one-line wrapper in a temporary folder: an
 entry script beside a ``pages/`` folder is a "pages directory" app to AppTest, which then runs a page without
 app.py on every rerun (the real server switches to st.navigation after the first run; see
-vilab_ui._leave_pages_directory_mode)."""
+vilab_ui.stage._leave_pages_directory_mode)."""
 
 from __future__ import annotations
 

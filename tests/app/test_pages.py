@@ -220,7 +220,7 @@ def test_the_shared_store_is_bounded_and_forgets_old_entries(monkeypatch):
     import vilab_ui as ui
 
     clock = [100.0]
-    monkeypatch.setattr(ui.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(ui.caching.time, "monotonic", lambda: clock[0])
     s = ui.SharedStore(maxsize=2, ttl_s=10)
     s["a"], s["b"] = 1, 2
     assert s["a"] == 1  # a is now the most recent

@@ -73,14 +73,14 @@ def _page_figures():
 
     import vilab_ui
 
-    figs, orig = [], vilab_ui.browser_spec
+    figs, orig = [], vilab_ui.chart.browser_spec
 
     def record(fig, width=None):  # every figure ui.show styles, before it is flattened for the browser
         figs.append(go.Figure(fig))
         return orig(fig, width)
 
-    vilab_ui.browser_spec = record
-    vilab_ui._SPECS = None  # no figure sent from an earlier test's store: every one is built and recorded
+    vilab_ui.chart.browser_spec = record
+    vilab_ui.chart._SPECS = None  # no figure sent from an earlier test's store: every one is built and recorded
     try:
         for name in PAGES:
             for lecture in (False, True):
@@ -90,7 +90,7 @@ def _page_figures():
                 at.run()
                 assert not at.exception, (name, [e.value for e in at.exception])
     finally:
-        vilab_ui.browser_spec = orig
+        vilab_ui.chart.browser_spec = orig
     return figs
 
 
@@ -235,7 +235,7 @@ def test_a_slider_change_sends_the_new_figure_with_the_margins_the_last_one_need
     assert sum(s["drawn"] == pytest.approx(s["given"], abs=0.5) for s in seen) >= 2, seen
     # never more than the last figure was drawn with, plus the slack (and a few px: the need is read without
     # Plotly's coupling of the top and bottom margins through a legend placed in fractions of the plot's height)
-    tol = ui.MARGIN_HINT_SLACK_PX + 6
+    tol = ui.chart.MARGIN_HINT_SLACK_PX + 6
     assert all(g <= d + tol for a, b in zip(seen, seen[1:]) for g, d in zip(b["given"], a["drawn"])), seen
     assert not errors, errors
     page.close()
