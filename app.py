@@ -42,8 +42,8 @@ DECKS_PAGE = next((f"pages/{p.name}" for p in files if p.stem.endswith("_Lecture
 
 ui.scope("")  # the sidebar's widgets belong to every page
 decks.sync_from_url(here)  # a deck link (?deck=...&dv=k) opens the deck at its view
+decks.navigator(here)  # while a deck is presented: the question, the answer, Back / Next (keys B / F); places itself
 with st.sidebar:
-    decks.navigator(here)  # while a deck is presented: the question, the answer, Back / Next (keys B / F)
     ui.number("Random seed", "seed", 0, 2**31 - 1, 0, help="Seeds every Monte Carlo estimate and stochastic run.")
     ui.toggle("Lecture mode", "lecture", False,
               help="Text and figures sized for a projector: every text at least 18 px.")

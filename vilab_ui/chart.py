@@ -11,7 +11,7 @@ import math
 import os
 import types
 from collections import OrderedDict
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from typing import Any, Callable
 
 import numpy as np
@@ -28,7 +28,25 @@ _CHART_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "se
                  "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
-def show(fig, key: str | None = None, main: bool = False, download: bool | None = None, **kw):
+_CAPTURE: list[list] = []  # open captures (innermost last): figures shown meanwhile are collected, not drawn
+
+
+@contextmanager
+def capturing():
+    """Collect the figures :func:`show` is given inside the block instead of drawing them: yields a list that
+    fills with ``(key, main, spec)``, each spec as the browser would be sent it (:func:`_sent_spec`). For code
+    that needs a page's figures without a page on screen: the frames of a Play (vilab_ui.live), a deck's
+    export (every view's figures). Captures nest; only the innermost collects."""
+    got: list = []
+    _CAPTURE.append(got)
+    try:
+        yield got
+    finally:
+        _CAPTURE.remove(got)
+
+
+def show(fig, key: str | None = None, main: bool = False, download: bool | None = None, play: dict | None = None,
+         **kw):
     """Draw a Plotly figure full width in vilab's template, styled for lecture mode when it is on.
 
     ``fig`` is a figure, or a :func:`recipe` for one: a recipe's figure is built only when no figure was
@@ -37,7 +55,14 @@ def show(fig, key: str | None = None, main: bool = False, download: bool | None 
 
     ``main=True`` marks the page's main figure (one per page), the one that must be on the first screen.
     The main figure and every animated figure (Plotly frames) get a "Download figure" menu under them
-    (PNG, SVG, HTML; GIF for animations; vilab_ui/export.py); ``download`` forces it on or off."""
+    (PNG, SVG, HTML; GIF for animations; vilab_ui/export.py); ``download`` forces it on or off.
+
+    ``play`` (vilab's chart element only): the figure's frames are a stretch of a live run for the element to
+    play at the screen's rate (see vilab_ui.live); it is sent to the element as the message's ``play``."""
+    if _CAPTURE:
+        spec = _sent_spec(fig, lecture(), None, key)
+        _CAPTURE[-1].append((key, main, spec))
+        return None
     chart = _chart_element()
     element_key = key or (MAIN_CHART if main and chart is not None else None)
     width_key = element_key or (MAIN_FIGURE if main else None)  # what the width reporter calls this chart
@@ -45,14 +70,14 @@ def show(fig, key: str | None = None, main: bool = False, download: bool | None 
     spec = _sent_spec(fig, lecture(), w, width_key)
     kw.setdefault("config", _CHART_CONFIG)
     kw.setdefault("theme", None)  # vilab's template, not Streamlit's (which would override its fonts)
-    animated = bool(spec.get("frames"))
+    animated = bool(spec.get("frames")) and play is None
     if download is None:
         download = main or animated
     with st.container(key=MAIN_FIGURE) if main else nullcontext():
         if chart is None:
             out = st.plotly_chart(_Sent(spec), key=key, **kw)
         else:
-            out = _draw_chart(chart, spec, element_key, **kw)
+            out = _draw_chart(chart, spec, element_key, play=play, **kw)
         if download:
             _export_menu(spec, key, animated)
     return out
@@ -85,7 +110,7 @@ def _chart_element():
 
 
 def _draw_chart(chart, spec: dict, key: str | None, *, on_select=None, selection_mode=None, height=None,
-                config=None, theme=None, width="stretch"):
+                config=None, theme=None, width="stretch", play: dict | None = None):
     """Mount vilab's chart element with ``spec``; the arguments are st.plotly_chart's that vilab uses.
 
     The figure goes as JSON bytes (``{"figure", "config", "select", "fit"}``): ``fit`` draws it at the width of its
@@ -99,8 +124,10 @@ def _draw_chart(chart, spec: dict, key: str | None, *, on_select=None, selection
     fit = not (isinstance(width, (int, float)) and not isinstance(width, bool))
     if height is not None or not fit:
         layout = {**layout, **({} if height is None else {"height": height}), **({} if fit else {"width": width})}
-    payload = orjson.dumps({"figure": {**spec, "layout": layout}, "config": config or {}, "select": on_select is not None,
-                            "fit": fit}, option=orjson.OPT_SERIALIZE_NUMPY)
+    msg = {"figure": {**spec, "layout": layout}, "config": config or {}, "select": on_select is not None, "fit": fit}
+    if play is not None:
+        msg["play"] = play
+    payload = orjson.dumps(msg, option=orjson.OPT_SERIALIZE_NUMPY)
     callbacks = {}
     if on_select is not None:
         callbacks["on_selection_change"] = on_select if callable(on_select) else (lambda: None)

@@ -527,9 +527,15 @@ def _show_message() -> None:
 
 
 def navigator(current_page: str) -> None:
-    """The sidebar's deck navigator while a deck is presented: where we are, the question, the answer on
-    demand, Back / Next (keys B and F; they do not fire while typing in a text box)."""
+    """The deck navigator while a deck is presented: where we are, the question, the answer on demand,
+    Back / Next (keys B and F; they do not fire while typing in a text box). app.py calls it before the
+    sidebar's own widgets; it draws at the top of the sidebar."""
     st = _st()
+    with st.sidebar:
+        _navigator(st, current_page)
+
+
+def _navigator(st, current_page: str) -> None:
     _show_message()
     pos, deck = position(), current()
     if pos is None or deck is None:
