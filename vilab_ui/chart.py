@@ -9,6 +9,7 @@ import functools
 import hashlib
 import math
 import os
+import threading
 import types
 from collections import OrderedDict
 from contextlib import contextmanager, nullcontext
@@ -28,21 +29,22 @@ _CHART_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "se
                  "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
-_CAPTURE: list[list] = []  # open captures (innermost last): figures shown meanwhile are collected, not drawn
+_CAPTURE = threading.local()  # .open: this thread's open captures (innermost last), see capturing
 
 
 @contextmanager
 def capturing():
     """Collect the figures :func:`show` is given inside the block instead of drawing them: yields a list that
     fills with ``(key, main, spec)``, each spec as the browser would be sent it (:func:`_sent_spec`). For code
-    that needs a page's figures without a page on screen: the frames of a Play (vilab_ui.live), a deck's
-    export (every view's figures). Captures nest; only the innermost collects."""
+    that needs a page's figures without drawing them: the frames of a Play (vilab_ui.live). Only this thread's
+    calls are collected (other visitors' pages run in other threads); captures nest, the innermost collects."""
     got: list = []
-    _CAPTURE.append(got)
+    open_ = _CAPTURE.__dict__.setdefault("open", [])
+    open_.append(got)
     try:
         yield got
     finally:
-        _CAPTURE.remove(got)
+        open_.remove(got)
 
 
 def show(fig, key: str | None = None, main: bool = False, download: bool | None = None, play: dict | None = None,
@@ -59,9 +61,9 @@ def show(fig, key: str | None = None, main: bool = False, download: bool | None 
 
     ``play`` (vilab's chart element only): the figure's frames are a stretch of a live run for the element to
     play at the screen's rate (see vilab_ui.live); it is sent to the element as the message's ``play``."""
-    if _CAPTURE:
+    if getattr(_CAPTURE, "open", None):
         spec = _sent_spec(fig, lecture(), None, key)
-        _CAPTURE[-1].append((key, main, spec))
+        _CAPTURE.open[-1].append((key, main, spec))
         return None
     chart = _chart_element()
     element_key = key or (MAIN_CHART if main and chart is not None else None)
