@@ -3,11 +3,12 @@
 Streamlit draws a chart anew whenever its figure changes, then hands Plotly a JSON copy of the same figure a
 moment later (``Plotly.react``). Plotly redraws everything on that second call if the figure has a template
 (a copied template counts as a new one) or binary data arrays (decoded afresh, so "new" data) or no
-``datarevision``. :func:`browser_spec` gives the same picture without these: the template's values are written
+``datarevision``. :func:`browser_spec` gives the same picture without the first two: the template's values are written
 into the figure itself (as Plotly applies them: layout defaults under the figure's own values, each axis and
 subplot of a kind from the template's entry for that kind, ``annotationdefaults`` under every annotation, the
-i-th trace of a type from the template's (i mod n)-th entry for that type), arrays as plain lists, and a fixed
-``datarevision``. The second call then costs milliseconds instead of a full drawing.
+i-th trace of a type from the template's (i mod n)-th entry for that type) and arrays as plain lists. No
+``datarevision`` is set: a fixed one made plotly.js 4.1.1 throw on the next figure of a contour chart (issue 37);
+vilab's chart element gives every figure it draws a revision of its own.
 
 Plotly turns some options on when the figure itself sets a related one, not when a template does (an axis line
 with a line colour, grid and zero lines except on bar-like traces' position axis, a colour scale with a colour
@@ -201,13 +202,11 @@ def _vilab_templates() -> tuple[dict, ...]:
 
 def browser_spec(fig, width: float | None = None) -> dict:
     """The figure as the dict sent to the browser: vilab's template written in (:func:`flatten_template`,
-    when :func:`_flattenable`), plain arrays, a fixed ``datarevision`` (unless the figure has its own) and,
-    when given, the width (px) it will be drawn at. ``fig`` itself is not changed."""
+    when :func:`_flattenable`), plain arrays and, when given, the width (px) it will be drawn at. ``fig`` itself is not changed."""
     # _plain builds new containers all the way down: the one copy of the figure's data (fig is not changed)
     layout, data = dict(fig._layout), fig._data
     if _flattenable(layout, data):
         layout, data = flatten_template(layout, data)
-    layout.setdefault("datarevision", 1)
     if width is not None and layout.get("width") is None:
         layout["width"] = width
     res = {"data": _plain(data), "layout": _plain(layout)}

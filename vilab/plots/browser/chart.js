@@ -72,6 +72,10 @@ export default function (component) {
   gd.style.height = (layout.height || 450) + "px";  // the chart's room is kept while plotly.js loads
   const fit = () => Math.max(1, Math.floor(parentElement.getBoundingClientRect().width || 700));
   if (msg.fit) layout.width = fit();
+  // Every figure drawn is a new revision: plotly.js 4.1.1 throws ("Cannot read properties of undefined (reading
+  // 'z')") on a Plotly.react of new contour traces under the revision it last drew, and a figure sent again is
+  // new objects all the same
+  layout.datarevision = "vilab-" + seq;
   gd.__vilabLayout = layout;  // the size it has on the page (after full screen)
   plotly().then((Plotly) => {
     if (seq !== gd.__vilabSeq || !gd.isConnected) return undefined;
