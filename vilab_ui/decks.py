@@ -438,8 +438,9 @@ def _forget_page_widgets(view: View) -> None:
             del st.session_state[key]
 
 
-def go(pos: int) -> None:
-    """Open view ``pos`` (0-based) of the current deck: its page, with its URL state (a new script run)."""
+def go(pos: int, reveal: bool = False) -> None:
+    """Open view ``pos`` (0-based) of the current deck: its page, with its URL state (a new script run); ``reveal``:
+    with its answer shown."""
     from streamlit.errors import StreamlitAPIException
 
     st = _st()
@@ -448,7 +449,7 @@ def go(pos: int) -> None:
         return
     pos = min(max(int(pos), 0), len(deck) - 1)
     view = deck.views[pos]
-    st.session_state[_POS], st.session_state[_REVEALED] = pos, None
+    st.session_state[_POS], st.session_state[_REVEALED] = pos, (pos if reveal else None)
     import vilab_ui as ui
 
     query = url_query(view, pos, token(), ui.lecture())  # the presenter's lecture mode (session, else URL)
@@ -526,46 +527,193 @@ def _show_message() -> None:
         getattr(st, kind if kind in ("success", "info", "warning") else "info")(_plain(text))
 
 
+# The deck's panel while presenting: fixed on the right of the stage (below the header), beside the figure, whole on
+# the screen. Its width is the CSS variable --vilab-deck-panel on :root; the main block keeps that room free (the
+# stage CSS reserves it, and so does this panel's own style), so the figure and the panel never overlap.
+STAGE_KEY = "deck_stage"  # the panel's container (CSS class st-key-deck_stage)
+PANEL_WIDTH = "clamp(16rem, 26vw, 30rem)"  # normal mode
+PANEL_WIDTH_LECTURE = "clamp(18rem, 31vw, 34rem)"  # lecture mode (20 px root font): ~40 characters a line at 1280 px
+KEYS_KEY = "deck_keys"  # the key element: the F / B / A presses, counted in the browser
+_HANDLED = "_vilab_deck_keys_handled"  # (window id, sequence number) of the last press this session acted on
+
+_PANEL_CSS = """
+:root { --vilab-deck-panel: %(width)s; }
+%(room)s
+.st-key-deck_stage { position: fixed; z-index: 999990; top: 3rem; bottom: 0.3rem; right: 0; width: var(--vilab-deck-panel);
+    overflow-y: auto; box-sizing: border-box; gap: 0.45rem; justify-content: flex-start;
+    padding: 0.6rem 0.8rem 0.6rem 0.9rem; border-left: 1px solid #d0d4dc; background-color: #fff;
+    box-shadow: -0.3rem 0 0.8rem rgba(0, 0, 0, 0.10); }
+.st-key-deck_stage [data-testid="stMarkdownContainer"] p { line-height: 1.38; margin-bottom: 0.2rem; }
+.st-key-deck_stage [data-testid="stElementContainer"] { margin: 0; }
+.st-key-deck_answer { border-left: 0.3rem solid #21a366; padding-left: 0.6rem; background: rgba(33, 163, 102, 0.08);
+    border-radius: 0.3rem; }
+.st-key-deck_buttons [data-testid="stHorizontalBlock"] { gap: 0.4rem; flex-wrap: nowrap; }
+.st-key-deck_buttons [data-testid="stColumn"] { min-width: 0 !important; }
+.st-key-deck_keys { min-height: 0; }
+%(lecture)s
+"""
+# outside lecture mode the stage CSS (vilab_ui.stage, lecture mode only) does not reserve the panel's room: this does
+_PANEL_ROOM_CSS = """[data-testid="stMainBlockContainer"] { padding-right: calc(var(--vilab-deck-panel) + 1.5rem) !important; }"""
+_PANEL_LECTURE_CSS = """
+.st-key-deck_stage [data-testid="stMarkdownContainer"] p, .st-key-deck_stage button p,
+.st-key-deck_stage .vilab-deck-pending { font-size: 0.95rem !important; }
+"""
+
+# The keys F (next), B (back) and A (answer), counted in the browser. A press sends the view it asks for as the
+# element's state {to, reveal, seq, win}: absolute, computed from the view the last press asked for, so presses made
+# while a view loads (some take tens of seconds the first time) add up instead of being lost or merged into one rerun,
+# and the panel says where the presses are going. The server acts on each sequence number once (_HANDLED); a press the
+# server has not acted on yet is sent again whenever the element is drawn (a run interrupted by a page switch).
+_KEYS_JS = """
+export default function (component) {
+  const { data, parentElement, setStateValue } = component;
+  const d = typeof data === "string" ? JSON.parse(data) : data;
+  const g = window.__vilabDeckKeys = window.__vilabDeckKeys ||
+    { win: Math.random().toString(36).slice(2), seq: 0, want: null, deck: null };
+  if (g.deck !== d.deck) { g.deck = d.deck; g.want = null; }
+  g.pos = d.pos; g.n = d.n; g.send = setStateValue;
+  const done = d.win === g.win ? d.seq : 0;
+  if (g.want && g.want.seq <= done) g.want = null;  // the server has opened it
+  let box = parentElement.querySelector(":scope > .vilab-deck-pending");
+  if (!box) {
+    box = document.createElement("div");
+    box.className = "vilab-deck-pending";
+    box.setAttribute("aria-live", "polite");
+    parentElement.appendChild(box);
+  }
+  g.show = () => {
+    const w = g.want;
+    box.textContent = w && w.to !== g.pos ? "Opening view " + (w.to + 1) + " of " + g.n + "..." :
+      (w && w.reveal ? "Showing the answer..." : "");
+    box.style.display = box.textContent ? "block" : "none";
+  };
+  g.show();
+  if (g.want) setStateValue("want", g.want);  // not acted on yet: ask again
+  if (!g.listening) {
+    g.listening = true;
+    window.addEventListener("keydown", (ev) => {
+      if (!g.send || ev.ctrlKey || ev.metaKey || ev.altKey || ev.repeat) return;
+      const t = ev.target, tag = t && t.tagName;
+      if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || (t && t.isContentEditable)) return;
+      const k = (ev.key || "").toLowerCase();
+      if (k !== "f" && k !== "b" && k !== "a") return;
+      if (!document.querySelector(".st-key-deck_keys")) return;  // no deck presented now
+      ev.preventDefault();
+      const base = g.want ? g.want.to : g.pos;
+      let to = base, reveal = false;
+      if (k === "f") to = Math.min(base + 1, g.n - 1);
+      else if (k === "b") to = Math.max(base - 1, 0);
+      else reveal = true;
+      if (!reveal && to === base) return;
+      g.seq += 1;
+      g.want = { to: to, reveal: reveal || (g.want ? g.want.reveal && to === base : false), seq: g.seq, win: g.win };
+      g.show();
+      g.send("want", g.want);
+    }, true);
+  }
+}
+"""
+_KEYS: Any = None
+
+
+def _keys_element():
+    global _KEYS
+    if _KEYS is None:
+        _KEYS = _st().components.v2.component("vilab_deck_keys", js=_KEYS_JS, isolate_styles=False)
+    return _KEYS
+
+
+def _pressed(pos: int, n: int) -> tuple[int, bool] | None:
+    """The view the key presses ask for and whether to show its answer, once per press: None when there is no
+    press the server has not acted on."""
+    st = _st()
+    state = st.session_state.get(KEYS_KEY)
+    try:
+        want = (state or {}).get("want")
+    except AttributeError:
+        return None
+    if not isinstance(want, Mapping):
+        return None
+    seq, win, to = want.get("seq"), want.get("win"), want.get("to")
+    if not (isinstance(seq, int) and isinstance(win, str) and isinstance(to, int)) or isinstance(to, bool):
+        return None
+    if st.session_state.get(_HANDLED) == (win, seq) or seq <= _handled_seq(win):
+        return None
+    st.session_state[_HANDLED] = (win, seq)
+    return min(max(to, 0), n - 1), bool(want.get("reveal"))
+
+
+def _handled_seq(win: str) -> int:
+    got = _st().session_state.get(_HANDLED)
+    return got[1] if isinstance(got, tuple) and len(got) == 2 and got[0] == win else 0
+
+
 def navigator(current_page: str) -> None:
-    """The deck navigator while a deck is presented: where we are, the question, the answer on demand,
-    Back / Next (keys B and F; they do not fire while typing in a text box). app.py calls it before the
-    sidebar's own widgets; it draws at the top of the sidebar."""
+    """The deck's panel while a deck is presented: where we are, the question, the answer on demand, Next / Back
+    (keys F and B; they do not fire while typing in a text box), fixed on the right of the stage beside the figure,
+    whole on the screen (the sidebar may be collapsed). Messages go to the sidebar. app.py calls it before the
+    page; it draws at the top of the main block, and the panel places itself."""
     st = _st()
     with st.sidebar:
-        _navigator(st, current_page)
-
-
-def _navigator(st, current_page: str) -> None:
-    _show_message()
+        _show_message()
     pos, deck = position(), current()
     if pos is None or deck is None:
         return
-    view, n = deck.views[pos], len(deck)
+    pressed = _pressed(pos, len(deck))
+    if pressed is not None:
+        to, reveal = pressed
+        if to != pos:
+            go(to, reveal=reveal)
+            pos = position()  # a page run on its own stays (no page registry)
+        elif reveal:
+            st.session_state[_REVEALED] = pos
+    _panel(st, current_page, pos, deck)
+
+
+def _panel(st, current_page: str, pos: int, deck: Deck) -> None:
     import vilab_ui as ui
 
-    with st.container(key="deck_navigator", border=True):
-        where = f"View {pos + 1} of {n}: {_plain(view.title)}"
-        # the deck's title only where it fits: in lecture mode the question needs the room
-        st.markdown(where if ui.lecture() else f"**{_plain(deck.title)}**  \n{where}")
-        # Next first and full width: it stays in place from view to view (Back, rarely needed, goes last)
-        nxt = st.button("Next", key="deck_next", shortcut=SHORTCUT_NEXT, disabled=pos == n - 1,
-                        type="primary", width="stretch", help="The next view (key F)")
+    view, n = deck.views[pos], len(deck)
+    lecture_mode = ui.lecture()
+    css = _PANEL_CSS % {"width": PANEL_WIDTH_LECTURE if lecture_mode else PANEL_WIDTH,
+                        "room": "" if lecture_mode else _PANEL_ROOM_CSS,
+                        "lecture": _PANEL_LECTURE_CSS if lecture_mode else ""}
+    with st.container(key=STAGE_KEY):
+        st.markdown(f"<style>{css}</style>", unsafe_allow_html=True)
+        st.markdown(f"**View {pos + 1} of {n}**: {_plain(view.title)}" if lecture_mode else
+                    f"**{_plain(deck.title)}**  \nView {pos + 1} of {n}: {_plain(view.title)}")
         if view.prompt:
             st.markdown(f"**Question.** {_plain(view.prompt)}")
-        if view.reveal:
-            if st.session_state.get(_REVEALED) == pos:
-                st.success(_plain(view.reveal))
-            elif st.button("Reveal", key="deck_reveal", shortcut=SHORTCUT_REVEAL, width="stretch",
-                           help="Show the answer (key A)"):
-                st.session_state[_REVEALED] = pos
-                st.rerun()
-        prev = st.button("Back", key="deck_prev", shortcut=SHORTCUT_PREVIOUS, disabled=pos == 0,
-                         width="stretch", help="The previous view (key B)")
+        revealed = st.session_state.get(_REVEALED) == pos
+        if view.reveal and revealed:
+            with st.container(key="deck_answer"):
+                st.markdown(f"**Answer.** {_plain(view.reveal)}")
+        with st.container(key="deck_buttons"):
+            cols = st.columns(3 if view.reveal and not revealed else 2)
+            with cols[0]:
+                prev = st.button("Back", key="deck_prev", disabled=pos == 0, width="stretch",
+                                 help=f"The previous view (key {SHORTCUT_PREVIOUS})")
+            reveal = False
+            if view.reveal and not revealed:
+                with cols[1]:
+                    reveal = st.button("Reveal", key="deck_reveal", width="stretch",
+                                       help=f"Show the answer (key {SHORTCUT_REVEAL})")
+            with cols[-1]:
+                nxt = st.button("Next", key="deck_next", disabled=pos == n - 1, type="primary", width="stretch",
+                                help=f"The next view (key {SHORTCUT_NEXT})")
         again = view.page != current_page and st.button("Reopen this view", key="deck_again", width="stretch")
-        if st.button("Close the deck", key="deck_close", type="tertiary", help="Stop presenting; the page menu returns"):
-            st.session_state[_POS] = None
-            publish()
-            st.rerun()
+        close = st.button("Close the deck", key="deck_close", type="tertiary",
+                          help="Stop presenting; the page menu returns")
+        win, seq = st.session_state.get(_HANDLED) or ("", 0)
+        _keys_element()(key=KEYS_KEY, data={"pos": pos, "n": n, "deck": token() or deck.title, "win": win,
+                                            "seq": seq}, on_want_change=lambda: None)
+    if close:
+        st.session_state[_POS] = None
+        publish()
+        st.rerun()
+    if reveal:
+        st.session_state[_REVEALED] = pos
+        st.rerun()
     if prev:
         go(pos - 1)
     elif nxt:

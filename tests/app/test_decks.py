@@ -42,6 +42,13 @@ def _texts(at: AppTest) -> str:
                     for e in getattr(at.sidebar, kind))
 
 
+def _stage(at: AppTest) -> str:
+    """The texts of the deck's panel on the stage (the main block, not the sidebar)."""
+    sidebar = {id(e.proto) for e in at.sidebar.markdown}
+    return " ".join(e.value for e in at.markdown if id(e.proto) not in sidebar
+                    and e.value.startswith(("**View ", "**Question.**", "**Answer.**", "**")))
+
+
 # ------------------------------------------------------------------------------------------ the model
 
 
@@ -201,28 +208,29 @@ def test_build_export_reload_and_step_through_a_deck(tmp_path):
         assert show.query_params["dv"] == str(k)
         for key, value in view.params.items():
             assert show.query_params[key] == value, key
-        assert f"View {k} of 2" in _texts(show)
+        assert f"View {k} of 2" in _stage(show)  # on the stage, not in the sidebar
+        assert view.prompt in _stage(show) and view.prompt not in _texts(show)
 
     at_view(1, first)
     assert show.slider(key="rho").value == 0.9
-    assert "eigenvalue is negative" not in _texts(show)
-    show.sidebar.button(key="deck_reveal").click().run()
-    assert "eigenvalue is negative" in _texts(show)
+    assert "eigenvalue is negative" not in _stage(show)
+    show.button(key="deck_reveal").click().run()
+    assert "**Answer.** No: an eigenvalue is negative." in _stage(show)
 
-    show.sidebar.button(key="deck_next").click().run()
+    show.button(key="deck_next").click().run()
     assert not show.exception, [e.value for e in show.exception]
     at_view(2, second)
     assert show.slider(key="rho").value == 0.95
-    assert show.sidebar.button(key="deck_next").disabled
+    assert show.button(key="deck_next").disabled
 
     show.run()  # a refresh (the address bar holds the deck and the place) stays on the view
     at_view(2, second)
 
-    show.sidebar.button(key="deck_prev").click().run()
+    show.button(key="deck_prev").click().run()
     at_view(1, first)
     assert show.slider(key="rho").value == 0.9  # the page reads the view's settings, not the last ones it had
 
-    show.sidebar.button(key="deck_close").click().run()
+    show.button(key="deck_close").click().run()
     assert "deck" not in show.query_params and "dv" not in show.query_params
 
 

@@ -1,6 +1,7 @@
-"""Lecture decks in a real browser (issue 15 item 3): a share link opens the deck at its first view, the
-keyboard steps through it (F next, B back, A reveal), the keys do nothing while typing in a text box, and a
-refresh keeps the place."""
+"""Lecture decks in a real browser (issue 15 item 3, issue 37 item 1): a share link opens the deck at its first view,
+the keyboard steps through it (F next, B back, A reveal), the keys do nothing while typing in a text box, a refresh
+keeps the place; the deck's question and answer stand on the stage beside the figure, whole on a 1280 x 720 screen
+in lecture mode; presses made while a view loads are queued, not lost."""
 
 from __future__ import annotations
 
@@ -48,6 +49,11 @@ def _sidebar_text(page) -> str:
     return page.locator('[data-testid="stSidebar"]').inner_text()
 
 
+def _stage_text(page) -> str:
+    loc = page.locator(".st-key-deck_stage")
+    return loc.inner_text() if loc.count() else ""
+
+
 def _at_view(page, k: int, view: decks.View) -> None:
     _wait_for(page, lambda: _where(page)[0] == view.page.partition("_")[2] and _where(page)[1].get("dv") == str(k),
               what=f"view {k}")
@@ -55,7 +61,7 @@ def _at_view(page, k: int, view: decks.View) -> None:
     path, query = _where(page)
     for key, value in view.params.items():
         assert query.get(key) == value, (key, query)
-    assert f"View {k} of {len(DECK)}" in _sidebar_text(page)
+    assert f"View {k} of {len(DECK)}" in _stage_text(page)
 
 
 def test_keyboard_steps_through_a_deck_opened_from_a_link(server, browser):
@@ -78,11 +84,12 @@ def test_keyboard_steps_through_a_deck_opened_from_a_link(server, browser):
         box.press("Backspace")
         page.locator("h1").first.click()  # focus out of the text box
 
-        assert second.reveal not in _sidebar_text(page)
+        assert second.reveal not in _stage_text(page)
         page.keyboard.press("f")
         _at_view(page, 2, second)
         page.keyboard.press("a")
-        _wait_for(page, lambda: second.reveal in _sidebar_text(page), 60, "the answer")
+        _wait_for(page, lambda: second.reveal in _stage_text(page), 60, "the answer")
+        assert second.prompt not in _sidebar_text(page)
 
         page.reload(wait_until="domcontentloaded")  # a refresh keeps the place
         _at_view(page, 2, second)
@@ -108,11 +115,120 @@ def test_the_decks_page_presents_a_shipped_deck(server, browser):
         _wait_for(page, lambda: _where(page)[0] == view.page.partition("_")[2] and _where(page)[1].get("dv") == "1",
                   what="the deck's first view")
         layout.wait_rendered(page)
-        assert view.prompt in _sidebar_text(page)
+        assert view.prompt in _stage_text(page)
         assert page.locator('[data-testid="stSidebarNav"]').count() == 0  # presenting: no page menu
         page.get_by_role("button", name="Close the deck").click()
         _wait_for(page, lambda: page.locator('[data-testid="stSidebarNav"]').count() == 1, 60, "the page menu")
         assert "dv" not in _where(page)[1] and "deck" not in _where(page)[1]
+        problems = layout.exception_problems(page, errors)
+        assert not problems, problems
+    finally:
+        page.close()
+
+
+# ------------------------------------------------------------------------------------------ the stage (issue 37)
+
+_BOXES_JS = """() => {
+    const box = el => { if (!el) return null; const r = el.getBoundingClientRect();
+        return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; };
+    const stage = document.querySelector('.st-key-deck_stage');
+    const q = stage && Array.from(stage.querySelectorAll('[data-testid="stMarkdownContainer"]'))
+        .find(m => (m.textContent || '').startsWith('Question.'));
+    const a = document.querySelector('.st-key-deck_answer');
+    const fig = document.querySelector('.st-key-main_figure .js-plotly-plot .main-svg')
+        || document.querySelector('.st-key-main_figure [data-testid="stTable"], .st-key-main_figure img');
+    const px = Array.from((stage || document.createElement('div')).querySelectorAll('p'))
+        .filter(p => (p.textContent || '').trim()).map(p => parseFloat(getComputedStyle(p).fontSize));
+    return {stage: box(stage), question: box(q), answer: box(a), figure: box(fig), w: innerWidth, h: innerHeight,
+            minPx: px.length ? Math.min(...px) : null};
+}"""
+
+
+def _inside(b, w, h) -> bool:
+    return b is not None and b["top"] >= -0.5 and b["left"] >= -0.5 and b["bottom"] <= h + 0.5 and b["right"] <= w + 0.5
+
+
+def _overlap(a, b) -> bool:
+    return not (a["right"] <= b["left"] or b["right"] <= a["left"] or a["bottom"] <= b["top"] or b["bottom"] <= a["top"])
+
+
+def _stage_problems(page, k: int) -> list[str]:
+    got = page.evaluate(_BOXES_JS)
+    w, h, out = got["w"], got["h"], []
+    for what in ("question", "answer"):
+        b = got[what]
+        if b is None:
+            out.append(f"view {k}: no {what} on the stage")
+        elif not _inside(b, w, h):
+            out.append(f"view {k}: the {what} spans y = {b['top']:.0f}..{b['bottom']:.0f}, x = {b['left']:.0f}.."
+                       f"{b['right']:.0f}; the screen is {w} x {h}")
+        elif got["figure"] is not None and _overlap(b, got["figure"]):
+            out.append(f"view {k}: the {what} overlaps the main figure ({b} and {got['figure']})")
+    if got["minPx"] is not None and got["minPx"] < layout.MIN_LECTURE_PX - 0.01:
+        out.append(f"view {k}: text of {got['minPx']:.1f} px on the deck's panel")
+    return out
+
+
+def _stage_at(page, k: int, n: int, timeout_s: float = 600.0) -> None:
+    _wait_for(page, lambda: f"View {k} of {n}" in _stage_text(page) and _where(page)[1].get("dv") == str(k),
+              timeout_s, f"view {k}")
+    layout.wait_rendered(page)
+
+
+@pytest.mark.parametrize("stem", [s for s, _ in decks.shipped()])
+def test_a_shipped_deck_stands_on_the_stage_in_lecture_mode(server, browser, stem):
+    """Every view of a shipped deck at 1280 x 720 in lecture mode: after A, its question and answer are wholly on
+    the screen, in text of at least 18 px, beside the main figure and not over it; F opens the next view (the
+    sidebar collapsed: the keys and the panel's buttons work without it)."""
+    deck = dict(decks.shipped())[stem]
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(f"{server}/?lecture=1&deck={decks.encode(deck)}&dv=1", wait_until="domcontentloaded")
+        _stage_at(page, 1, len(deck))
+        collapse = page.locator('[data-testid="stSidebarCollapseButton"] button, [data-testid="stSidebarCollapseButton"]')
+        if page.locator('[data-testid="stSidebar"][aria-expanded="true"]').count() and collapse.count():
+            collapse.first.click()
+        problems = []
+        for k, view in enumerate(deck.views, 1):
+            if k > 1:
+                page.keyboard.press("f")
+                _stage_at(page, k, len(deck))
+            page.keyboard.press("a")
+            _wait_for(page, lambda: page.locator(".st-key-deck_answer").count() == 1, 60, f"the answer of view {k}")
+            time.sleep(0.5)
+            problems += _stage_problems(page, k)
+        problems += layout.exception_problems(page, errors)
+        assert not problems, problems
+    finally:
+        page.close()
+
+
+def test_keys_pressed_while_a_view_loads_are_queued(server, browser):
+    """F pressed three times, 0.3 s apart, while the deck's first view loads lands three views on (the panel says
+    where the presses are going meanwhile); B twice then comes back two."""
+    stem, deck = decks.shipped()[-1]
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(f"{server}/?lecture=1&deck={decks.encode(deck)}&dv=1", wait_until="domcontentloaded")
+        page.wait_for_function("() => window.__vilabDeckKeys && window.__vilabDeckKeys.listening", timeout=240_000)
+        loading = page.locator('[data-testid="stStatusWidget"]').count() > 0
+        pending = []
+        for _ in range(3):
+            page.keyboard.press("f")
+            time.sleep(0.3)
+            pending.append(page.locator(".vilab-deck-pending").inner_text())
+        assert any("Opening view 4 of" in p for p in pending), pending
+        _stage_at(page, 4, len(deck))
+        time.sleep(3.0)  # nothing more arrives
+        assert _where(page)[1].get("dv") == "4" and f"View 4 of {len(deck)}" in _stage_text(page), loading
+        page.keyboard.press("b")
+        time.sleep(0.3)
+        page.keyboard.press("b")
+        _stage_at(page, 2, len(deck))
         problems = layout.exception_problems(page, errors)
         assert not problems, problems
     finally:
