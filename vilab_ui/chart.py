@@ -133,6 +133,8 @@ def _draw_chart(chart, spec: dict, key: str | None, *, on_select=None, selection
     callbacks = {}
     if on_select is not None:
         callbacks["on_selection_change"] = on_select if callable(on_select) else (lambda: None)
+    if play is not None:  # the element's reports of a play's position: the chart's state "play" (contract C1)
+        callbacks["on_play_change"] = lambda: None
     if key is not None:
         return chart(key=key, data=payload, **callbacks)
     from streamlit.errors import StreamlitDuplicateElementKey

@@ -194,3 +194,96 @@ def test_every_figure_of_a_shipped_deck_is_drawn(server, browser, stem, deck):
             assert not problems and not errors, (k, "after A", problems, errors)
     finally:
         page.close()
+
+
+# ------------------------------------------------------------------------------------------------ Play (contract C1)
+# the path's length in the browser, each time it changes: a sampler on the screen's refresh, installed before the page
+SAMPLER_JS = """(() => {
+  window.__vilabLengths = [];
+  const tick = () => {
+    const gd = document.querySelector('.vilab-chart.js-plotly-plot');
+    const tr = gd && Array.isArray(gd.data) ? gd.data[1] : null;
+    const n = tr && tr.x ? tr.x.length : null;
+    const s = window.__vilabLengths;
+    if (n !== null && s[s.length - 1] !== n) s.push(n);
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+})();"""
+
+
+@pytest.fixture(scope="module")
+def play_server():
+    """A Streamlit server of tests/browser/play_page.py, started as the lab's (vilab.cli.command)."""
+    import os
+    import subprocess
+    import tempfile
+    import urllib.request
+
+    from vilab.cli import command
+
+    port = layout._free_port()
+    env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(command(layout.ROOT / "tests" / "browser" / "play_page.py", "--server.headless", "true",
+                                        "--server.port", str(port), "--server.address", "127.0.0.1"),
+                                cwd=layout.ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.time() + 120
+            while True:
+                try:
+                    if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
+                        break
+                except OSError:
+                    if time.time() > deadline or proc.poll() is not None:
+                        log.seek(0)
+                        raise RuntimeError("the play page's server did not start: " + log.read().decode()[-2000:])
+                    time.sleep(0.3)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _report(page) -> dict | None:
+    import json
+
+    text = page.locator('[data-testid="stCode"]').first.inner_text(timeout=10_000)
+    return json.loads(text.split("report:", 1)[1])
+
+
+def test_play_animates_the_frames_in_the_browser_and_appends_a_later_message(play_server, browser):
+    page = browser.new_page(viewport={"width": 1000, "height": 800})
+    errors = watch(page)
+    page.add_init_script(SAMPLER_JS)
+    try:
+        page.goto(play_server, wait_until="domcontentloaded")
+        lengths = lambda: page.evaluate("window.__vilabLengths")  # noqa: E731
+        until(lambda: lengths() and lengths()[-1] == 46, 120, "the first 45 frames played")
+        first = lengths()
+        assert len(set(first)) >= 20, first  # it moved, frame by frame
+        assert first == sorted(first) and first[0] <= 10, first  # in order, from the start
+        assert not chart_problems(page) and not errors, (chart_problems(page), errors)
+        # the element reported where it is; the report reran the page, whose message (the same play) did not restart it
+        until(lambda: (_report(page) or {}).get("at") == 45, 60, "the report of the last frame")
+        rep = _report(page)
+        assert rep["token"] == "run-1" and rep["queued"] == 45 and isinstance(rep["t"], (int, float)), rep
+
+        n0 = len(lengths())
+        page.get_by_role("button", name="More frames").click()  # the same token, 90 frames: the last 45 are appended
+        until(lambda: lengths()[-1] == 91, 120, "the appended frames played")
+        later = lengths()[n0:]
+        assert later and min(later) > 46 and later == sorted(later), later  # on from frame 45, not from 0
+        assert len(set(later)) >= 20, later
+        until(lambda: (_report(page) or {}).get("at") == 90, 60, "the report of the appended frames")
+
+        page.get_by_role("button", name="Pause").click()  # playing false: the figure itself (its base state)
+        until(lambda: lengths()[-1] == 1, 60, "the figure drawn again on Pause")
+        assert not chart_problems(page) and not errors, (chart_problems(page), errors)
+    finally:
+        page.close()

@@ -1,12 +1,18 @@
 // vilab's chart element (vilab_ui.show): a Plotly figure drawn with plotly.js's cartesian bundle, which has every
 // trace vilab draws (scatter, heatmap, contour, bar) in a third of the size of the full bundle that Streamlit's own
-// chart element loads (1.5 MB against 4.7 MB: a new visitor's first load is 0.3-0.9 s shorter; README, Performance).
-// The page sends the figure as JSON bytes, {figure, config, select, fit}:
-//   fit     draw at the width of the chart's place on the page, and follow that width;
-//   select  send a click on a point back to the page as the state {selection: {points: [{x, y, ...}]}}.
+// chart element loads (1.5 MB against 4.7 MB). The bundle is npm's plotly.js-cartesian-dist-min, unchanged
+// (SOURCE.txt: package, version, sha256; LICENSE-plotly.js.txt). Only plotly.js's public API is used.
+// The page sends the figure as JSON bytes, {figure, config, select, fit, play?}:
+//   fit     draw at the width of the chart's place on the page, and follow that width; the height is the figure's,
+//           or the CSS custom property --vilab-chart-height where an ancestor defines it (lecture mode's stage);
+//   select  send a click on a point back to the page as the state {selection: {points: [{x, y, ...}]}};
+//   play    {token, fps, playing, report_every_s}: play the figure's frames at fps with Plotly.animate (only the
+//           traces a frame names are drawn again: contours and heat maps stay), append the frames of a later
+//           message with the same token, report the position as the state {play: {token, at, queued, t}}.
 // A new figure for the same chart is drawn with Plotly.react, which redraws only what changed.
 const BUNDLE = new URL("./plotly-cartesian.min.js", import.meta.url).href;
-const RESIZE_WAIT_MS = 400;
+const RESIZE_WAIT_MS = 250;
+const LOW_QUEUE_S = 0.5;  // a play reports when fewer seconds of frames than this are left to draw
 
 function plotly() {
   if (window.Plotly) return Promise.resolve(window.Plotly);
@@ -23,9 +29,9 @@ function plotly() {
 }
 
 function decode(data) {
-  if (typeof data === "string") return JSON.parse(data);
-  if (data instanceof ArrayBuffer || ArrayBuffer.isView(data)) return JSON.parse(new TextDecoder().decode(data));
-  return data;
+  if (typeof data === "string") return data;
+  if (data instanceof ArrayBuffer || ArrayBuffer.isView(data)) return new TextDecoder().decode(data);
+  return JSON.stringify(data);
 }
 
 function sendClicks(gd, setStateValue) {
@@ -48,67 +54,195 @@ const FULL_SCREEN = {
   click: (gd) => { if (gd.requestFullscreen) gd.requestFullscreen().catch(() => {}); },
 };
 
-function followFullScreen(gd, Plotly, size) {
-  gd.addEventListener("fullscreenchange", () => {
-    if (!gd.isConnected) return;
-    const full = document.fullscreenElement === gd;
-    Plotly.relayout(gd, full ? { width: window.innerWidth, height: window.innerHeight } : size());
+// The height the page's CSS asks for (C2: --vilab-chart-height on an ancestor, any CSS length), in px, or null.
+function stageHeight(parent) {
+  const host = parent instanceof ShadowRoot ? parent.host : parent;
+  if (!getComputedStyle(host).getPropertyValue("--vilab-chart-height").trim()) return null;
+  const probe = document.createElement("div");
+  probe.style.cssText = "position:absolute;visibility:hidden;pointer-events:none;width:0;height:var(--vilab-chart-height)";
+  parent.appendChild(probe);
+  const h = probe.getBoundingClientRect().height;
+  probe.remove();
+  return h > 0 ? Math.max(160, Math.floor(h)) : null;
+}
+
+// the frames' names are iterations: the number in a name, for order and for the position reported
+const iterOf = (name) => { const n = parseInt(name, 10); return Number.isFinite(n) ? n : -1; };
+
+// ------------------------------------------------------------------------------------------------ play
+// One play: its token, the names of the frames queued (in order), how far it has drawn. A loop on the screen's
+// refresh draws the frame due at the play's rate (one Plotly.animate of that frame, without a redraw of the
+// traces it does not name); on a slow machine it skips to the frame due rather than falling behind.
+function stopPlay(gd) {
+  const p = gd.__vilabPlay;
+  if (p) { p.stopped = true; cancelAnimationFrame(p.raf); }
+  gd.__vilabPlay = null;
+}
+
+function report(p, setStateValue, force) {
+  const now = Date.now();
+  const at = p.drawn >= 0 ? iterOf(p.names[p.drawn]) : p.base;
+  const queued = p.names.length ? iterOf(p.names[p.names.length - 1]) : p.base;
+  const left = (p.names.length - 1 - p.drawn) / p.fps;
+  const low = left < LOW_QUEUE_S && p.lowReported !== queued;
+  const done = p.drawn === p.names.length - 1 && p.doneReported !== queued;
+  if (!force && !low && !done && now - p.lastReport < p.everyMs) return;
+  if (!force && now - p.lastReport < 50 && !done) return;  // never more than 20 a second
+  if (low) p.lowReported = queued;
+  if (done) p.doneReported = queued;
+  p.lastReport = now;
+  setStateValue("play", { token: p.token, at, queued, t: now });
+}
+
+function startPlay(gd, Plotly, frames, play, setStateValue, base) {
+  stopPlay(gd);
+  const p = gd.__vilabPlay = {
+    token: play.token, fps: Math.max(1, Math.min(120, Number(play.fps) || 30)),
+    everyMs: 1000 * Math.max(0.05, Number(play.report_every_s) || 0.25),
+    names: frames.map((f) => String(f.name)), drawn: -1, base, t0: null, busy: false, stopped: false,
+    raf: 0, lastReport: 0, lowReported: null, doneReported: null, setStateValue,
+  };
+  const tick = (now) => {
+    if (p.stopped) return;
+    if (!gd.isConnected) { stopPlay(gd); return; }
+    p.raf = requestAnimationFrame(tick);
+    if (p.busy || p.drawn >= p.names.length - 1) return;
+    if (p.t0 === null) p.t0 = now - 1000 / p.fps;  // the first frame now
+    let due = Math.min(p.names.length - 1, Math.floor(((now - p.t0) * p.fps) / 1000 + 1e-6) - 1);
+    if (due <= p.drawn) return;
+    if (due > p.drawn + 2) {  // far behind (a busy machine): slow down from here rather than jump ahead
+      due = p.drawn + 1;
+      p.t0 = now - ((due + 1) * 1000) / p.fps;
+    }
+    p.busy = true;
+    Plotly.animate(gd, [p.names[due]], {
+      frame: { duration: 0, redraw: false }, transition: { duration: 0 }, mode: "immediate",
+    }).then(() => {
+      if (p.stopped) return;
+      p.busy = false;
+      p.drawn = due;
+      report(p, setStateValue, false);
+    }, () => { p.busy = false; });
+  };
+  p.raf = requestAnimationFrame(tick);
+  report(p, setStateValue, true);
+  return p;
+}
+
+// the frames of a later message of the same play: those after the last one queued, added to the figure and the queue
+function appendFrames(gd, Plotly, p, frames, play) {
+  const last = p.names.length ? iterOf(p.names[p.names.length - 1]) : p.base;
+  const fresh = frames.filter((f) => iterOf(f.name) > last);
+  p.fps = Math.max(1, Math.min(120, Number(play.fps) || p.fps));
+  if (!fresh.length) return Promise.resolve();
+  if (p.drawn === p.names.length - 1 && p.t0 !== null) {  // it had drawn everything: go on from now, at the rate
+    p.t0 = performance.now() - ((p.drawn + 1) * 1000) / p.fps;
+  }
+  return Plotly.addFrames(gd, fresh).then(() => {
+    for (const f of fresh) p.names.push(String(f.name));
+    p.doneReported = null;
   });
 }
 
+// A place (or window) that changes size is followed a moment later: when the page's run restyles it (lecture mode
+// toggled), the run's new figure comes within that moment and is drawn once, at the new size.
+function follow(gd, Plotly, parentElement, size) {
+  if (gd.__vilabResize) return;
+  const later = () => {
+    clearTimeout(gd.__vilabResizeTimer);
+    gd.__vilabResizeTimer = setTimeout(() => {
+      if (!gd.isConnected || document.fullscreenElement === gd || !gd.__vilabSize) return;
+      const s = size();
+      if (Math.abs(s.width - gd.__vilabSize.width) >= 1 || Math.abs(s.height - gd.__vilabSize.height) >= 1) {
+        gd.__vilabSize = s;
+        Plotly.relayout(gd, s);
+      }
+    }, RESIZE_WAIT_MS);
+  };
+  gd.__vilabResize = { observer: typeof ResizeObserver !== "undefined" ? new ResizeObserver(later) : null, later };
+  if (gd.__vilabResize.observer) gd.__vilabResize.observer.observe(parentElement);
+  window.addEventListener("resize", later);
+}
+
+function unfollow(gd) {
+  clearTimeout(gd.__vilabResizeTimer);
+  const r = gd.__vilabResize;
+  if (!r) return;
+  if (r.observer) r.observer.disconnect();
+  window.removeEventListener("resize", r.later);
+  gd.__vilabResize = null;
+}
+
+// ------------------------------------------------------------------------------------------------ element
 export default function (component) {
   const { data, parentElement, setStateValue } = component;
-  const msg = decode(data);
+  const raw = decode(data);
   let gd = parentElement.querySelector(":scope > .vilab-chart");  // the graph div (Plotly adds .js-plotly-plot)
   if (!gd) {
     gd = document.createElement("div");
     gd.className = "vilab-chart";
     parentElement.appendChild(gd);
   }
-  const seq = gd.__vilabSeq = (gd.__vilabSeq || 0) + 1;  // only the newest figure is drawn
-  clearTimeout(gd.__vilabResizeTimer);  // it is drawn at its place's width as it is now
+  const msg = JSON.parse(raw);
   const fig = msg.figure;
-  const layout = Object.assign({}, fig.layout);
-  gd.style.height = (layout.height || 450) + "px";  // the chart's room is kept while plotly.js loads
-  const fit = () => Math.max(1, Math.floor(parentElement.getBoundingClientRect().width || 700));
-  if (msg.fit) layout.width = fit();
-  // Every figure drawn is a new revision: plotly.js 4.1.1 throws ("Cannot read properties of undefined (reading
-  // 'z')") on a Plotly.react of new contour traces under the revision it last drew, and a figure sent again is
-  // new objects all the same
-  layout.datarevision = "vilab-" + seq;
-  gd.__vilabLayout = layout;  // the size it has on the page (after full screen)
+  const play = msg.play || null;
+  const seq = gd.__vilabSeq = (gd.__vilabSeq || 0) + 1;  // only the newest figure is drawn
+  clearTimeout(gd.__vilabResizeTimer);  // it is drawn at its place's size as it is now
+
+  const size = () => {  // the chart's size on the page: its place's width (fit) and the stage's or its own height
+    const want = gd.__vilabWant;
+    const w = want.fit ? Math.max(1, Math.floor(parentElement.getBoundingClientRect().width || 700)) : want.width;
+    return { width: w, height: stageHeight(parentElement) || want.height || 450 };
+  };
+  gd.__vilabWant = { fit: !!msg.fit, width: fig.layout.width, height: fig.layout.height };
+  const now = size();
+  gd.style.height = now.height + "px";  // the chart's room is kept while plotly.js loads
+
   plotly().then((Plotly) => {
     if (seq !== gd.__vilabSeq || !gd.isConnected) return undefined;
+    const running = gd.__vilabPlay;
+    follow(gd, Plotly, parentElement, size);
+    if (play && play.playing && running && running.token === play.token) {  // the same play: go on, no redraw
+      return appendFrames(gd, Plotly, running, fig.frames || [], play);
+    }
+    stopPlay(gd);
+    if (raw === gd.__vilabRaw && gd.__vilabSize && gd.__vilabSize.width === now.width
+        && gd.__vilabSize.height === now.height && !(play && play.playing)) return undefined;  // drawn as it is
+    const layout = Object.assign({}, fig.layout, now);
+    // Every figure drawn is a new revision: plotly.js 4.1.1 throws ("Cannot read properties of undefined (reading
+    // 'z')") on a Plotly.react of new contour traces under the revision it last drew, and a figure sent again is
+    // new objects all the same
+    layout.datarevision = "vilab-" + seq;
     const config = Object.assign({}, msg.config);
     config.modeBarButtonsToAdd = (config.modeBarButtonsToAdd || []).concat([FULL_SCREEN]);
-    return Plotly.react(gd, { data: fig.data, layout, frames: fig.frames || [], config }).then(() => {
+    const frames = fig.frames || [];
+    return Plotly.react(gd, { data: fig.data, layout, frames, config }).then(() => {
+      gd.__vilabRaw = raw;
+      gd.__vilabSize = now;
+      gd.style.height = "";
       if (!gd.__vilabFull) {
         gd.__vilabFull = true;
-        followFullScreen(gd, Plotly, () => ({ width: gd.__vilabLayout.width, height: gd.__vilabLayout.height || 450 }));
+        gd.addEventListener("fullscreenchange", () => {
+          if (!gd.isConnected) return;
+          const full = document.fullscreenElement === gd;
+          const s = full ? { width: window.innerWidth, height: window.innerHeight } : size();
+          gd.__vilabSize = s;
+          Plotly.relayout(gd, s);
+        });
       }
       if (msg.select && !gd.__vilabClicks) {
         gd.__vilabClicks = true;
         sendClicks(gd, setStateValue);
       }
-      if (msg.fit && !gd.__vilabResize && typeof ResizeObserver !== "undefined") {
-        // A place that changes width is followed a moment later: when the page's run restyles it (lecture mode
-        // toggled), the run's new figure comes within that moment and is drawn once, at the new width.
-        gd.__vilabResize = new ResizeObserver(() => {
-          clearTimeout(gd.__vilabResizeTimer);
-          gd.__vilabResizeTimer = setTimeout(() => {
-            if (!gd.isConnected || document.fullscreenElement === gd) return;
-            const w = fit();
-            gd.__vilabLayout.width = w;
-            if (gd._fullLayout && Math.abs(w - gd._fullLayout.width) >= 1) Plotly.relayout(gd, { width: w });
-          }, RESIZE_WAIT_MS);
-        });
-        gd.__vilabResize.observe(parentElement);
+      if (play && play.playing && frames.length) {
+        const base = frames.length ? iterOf(frames[0].name) - 1 : -1;
+        gd.__vilabRaw = null;  // it will not look like the message any more
+        startPlay(gd, Plotly, frames, play, setStateValue, base);
       }
     });
-  }).catch((e) => { gd.textContent = "This chart could not be drawn: " + e.message; });
-  return () => {
-    clearTimeout(gd.__vilabResizeTimer);
-    if (gd.__vilabResize) gd.__vilabResize.disconnect();
-    gd.__vilabResize = null;
-  };
+  }).catch((e) => {
+    stopPlay(gd);
+    gd.textContent = "This chart could not be drawn: " + e.message;
+  });
+  return () => unfollow(gd);
 }
