@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 import vilab_ui as ui
-from vilab_ui import decks
+from vilab_ui import deck_export, decks
 
 ui.page(
     "Lecture decks",
@@ -121,6 +121,8 @@ if deck is not None and len(deck):
         st.download_button("Download the deck (JSON)", data=decks.dumps(deck), mime="application/json",
                            file_name="".join(c if c.isalnum() else "-" for c in deck.title.lower())[:40] + ".json",
                            key="deck_download", icon=":material/download:")
+        st.markdown("**Take it along**: one file that works offline, or a handout.")
+        deck_export.panel(deck, key="deck_export_page")
         if st.button("Close the deck", key="discard", type="tertiary"):
             decks.set_current(None)
             st.rerun()

@@ -760,6 +760,10 @@ def builder(current_page: str, decks_page: str | None = None) -> None:
         if n and position() is None:
             if st.button("Present the deck", key="deck_present", width="stretch"):
                 go(0)
+        if n:
+            from vilab_ui import deck_export
+
+            deck_export.panel(deck, key="deck_export_side", columns=False)
         if decks_page:
             import vilab_ui as ui
 

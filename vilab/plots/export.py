@@ -33,7 +33,7 @@ import plotly.io as pio
 __all__ = ["SLIDE_WIDTH", "SLIDE_HEIGHT", "PNG_SCALE", "GIF_WIDTH", "GIF_HEIGHT", "MAX_GIF_FRAMES",
            "MAX_PIXELS", "ExportUnavailable", "chromium_path", "can_render", "unavailable_reason",
            "has_frames", "to_png", "to_svg", "to_html", "to_gif", "gif_frames", "frame_duration_ms",
-           "slide_figure", "shutdown"]
+           "slide_figure", "shutdown", "to_svgs", "html_to_pdf", "PDF_TIMEOUT_S"]
 
 SLIDE_WIDTH = 960  #: CSS pixels of an exported figure (16:9 with SLIDE_HEIGHT)
 SLIDE_HEIGHT = 540
@@ -318,6 +318,56 @@ def to_html(fig, title: str | None = None) -> bytes:
     head = f"<title>{html.escape(str(title))}</title>{_HTML_STYLE}"
     page = page.replace("<head>", "<head>" + head, 1) if "<head>" in page else head + page
     return page.encode("utf-8")
+
+
+def to_svgs(figs, width: int = SLIDE_WIDTH, height: int = SLIDE_HEIGHT) -> list[bytes]:
+    """SVG bytes of each figure of ``figs`` at ``width`` x ``height``, drawn in one go by the process's kaleido
+    (a deck's handout draws all its figures at once). Raises :class:`ExportUnavailable` without Chromium."""
+    w, h, _ = _check_size(width, height, 1)
+    figs = list(figs)
+    if not figs:
+        return []
+    opts = {"format": "svg", "width": w, "height": h, "scale": 1}
+    return _RENDERER.render([(slide_figure(f, w, h), opts) for f in figs])
+
+
+PDF_TIMEOUT_S = 120.0  #: printing one HTML document to PDF
+
+
+def html_to_pdf(page: bytes | str, timeout_s: float = PDF_TIMEOUT_S) -> bytes:
+    """A PDF of an HTML document (a print-ready page: its own @page size and page breaks), printed by the same
+    headless Chromium the image export drives (:func:`chromium_path`), from a temporary file, without header
+    and footer. The document must hold everything it shows (images as data: URLs): nothing is fetched (the
+    network is refused). Raises :class:`ExportUnavailable` without Chromium."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    path = chromium_path()
+    if path is None:
+        raise ExportUnavailable(_NO_CHROMIUM)
+    data = page.encode("utf-8") if isinstance(page, str) else bytes(page)
+    tmp = tempfile.mkdtemp(prefix="vilab-pdf-")
+    try:
+        src, out = os.path.join(tmp, "page.html"), os.path.join(tmp, "page.pdf")
+        with open(src, "wb") as f:
+            f.write(data)
+        cmd = [path, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+               "--disable-extensions", "--disable-background-networking", "--disable-component-update",
+               "--disable-sync", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
+               f"--user-data-dir={os.path.join(tmp, 'profile')}", "--no-pdf-header-footer",
+               "--run-all-compositor-stages-before-draw", f"--print-to-pdf={out}", "file://" + src]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError("Printing the handout took too long; try again.") from None
+        if not os.path.isfile(out) or os.path.getsize(out) == 0:
+            tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+            raise RuntimeError(f"Chromium did not print the handout (exit code {proc.returncode}): {tail[0][:200]}")
+        with open(out, "rb") as f:
+            return f.read()
+    finally:  # Chromium's helpers may still be closing its profile: whatever they leave is removed later
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------
