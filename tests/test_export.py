@@ -154,3 +154,53 @@ def test_without_chromium_images_say_what_to_install_and_html_still_works(paths,
     with pytest.raises(export.ExportUnavailable):
         export.to_gif(anim)
     assert b"Plotly.newPlot" in export.to_html(paths)
+
+
+@needs_chromium
+def test_several_svgs_in_one_go(paths, anim):
+    """A deck's handout draws its figures in one call: one SVG per figure, each with its own axis titles."""
+    import plotly.graph_objects as go
+
+    svgs = export.to_svgs([paths, go.Figure(paths).update_layout(title="Second")], 800, 450)
+    assert len(svgs) == 2 and all(ET.fromstring(s).tag.endswith("svg") for s in svgs)
+    assert b"Second" in svgs[1] and b"Second" not in svgs[0]
+    assert export.to_svgs([]) == []
+    with pytest.raises(ValueError, match="between 100 and 4000"):
+        export.to_svgs([paths], 50, 450)
+
+
+@needs_chromium
+def test_html_to_pdf_prints_every_page_and_fetches_nothing():
+    """A print-ready document: one PDF page per page break; an image it would fetch from the network (here a server
+    on this machine, which counts what it is asked) is not fetched: nothing leaves the server."""
+    import http.server
+    import threading
+
+    asked = []
+
+    class Counting(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the standard library's name
+            asked.append(self.path)
+            self.send_response(404)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Counting)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        img = f"<img src='http://127.0.0.1:{srv.server_address[1]}/x.png'>"
+        pages = "".join(f'<section style="break-after: page">Page {i} {img}</section>' for i in range(1, 3))
+        pdf = export.html_to_pdf(f"<html><body>{pages}<section>Page 3</section></body></html>")
+    finally:
+        srv.shutdown()
+    assert pdf.startswith(b"%PDF-")
+    assert len(re.findall(rb"/Type\s*/Page(?![a-zA-Z])", pdf)) == 3
+    assert not asked, asked
+
+
+def test_html_to_pdf_without_chromium_says_what_to_install(monkeypatch):
+    monkeypatch.setenv("VILAB_CHROMIUM", "/nonexistent/chromium")
+    with pytest.raises(export.ExportUnavailable, match="need Chromium"):
+        export.html_to_pdf("<p>x</p>")
