@@ -9,7 +9,9 @@ import vilab_ui as ui
 from vilab.compile_cache import enable_for_server
 from vilab_ui import decks, glossary
 
-st.set_page_config(page_title="vilab: natural-gradient VI lab", layout="wide")
+# lecture mode is a stage: the sidebar starts closed (its button at the top left, or the keyboard, opens it)
+st.set_page_config(page_title="vilab: natural-gradient VI lab", layout="wide",
+                   initial_sidebar_state="collapsed" if ui.lecture() else "auto")
 
 
 @st.cache_resource(show_spinner=False)
@@ -49,7 +51,6 @@ with st.sidebar:
               help="Text and figures sized for a projector: every text at least 18 px.")
     st.caption("Every control is stored in the URL: copy it to share this exact view.")
     decks.builder(here, DECKS_PAGE)  # "Add this view to the deck"
-    ui.report_chart_widths()  # the browser tells the next run each chart's width: a redraw draws once
 decks.publish()  # the open deck and its position stay in the URL
 
 glossary.sidebar_glossary()

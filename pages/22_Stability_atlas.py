@@ -2,7 +2,7 @@
 (Kumar et al. 2025 Fig. 1 setting, Thm 2; Tan 2025 Sec. 7), one heatmap per method; a cell opens its run on
 Trajectories."""
 
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import numpy as np
 import streamlit as st
@@ -43,13 +43,17 @@ def _theorem2(kappa, c0):
 
 
 PICK = "atlas_pick"
+OPEN = "_atlas_open"  # a cell was just clicked in lecture mode: open its run
+TRAJECTORIES = "pages/20_Trajectories.py"
 
 
 def _on_click():
-    """A click on a cell (its transparent marker) keeps the cell's (step size, kappa)."""
+    """A click on a cell (its transparent marker) keeps the cell's (step size, kappa); in lecture mode it opens the
+    cell's run on Trajectories (on the stage, the controls and their link are in the drawer)."""
     xy = ui.selected_point(st.session_state.get("atlas"))
     if xy is not None:
         st.session_state[PICK] = xy
+        st.session_state[OPEN] = ui.lecture()
 
 
 def _num(v) -> str:
@@ -120,6 +124,13 @@ with area:
                     "diverged": f"diverged at iteration {n_it + 1} ({ui.status_text(str(at.status[i, j]))})",
                     }.get(outcome, f"no convergence in {int(at.n_steps):,} steps")
             query = trajectories_query(method, rho, kappa, float(c0), m0, int(n_steps), float(tol), ui.lecture())
+            if st.session_state.pop(OPEN, False):
+                from streamlit.errors import StreamlitAPIException
+
+                try:  # the page inside the app; run on its own (tests), it has no other page to go to
+                    st.switch_page(TRAJECTORIES, query_params=parse_qsl(query))
+                except StreamlitAPIException:
+                    pass
             st.markdown(f"**{plots.label(method)}, step size ρ = {rho:.3g}, κ = {kappa:.3g}:** {said}. "
                         f"[Open this run on Trajectories](Trajectories?{query})")
 

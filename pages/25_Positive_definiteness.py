@@ -21,6 +21,7 @@ ui.page(
 
 RHO_GRID = np.round(np.linspace(0.0, 1.5, 301), 6)  # contains every value of the rho slider
 MODES = ["single update (Cauchy example)", "Monte Carlo", "sparse factors (Fig. 5)", "step sizes on real data (Fig. 2)"]
+PANELS = ["level sets", "eigenvalues"]  # the single update's two panels (one at a time in lecture mode)
 FACTORS = ["block-diagonal C (factor of the covariance)", "arrow-shaped T (factor of the precision)"]
 
 
@@ -90,6 +91,10 @@ if mode == MODES[0]:
         th1 = ui.slider("sampled θ₁", "th1", -10.0, 10.0, 3.0, 0.1, help="the draw θ at which the Hessian is taken")
         th2 = ui.slider("sampled θ₂", "th2", -10.0, 10.0, 0.0, 0.1)
         s2 = ui.log_slider("current variance s²", "s2", 0.1, 100.0, 10.0, help="the current q is N(0, s² I)")
+        # lecture mode: one panel at a time fills the stage (?panel= in the URL)
+        panel = ui.radio("panel", "panel", PANELS, PANELS[0], help="the panel that fills the screen") \
+            if ui.lecture() else None
+    shown = [p for p in PANELS if panel in (None, p)]
     with area, ui.guard("single update"):
         out = _single(th1, th2, s2)
         limit, sing, eh = out["pd_limit"], out["singular_steps"], out["eig_hess"]
@@ -98,41 +103,45 @@ if mode == MODES[0]:
         ev_p, ev_c = out["eig_prec"][k], out["eig_chol"][k]
         prec_pd, chol_pd = ev_p[0] > 0, ev_c[0] > 0
         with st.container(key=ui.MAIN_FIGURE):
-            a, b = st.columns(2)
-            with a:
-                extent = 2.5 * np.sqrt(s2)
-                st.markdown(f"**Level sets xᵀS x = 1 at ρ = {rho:g}**")
-                ui.show(ui.recipe(pdplots.level_set_figure, {"precision update": P_prec, "T update": P_chol},
-                                  points={"sampled θ": (th1, th2)}, extent=extent, height=420),
-                        key="levels")
-            with b:
-                st.markdown("**Eigenvalues of the new precision S**")
-                markers = {f"indefinite beyond ρ = {limit:.3f}": limit} if np.isfinite(limit) and limit <= 1.5 else {}
-                markers.update({f"T singular at ρ = {s:.3f}": s for s in sing if s <= 1.5})
-                ui.show(ui.recipe(pdplots.eigenvalue_figure, RHO_GRID,
-                                  {"precision update": out["eig_prec"], "T update": out["eig_chol"]},
-                                  current=rho, markers=markers, height=420, show_current=False),
-                        key="eigs")
-        a, b = st.columns(2)
-        with a:
-            kind = "an ellipse: a Gaussian" if prec_pd else "not an ellipse: q is no longer a Gaussian"
-            ui.notice(
-                f"At ρ = {rho:g} the precision update's level set is {kind} (smallest eigenvalue "
-                f"{ev_p[0]:.3g}). The Hessian of log p at θ has eigenvalues {eh[0]:.3g} and {eh[1]:.3g}"
-                + ("; the positive one (log p is locally convex there, as in the Cauchy's tails) pulls an "
-                   "eigenvalue of the precision down as ρ grows." if eh.max() > 0 else
-                   "; both are negative (log p is locally concave there), so no step size breaks the precision.")
-                + f" The T update keeps {'an ellipse' if chol_pd else 'a degenerate set (T is singular)'}.")
-        with b:
-            ui.notice(
-                ("Dashed black line: the current ρ. The precision update's smallest eigenvalue falls linearly in ρ "
-                 "and crosses zero at "
-                 f"ρ = {limit:.3g}: beyond it the update is not a covariance any more. " if np.isfinite(limit) else
-                 "The precision update stays positive definite for every ρ here: the Hessian at θ is negative "
-                 "definite. ")
-                + "The T update's precision T T⊤ is a square, so its eigenvalues never go negative"
-                + (f"; they touch zero only where T is singular, at ρ = {', '.join(f'{s:.3g}' for s in sing)}."
-                   if len(sing) else "."))
+            cols = dict(zip(shown, st.columns(len(shown))))
+            if PANELS[0] in cols:
+                with cols[PANELS[0]]:
+                    extent = 2.5 * np.sqrt(s2)
+                    st.markdown(f"**Level sets xᵀS x = 1 at ρ = {rho:g}**")
+                    ui.show(ui.recipe(pdplots.level_set_figure, {"precision update": P_prec, "T update": P_chol},
+                                      points={"sampled θ": (th1, th2)}, extent=extent, height=420),
+                            key="levels")
+            if PANELS[1] in cols:
+                with cols[PANELS[1]]:
+                    st.markdown("**Eigenvalues of the new precision S**")
+                    markers = {f"indefinite beyond ρ = {limit:.3f}": limit} if np.isfinite(limit) and limit <= 1.5 else {}
+                    markers.update({f"T singular at ρ = {s:.3f}": s for s in sing if s <= 1.5})
+                    ui.show(ui.recipe(pdplots.eigenvalue_figure, RHO_GRID,
+                                      {"precision update": out["eig_prec"], "T update": out["eig_chol"]},
+                                      current=rho, markers=markers, height=420, show_current=False),
+                            key="eigs")
+        cols = dict(zip(shown, st.columns(len(shown))))
+        if PANELS[0] in cols:
+            with cols[PANELS[0]]:
+                kind = "an ellipse: a Gaussian" if prec_pd else "not an ellipse: q is no longer a Gaussian"
+                ui.notice(
+                    f"At ρ = {rho:g} the precision update's level set is {kind} (smallest eigenvalue "
+                    f"{ev_p[0]:.3g}). The Hessian of log p at θ has eigenvalues {eh[0]:.3g} and {eh[1]:.3g}"
+                    + ("; the positive one (log p is locally convex there, as in the Cauchy's tails) pulls an "
+                       "eigenvalue of the precision down as ρ grows." if eh.max() > 0 else
+                       "; both are negative (log p is locally concave there), so no step size breaks the precision.")
+                    + f" The T update keeps {'an ellipse' if chol_pd else 'a degenerate set (T is singular)'}.")
+        if PANELS[1] in cols:
+            with cols[PANELS[1]]:
+                ui.notice(
+                    ("Dashed black line: the current ρ. The precision update's smallest eigenvalue falls linearly in ρ "
+                     "and crosses zero at "
+                     f"ρ = {limit:.3g}: beyond it the update is not a covariance any more. " if np.isfinite(limit) else
+                     "The precision update stays positive definite for every ρ here: the Hessian at θ is negative "
+                     "definite. ")
+                    + "The T update's precision T T⊤ is a square, so its eigenvalues never go negative"
+                    + (f"; they touch zero only where T is singular, at ρ = {', '.join(f'{s:.3g}' for s in sing)}."
+                       if len(sing) else "."))
         st.markdown(
             f"Hessian of log p at θ: eigenvalues **{eh[0]:.3g}, {eh[1]:.3g}** "
             f"(a positive one means log p is locally convex there). Precision update: eigenvalues "

@@ -227,7 +227,17 @@ def _note(status, count):
 def _fig3_view():
     """The three Fig. 3 panels, their step sizes, the notice and the table: a slider moved here reruns only this
     fragment (not the page), and the panels are drawn from thinned paths (at most 400 points each)."""
-    cols = st.columns(3)
+    # lecture mode: one panel at a time fills the stage (the radio, in the controls drawer, picks it; ?panel= in the
+    # URL); the three step sizes sit in the drawer above it
+    stage = ui.lecture()
+    if stage:
+        ctl, area = ui.columns()
+        with ctl:
+            shown = ui.radio("panel", "panel", [n for n, *_ in FIG3], FIG3[-1][0], format_func=LABEL.get,
+                             help="the optimizer whose panel fills the screen")
+        cols = [ctl] * len(FIG3)
+    else:
+        cols = st.columns(3)
     alphas1 = {}
     for col, (name, _, key, lab) in zip(cols, FIG3):
         with col:
@@ -246,11 +256,14 @@ def _fig3_view():
         mu_rng = (max(mu_rng[0], FIELD_MU[0]), min(mu_rng[1], FIELD_MU[-1]))
         s2_rng = (max(s2_rng[0], FIELD_S2[0]), min(s2_rng[1], FIELD_S2[-1]))
         for j, (col, (name, nat, _, _)) in enumerate(zip(cols, FIG3)):
+            if stage and name != shown:
+                continue
             U, V = _field(nat)
             paths = [(s, mp, sp, _note(st_, cnt)) for s, (mp, sp, st_, cnt) in zip(rep.FIG3_STARTS, res[name])]
-            with col:
+            with area if stage else col:
                 ui.show(ui.recipe(oplots.field_panel, name, U, V, FIELD_MU, FIELD_S2, paths, mu_rng, s2_rng,
-                                  optimum=optimum, height=320 if ui.lecture() else 370), key=f"fig3_{name}", main=j == 0)
+                                  optimum=optimum, height=320 if ui.lecture() else 370), key=f"fig3_{name}",
+                        main=stage or j == 0)
         count = {n: [r[3] for r in res[n]] for n in res}
         ok = {n: all(not r[2].startswith("diverged") for r in res[n]) for n in res}
         bad = [f"{LABEL[n]} from {s}" for n in res for s, r in zip(rep.FIG3_STARTS, res[n])

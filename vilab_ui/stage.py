@@ -37,6 +37,9 @@ def page(title: str, intro: str | None = None) -> None:
     caching.note_page_run()  # the computations behind the pages wait for the visitors
     _leave_pages_directory_mode()
     scope(title)
+    if lecture():  # the stage: a one-line title, the introduction behind its "?" (the lecturer says it)
+        st.title(title, help=intro or None)
+        return
     st.title(title)
     if intro:
         st.markdown(intro)
@@ -57,14 +60,25 @@ def link(page_file: str, label: str) -> None:
         st.markdown(f"[{label}](/{rest if head.isdigit() and rest else stem})")
 
 
+STAGE = "vilab_stage"  # the key prefix of the containers :func:`columns` makes (the stage CSS finds them by it)
+_STAGE_COUNT = "_vilab_stage_count"
+
+
 def columns(controls: float = 1.0, figure: float = 3.0):
     """(controls column, figure column): the layout that keeps a page's main figure on the first
-    screen with its controls (the step sizes first) beside it."""
-    return st.columns([controls, figure], gap="medium")
+    screen with its controls (the step sizes first) beside it.
+
+    In lecture mode, where the figure column holds the page's main figure, this is the stage: the figure
+    column takes the whole width and the controls column becomes a drawer at the right edge of the screen
+    (a handle; it opens while the pointer is over it or a control in it has the focus). See _LECTURE_CSS."""
+    n = st.session_state.get(_STAGE_COUNT, 0)
+    st.session_state[_STAGE_COUNT] = n + 1
+    return st.container(key=f"{STAGE}_{n}").columns([controls, figure], gap="medium")
 
 
 def notice(text: str) -> None:
-    """The "what to notice" line under a figure: what it shows and why, in a student's words."""
+    """The "what to notice" line under a figure: what it shows and why, in a student's words (in lecture
+    mode, the figure's caption: a compact box right under it, on the first screen)."""
     st.info(f"**What to notice.** {text}")
 
 
@@ -166,7 +180,55 @@ button p, [data-baseweb="tag"] span, [data-testid="stSidebarNav"] span, [data-te
 """
 
 
+# Lecture mode is a stage: the page's main figure fills the screen and grows with it. The one-line title, the
+# figure (its height from --vilab-chart-height, which vilab's chart element honours), its "what to notice" caption
+# under it; the controls in a drawer at the right edge (its handle, 2.4rem wide, is all that shows until the
+# pointer is over it or one of its controls has the focus: the Tab key reaches them); "Download figure" in the top
+# bar; room on the right for a presented deck's panel (--vilab-deck-panel, set by vilab_ui.decks).
+# The stage is the container of ui.columns that holds the main figure (the innermost one, when they nest); a page
+# whose main element is a table (Lecture decks) keeps its two columns.
+_STAGE = (f'[class*="st-key-{STAGE}_"]:has(.st-key-main_figure)'
+          f':not(:has([class*="st-key-{STAGE}_"] .st-key-main_figure))'
+          ':not(:has(.st-key-main_figure [data-testid="stTable"], .st-key-main_figure [data-testid="stDataFrame"]))'
+          ' > [data-testid="stLayoutWrapper"] > [data-testid="stHorizontalBlock"]')
+_DRAWER = _STAGE + ' > [data-testid="stColumn"]:first-child'
+_STAGE_CSS = """
+:root { --vilab-handle: 2.4rem; --vilab-drawer: min(22rem, 45vw); }
+[data-testid="stMainBlockContainer"] { padding-top: 0.45rem; padding-bottom: 1rem; padding-left: 1.25rem;
+    padding-right: calc(var(--vilab-handle) + 0.75rem + var(--vilab-deck-panel, 0px)); }
+[data-testid="stMain"] [data-testid="stVerticalBlock"] { gap: 0.6rem; }
+/* the one-line title, right of the button that opens the sidebar */
+h1 { font-size: 1.8rem !important; line-height: 1.25 !important; padding: 0 0 0 2.4rem !important; margin: 0 !important; }
+[data-testid="stHeading"]:has(h1), [data-testid="stHeading"]:has(h1) [data-testid="stMarkdownContainer"] {
+    margin: 0 !important; }
+[data-testid="stHeader"] { height: 2.6rem; }
+/* the figure: the screen's height less the title line above and the caption under it */
+.st-key-main_figure { --vilab-chart-height: calc(100vh - var(--vilab-above, 3.3rem) - 5.6rem); }
+[data-testid="stVerticalBlock"]:has(> * > [class*="_buttons"] [data-testid="stBaseButton-primary"]) .st-key-main_figure {
+    --vilab-above: 6.6rem; }  /* a live view's Play row stands above the figure */
+/* "Download figure" of the main figure in the top bar, left of the menu */
+.st-key-main_figure [class*="st-key-dl_"] { position: fixed; top: 0.3rem; right: 3.4rem; width: auto !important;
+    z-index: 999991; }
+/* the caption: a compact box */
+[data-testid="stMain"] [data-testid="stAlertContainer"] { padding: 0.3rem 0.7rem; }
+STAGE { flex-wrap: nowrap; }
+STAGE > [data-testid="stColumn"]:last-child { width: 100% !important; flex: 1 1 100% !important; min-width: 0; }
+DRAWER { position: fixed !important; top: 3rem; bottom: 0.3rem; right: var(--vilab-deck-panel, 0px);
+    width: var(--vilab-drawer) !important; min-width: 0 !important; flex: none !important; z-index: 999980;
+    background: #fff; border-left: 1px solid #d0d4dc; box-shadow: -0.3rem 0 0.8rem rgba(0, 0, 0, 0.12);
+    padding: 0 0 0 var(--vilab-handle) !important; transform: translateX(calc(100% - var(--vilab-handle)));
+    transition: transform 0.15s ease-out; }
+DRAWER:hover, DRAWER:focus-within { transform: none; }
+DRAWER::before { content: "Controls"; position: absolute; left: 0; top: 0; bottom: 0; width: var(--vilab-handle);
+    display: flex; align-items: center; justify-content: center; writing-mode: vertical-rl; transform: rotate(180deg);
+    font-size: 0.95rem; font-weight: 600; color: #31333f; background: #eef0f4; letter-spacing: 0.05em; }
+DRAWER > [data-testid="stVerticalBlock"] { height: 100%; overflow-y: auto; overscroll-behavior: contain;
+    padding: 0.6rem 0.9rem; }
+""".replace("DRAWER", _DRAWER).replace("STAGE", _STAGE)
+
+
 def apply_mode() -> None:
     """The page CSS of the current mode (app.py calls it once per run, before the page)."""
-    css = _BASE_CSS + (_LECTURE_CSS if lecture() else "")
+    st.session_state[_STAGE_COUNT] = 0  # ui.columns numbers its containers from 0 in every run
+    css = _BASE_CSS + (_LECTURE_CSS + _STAGE_CSS if lecture() else "")
     st.markdown(f"<style>{css}</style>", unsafe_allow_html=True)

@@ -10,7 +10,9 @@ problems (empty when the page passes):
 * :func:`font_problems`: in lecture mode, the page title, body text, widget labels and every text of
   every Plotly chart (ticks, axis titles, legends, annotations) are at least 18 px;
 * :func:`overflow_problems`: no visible element's text is clipped by its box (buttons, chips,
-  labels, sidebar items, markdown).
+  labels, sidebar items, markdown);
+* :func:`stage_problems`: in lecture mode, the main figure (a chart) covers at least 60 % of the viewport;
+* :func:`chrome_problems`: no developer chrome (Streamlit's Deploy button).
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ from vilab.cli import command  # `streamlit run`, the pages' libraries imported 
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = [(1280, 720), (1600, 1000)]
+STAGE_SIZES = [(1280, 720), (1920, 1080), (1024, 768)]  # lecture mode: a laptop, a projector, an old 4:3 projector
 MIN_LECTURE_PX = 18.0
+MIN_STAGE_FRACTION = 0.60  # of the viewport the main figure covers on the stage (issue 37)
 CHART = '.vilab-chart, [data-testid="stPlotlyChart"]'  # a chart's element: vilab's own, or Streamlit's Plotly chart
 
 
@@ -266,3 +270,36 @@ def exception_problems(page, errors) -> list[str]:
     if exc.count():
         out.append("exception on the page: " + exc.first.inner_text()[:300])
     return out
+
+
+_AREA_JS = """() => {
+    const c = document.querySelector('.st-key-main_figure .js-plotly-plot .main-svg')
+           || document.querySelector('.st-key-main_figure img');
+    if (!c) return null;
+    const r = c.getBoundingClientRect();
+    const w = Math.max(0, Math.min(r.right, innerWidth) - Math.max(r.left, 0));
+    const h = Math.max(0, Math.min(r.bottom, innerHeight) - Math.max(r.top, 0));
+    return w * h / (innerWidth * innerHeight);
+}"""
+
+
+def main_figure_fraction(page) -> float | None:
+    """The share of the viewport that the visible part of the main figure (a chart or an image) covers; None when
+    the page's main element is not a figure (a table)."""
+    return page.evaluate(_AREA_JS)
+
+
+def stage_problems(page, min_fraction: float = MIN_STAGE_FRACTION) -> list[str]:
+    """Lecture mode's stage: the main figure covers at least ``min_fraction`` of the viewport (pages whose main
+    element is a table pass)."""
+    f = main_figure_fraction(page)
+    if f is None or f >= min_fraction:
+        return []
+    return [f"the main figure covers {f:.0%} of the screen; the stage needs at least {min_fraction:.0%}"]
+
+
+def chrome_problems(page) -> list[str]:
+    """Developer chrome a served lab must not show: Streamlit's Deploy button (toolbarMode = "viewer" in
+    .streamlit/config.toml hides it, and the menu's Rerun and Clear cache)."""
+    n = page.locator('[data-testid="stAppDeployButton"], [data-testid="stToolbar"] button:has-text("Deploy")').count()
+    return [f"the Deploy button is shown ({n})"] if n else []
