@@ -319,3 +319,37 @@ def test_every_view_of_the_shipped_decks_renders(stem, i, view):
     assert not at.exception, [e.value for e in at.exception]
     changed = {k: (v, at.query_params.get(k)) for k, v in view.query().items() if at.query_params.get(k) != v}
     assert not changed, changed
+
+
+# ------------------------------------------------------------------------------------------ a deck to go (issue 37)
+
+
+def test_decks_page_exports_the_deck_as_an_html_file():
+    """The Lecture decks page's "Download deck as HTML" computes every view's figures (its page run with the view's
+    settings) and offers the file; the sidebar's deck builder has the same buttons."""
+    deck = decks.Deck("One view", (decks.make_view("00_Home", {}, "Which path is natural?", "The blue one."),))
+    at = AppTest.from_file(DECKS_PAGE, default_timeout=600).run()
+    at.get("file_uploader")[0].upload("deck.json", decks.dumps(deck).encode(), "application/json")
+    at.run()
+    assert at.button(key="deck_export_page_html").label == "Download deck as HTML"
+    assert at.button(key="deck_export_page_pdf").label == "Download deck as PDF"
+    assert not [b for b in at.download_button if b.key == "deck_export_page_save"]  # nothing made before a click
+    at.button(key="deck_export_page_html").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.warning, [w.value for w in at.warning]
+    save = [b for b in at.download_button if b.key == "deck_export_page_save"]
+    assert save and save[0].label.startswith("Save one-view.html")
+    fmt, name, data = at.session_state["_vilab_deck_export_file"][1:4]
+    assert (fmt, name) == ("html", "one-view.html")
+    page = data.decode("utf-8")
+    assert "Which path is natural?" in page and "The blue one." in page and page.count('class="fig') >= 1
+
+
+def test_the_sidebar_deck_builder_offers_the_deck_to_go(tmp_path):
+    at = _app(tmp_path).run()
+    at.sidebar.text_input(key="_vilab_deck_prompt").input("Which path is natural?")
+    at.sidebar.button(key="deck_add").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    labels = {b.key: b.label for b in at.sidebar.button}
+    assert labels.get("deck_export_side_html") == "Download deck as HTML"
+    assert labels.get("deck_export_side_pdf") == "Download deck as PDF"
