@@ -232,3 +232,50 @@ def test_the_shared_store_is_bounded_and_forgets_old_entries(monkeypatch):
         s["c"]
     with pytest.raises(ValueError):
         ui.SharedStore(maxsize=0)
+
+
+# ---------------------------------------------------------------------------------------------- the stage (issue 37)
+def _page(name: str, **params) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "pages" / name), default_timeout=300)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_stage_title_is_one_line_with_the_introduction_behind_it():
+    """Lecture mode: the title alone on top (its introduction in the title's help), none of the intro as text;
+    normal mode: the introduction under the title."""
+    intro = "Each method moves q = N(m, V) towards a 2-D posterior"
+    lecture = _page("20_Trajectories.py", lecture="1")
+    assert intro in (lecture.title[0].proto.help or "")
+    assert not any(intro in str(m.value) for m in lecture.markdown)
+    normal = _page("20_Trajectories.py")
+    assert any(intro in str(m.value) for m in normal.markdown)
+    assert not normal.title[0].proto.help
+
+
+def test_stage_shows_one_of_the_three_fig3_panels():
+    """Adam vs SNNGM's Fig. 3 on the stage: the panel the URL names (?panel=), large, with all three step sizes in
+    the controls; normal mode draws the three panels."""
+    at = _page("30_Adam_vs_SNNGM.py", lecture="1", panel="adam")
+    keys = [c.id for c in charts(at)]
+    assert len(keys) == 1 and keys[0].endswith("fig3_adam"), keys
+    assert {"aa", "an", "as"} <= {s.key for s in at.select_slider}
+    assert at.radio(key="panel").value == "adam" and at.query_params["panel"] == "adam"
+    at.radio(key="panel").set_value("snngm").run()
+    assert [c.id[-len("fig3_snngm"):] for c in charts(at)] == ["fig3_snngm"]
+    normal = _page("30_Adam_vs_SNNGM.py")
+    assert sorted(c.id.rsplit("fig3_", 1)[-1] for c in charts(normal) if "fig3_" in c.id) == \
+        ["adam", "adam-natural", "snngm"]
+
+
+def test_stage_shows_one_of_the_single_update_panels():
+    """Positive definiteness' single update on the stage: the panel chosen (?panel=), alone; normal mode: both."""
+    at = _page("25_Positive_definiteness.py", lecture="1", panel="eigenvalues")
+    ids = [c.id for c in charts(at)]
+    assert any(i.endswith("eigs") for i in ids) and not any(i.endswith("levels") for i in ids), ids
+    normal = _page("25_Positive_definiteness.py")
+    ids = [c.id for c in charts(normal)]
+    assert any(i.endswith("eigs") for i in ids) and any(i.endswith("levels") for i in ids), ids
