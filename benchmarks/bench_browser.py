@@ -5,8 +5,8 @@ app.py``), drives headless Chromium (/usr/bin/chromium) and, for every page in p
 pages are measured too):
 
 * **cold load**: the page opened first on a fresh server process, with JAX's persistent compilation
-  cache (vilab/compile_cache.py) and the store of the pages' results (vilab_ui/result_cache.py) in a
-  folder of its own: once with the folder empty (``cold, empty cache``) and once with the folder filled
+  cache (vilab/compile_cache.py) and the pages' results kept on disk (Streamlit's ``persist="disk"`` folder,
+  vilab_ui/caching.py; the server's HOME points into the folder) in a folder of its own: once with the folder empty (``cold, empty cache``) and once with the folder filled
   by an earlier server that served every page (``cold, filled cache``: a restarted server, or a replica
   of ``vilab hall``);
 * **warm load**: the page opened in a new browser context (a new visitor) on a server that has served
@@ -34,6 +34,9 @@ a user waits for. Browser, server and JAX share this machine's cores; its load a
 Writes benchmarks/results/browser.json (machine, date, load, every raw time) and prints a Markdown table.
 
     python benchmarks/bench_browser.py [--pages Hierarchical_models Home] [--changes 12] [--settle 3] [--no-cold]
+
+``VILAB_PLAIN_UI=1 python benchmarks/bench_browser.py ...`` measures the servers without vilab's own mechanisms
+(docs/ui-mechanisms.md); the record says which.
 """
 
 from __future__ import annotations
@@ -374,8 +377,9 @@ FLAGS: list[str] = []  # --flag runner.postScriptGC=false ...: Streamlit options
 @contextlib.contextmanager
 def server(cache_dir: Path, timeout_s: float = 120.0):
     """A fresh server on a free port (the browser tests' own server, tests/browser/layout.streamlit_server)
-    whose JAX persistent cache is ``cache_dir/jax``, whose pages' results are kept in ``cache_dir/results``
-    (vilab_ui/result_cache.py) and decoded data sets in ``cache_dir/data`` (vilab.cnn.data); yields its base URL.
+    whose JAX persistent cache is ``cache_dir/jax``, whose pages' results are kept in ``cache_dir/home`` (the
+    server's HOME: Streamlit keeps ``persist="disk"`` results in ``~/.streamlit/cache``, vilab_ui/caching.py)
+    and decoded data sets in ``cache_dir/data`` (vilab.cnn.data); yields its base URL.
 
     Streamlit's file watcher is off unless ``--watch-files``: in a checkout where other programs write
     files, its inotify queue overflows and it re-walks the folders, burning a tenth of a core for as long as
@@ -384,7 +388,8 @@ def server(cache_dir: Path, timeout_s: float = 120.0):
     for flag in FLAGS:
         name, _, value = flag.partition("=")
         args += [f"--{name}", value]
-    env = {"VILAB_JAX_CACHE": str(cache_dir / "jax"), "VILAB_RESULT_CACHE": str(cache_dir / "results"),
+    (cache_dir / "home").mkdir(parents=True, exist_ok=True)
+    env = {"VILAB_JAX_CACHE": str(cache_dir / "jax"), "HOME": str(cache_dir / "home"),
            "VILAB_DATA_CACHE": str(cache_dir / "data")}
     with layout.streamlit_server(timeout_s, env=env, args=args) as url:
         yield url
@@ -541,7 +546,7 @@ def main(argv=None) -> int:
                        "system": platform.platform(), "chromium": layout.chromium_path(),
                        "note": "browser, Streamlit server and JAX share this machine"},
            "load_average": {"start": load0, "end": load_average()},
-           "settings": {"changes": args.changes, "settle_s": SETTLE_S, "viewport": VIEWPORT, "file_watcher": WATCH_FILES, "streamlit_flags": FLAGS, "controls": {k or HOME: v for k, v in CONTROLS.items()}},
+           "settings": {"changes": args.changes, "settle_s": SETTLE_S, "viewport": VIEWPORT, "file_watcher": WATCH_FILES, "streamlit_flags": FLAGS, "plain_ui": os.environ.get("VILAB_PLAIN_UI", ""), "controls": {k or HOME: v for k, v in CONTROLS.items()}},
            "results": results, "table": table(results)}
     dest = args.out or (None if args.pages else OUT)  # a partial run does not overwrite the full table
     if dest:

@@ -102,6 +102,20 @@ def test_off_leaves_the_cache_off(tmp_path):
     assert out.stdout.split() == ["None", "None"], out.stderr[-1000:]
 
 
+def test_the_plain_switch_leaves_the_servers_cache_off(tmp_path):
+    """VILAB_PLAIN_UI=1 (docs/ui-mechanisms.md): the lab's server compiles in every process; a library user who
+    switches the cache on still gets it."""
+    code = ("import jax\nfrom vilab import compile_cache as cc\n"
+            "print(cc.plain_ui(), cc.enable_for_server(), jax.config.jax_compilation_cache_dir)\n"
+            "print(cc.enable_persistent_cache() is not None)\n")
+    for value, expect in (("1", "True None None"), ("off", "False")):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ, VILAB_PLAIN_UI=value, VILAB_JAX_CACHE=str(tmp_path / value)))
+        assert out.returncode == 0, out.stderr[-1000:]
+        first, second = out.stdout.strip().splitlines()
+        assert first.startswith(expect) and second == "True", out.stdout
+
+
 def test_the_valve_clears_within_one_call_until_mappings_drop(monkeypatch):
     import vilab
 

@@ -1,6 +1,5 @@
-"""A process that used vilab_ui's background threads exits cleanly (issue 41): at exit the threads
-(ui.prefetch, the recomputation behind a result served from disk) take no new call, finish the one they are in,
-and the exit waits for them. A daemon thread still inside a compiled JAX call when the interpreter finalizes
+"""A process that used vilab_ui's background threads exits cleanly (issue 41): at exit the threads of
+ui.prefetch take no new call, finish the one they are in, and the exit waits for them. A daemon thread still inside a compiled JAX call when the interpreter finalizes
 aborts it ("terminate called after throwing an instance of '' / FATAL: exception not rethrown", status 134)."""
 
 from __future__ import annotations
@@ -35,11 +34,8 @@ BUSY = textwrap.dedent("""
         return float(x[0, 0])
 
     busy(0.1)  # compiled before the threads start
-    if sys.argv[1] == "prefetch":
-        assert ui.prefetch(busy, (12.0,), (12.1,), (12.2,), (12.3,)) == 4
-    else:
-        for s in (12.0, 12.1, 12.2, 12.3):
-            assert ui.caching._compute_again(busy, (s,), {})
+    assert ui.prefetch(busy, (12.0,), (12.1,)) == 2
+    assert ui.prefetch(busy, (12.2,), (12.3,)) == 2  # two threads
     time.sleep(1.0)  # the first call has started
     print("leaving", flush=True)
 """)
@@ -54,9 +50,8 @@ def _clean(out: subprocess.CompletedProcess) -> None:
     assert out.returncode == 0 and not any(w in out.stderr for w in ABORT), (out.returncode, out.stderr[-2000:])
 
 
-@pytest.mark.parametrize("kind", ["prefetch", "recompute"])
-def test_exit_while_background_threads_are_busy_is_clean(kind):
-    out = _run(BUSY, kind, timeout=300)
+def test_exit_while_prefetch_threads_are_busy_is_clean():
+    out = _run(BUSY, timeout=300)
     assert "leaving" in out.stdout, out.stderr[-2000:]
     _clean(out)
 
@@ -67,7 +62,7 @@ ALL_PAGES = textwrap.dedent("""
     import vilab_ui as ui
 
     pages = sorted(glob.glob("pages/*.py"))
-    for page in pages + ["pages/20_Trajectories.py"]:  # the last one again: served from disk, computed behind
+    for page in pages + ["pages/20_Trajectories.py"]:  # the last one again: served from its caches
         at = AppTest.from_file(page, default_timeout=600)
         at.run()
         assert not at.exception, (page, at.exception)
@@ -76,7 +71,7 @@ ALL_PAGES = textwrap.dedent("""
 
 
 @pytest.mark.slow
-def test_every_page_in_one_process_then_exit_is_clean(tmp_path):
-    out = _run(ALL_PAGES, timeout=1800, VILAB_RESULT_CACHE=str(tmp_path / "results"))
+def test_every_page_in_one_process_then_exit_is_clean():
+    out = _run(ALL_PAGES, timeout=1800)
     assert "ran 13 pages" in out.stdout, out.stderr[-3000:]
     _clean(out)

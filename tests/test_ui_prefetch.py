@@ -47,3 +47,13 @@ def test_prefetch_is_bounded_and_ignores_errors():
     _wait_idle()
     assert ui.prefetch(slow, (5,)) == 1  # the queue is free again
     _wait_idle()
+
+
+def test_the_plain_switch_turns_prefetch_off(monkeypatch):
+    calls = []
+    monkeypatch.setenv(ui.caching.PLAIN_ENV, "1")
+    assert ui.prefetch(calls.append, (1,), (2,)) == 0
+    monkeypatch.setenv(ui.caching.PLAIN_ENV, "0")  # "0", "off", "no": the mechanisms are on
+    assert ui.prefetch(calls.append, (3,)) == 1
+    _wait_idle()
+    assert calls == [3]

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from vilab.compile_cache import plain_ui
+
 ROOT = Path(__file__).resolve().parents[1]
 ON_REQUEST = {"bench_hall", "bench_soak", "bench_browser"}  # benchmarks `vilab bench` runs only when asked by name
 # Streamlit options of every served lab (`vilab app` and each replica of `vilab hall`): a served lab does not reload
@@ -38,7 +40,7 @@ def _app(args) -> int:
         cmd += ["--server.headless", "true"]
     extra = list(args.streamlit_args)
     cmd += extra[1:] if extra[:1] == ["--"] else extra  # Streamlit's options, not the script's arguments
-    if args.no_warmup:
+    if args.no_warmup or plain_ui():  # VILAB_PLAIN_UI=1: none of vilab's own mechanisms (docs/ui-mechanisms.md)
         return run_server(cmd)
     return _serve_warmed(cmd, f"http://127.0.0.1:{args.port}")
 
@@ -166,8 +168,8 @@ def _hall(args) -> int:
         print(exc, file=sys.stderr)
         return 2
     try:
-        return hall.serve(args.replicas, args.port, args.listen, warm=not args.no_warmup, remote=args.remote,
-                          proxy=not args.no_nginx, replica_listen=args.replica_listen, replica_port=args.replica_port)
+        return hall.serve(args.replicas, args.port, args.listen, warm=not (args.no_warmup or plain_ui()),
+                          remote=args.remote, proxy=not args.no_nginx, replica_listen=args.replica_listen, replica_port=args.replica_port)
     except (ValueError, RuntimeError) as exc:
         print(exc, file=sys.stderr)
         return 2

@@ -39,11 +39,12 @@ import threading
 import zlib
 from pathlib import Path
 
-__all__ = ["cache_dir", "enable_for_server", "enable_persistent_cache", "enabled_dir", "remove_truncated", "trim",
-           "user_cache_folder", "user_cache_root"]
+__all__ = ["PLAIN_ENV", "cache_dir", "enable_for_server", "enable_persistent_cache", "enabled_dir", "plain_ui",
+           "remove_truncated", "trim", "user_cache_folder", "user_cache_root"]
 
 ENV = "VILAB_JAX_CACHE"
 OFF = ("0", "off", "false", "no", "none")
+PLAIN_ENV = "VILAB_PLAIN_UI"  # "1": the lab's server runs with none of vilab's own mechanisms (docs/ui-mechanisms.md)
 MIN_COMPILE_SECS = 0.0
 MAX_BYTES = 2 * 1024**3  # the folder is trimmed to half of this when it grows past it
 
@@ -53,15 +54,14 @@ _enabled: Path | None = None
 
 def user_cache_root() -> Path:
     """vilab's folder in the user's cache directory: ``$XDG_CACHE_HOME/vilab``, else ``~/.cache/vilab``
-    (compiled programs go to its ``jax`` folder, the pages' results to ``results``, vilab_ui/result_cache.py)."""
+    (compiled programs go to its ``jax`` folder, decoded data sets to ``data``)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).expanduser() / "vilab"
 
 
 def user_cache_folder(env: str, name: str) -> Path | None:
     """A folder of vilab's that a variable can move or switch off: ``$env`` when set (one of :data:`OFF`:
-    None), else ``user_cache_root() / name`` (the pages' results, vilab_ui/result_cache.py; decoded data
-    sets, vilab.cnn.data)."""
+    None), else ``user_cache_root() / name`` (decoded data sets, vilab.cnn.data)."""
     value = os.environ.get(env, "").strip()
     if value.lower() in OFF:
         return None
@@ -212,10 +212,19 @@ def enabled_dir() -> Path | None:
     return _enabled
 
 
+def plain_ui() -> bool:
+    """Whether ``$VILAB_PLAIN_UI`` asks for the lab without vilab's own mechanisms: Streamlit's plain memory
+    caches only, no compilation cache, no prefetch, no warm-up (vilab_ui/caching.py; docs/ui-mechanisms.md)."""
+    return os.environ.get(PLAIN_ENV, "").strip().lower() not in ("", *OFF)
+
+
 def enable_for_server(log=print) -> Path | None:
     """:func:`enable_persistent_cache` for the lab's server (app.py, vilab_ui/serve.py): a cache folder that
     cannot be created costs compilation time, not the app, and is reported through ``log``. Call it before
-    anything is compiled: JAX decides once per process, at its first compilation, whether it uses the cache."""
+    anything is compiled: JAX decides once per process, at its first compilation, whether it uses the cache.
+    Nothing under :func:`plain_ui` (returns None)."""
+    if plain_ui():
+        return None
     try:
         return enable_persistent_cache()
     except ValueError as exc:

@@ -1,39 +1,133 @@
-"""Caches shared by every visitor: Streamlit's caches bounded in size and time, the disk store below them,
-background prefetch and recompute, and :class:`SharedStore`.
+"""Caches shared by every visitor, and the few mechanisms of vilab's own that stay (docs/ui-mechanisms.md says
+what each one buys, measured).
+
+* :func:`cache_data`: ``st.cache_data`` bounded in size and time; a call whose arguments are plain settings is
+  also kept on disk by Streamlit itself (``persist="disk"``), under a code-version argument, so that a
+  restarted server or another replica of a lecture hall finds it and a changed library never serves it;
+* :func:`cache_resource`: ``st.cache_resource``, bounded the same way;
+* :func:`prefetch`: a slider's neighbouring values computed in a background thread;
+* :class:`SharedStore`: a bounded store of finished runs that every session of the server reuses.
+
+``VILAB_PLAIN_UI=1`` (:func:`plain`) switches every mechanism of vilab's own off: Streamlit's plain memory
+caches only (no disk, no prefetch), and ``vilab app`` / ``python -m vilab_ui.serve`` start a plain ``streamlit
+run`` (no JAX compilation cache, no imports before the first visitor, no warm-up). ``VILAB_RESULT_CACHE=off``
+switches off only the disk (the test suite does: a test that replaces a function must not be served the real
+function's results).
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
+import hashlib
+import importlib.metadata
+import inspect
+import logging
 import os
-import queue
+import pickle
 import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import streamlit as st
-from vilab_ui import result_cache
 
-CACHE_MAX_ENTRIES = 64  # per cached function
-CACHE_TTL_S = 6 * 3600  # an entry unused this long is dropped
+from vilab.compile_cache import OFF, PLAIN_ENV, trim
+from vilab.compile_cache import plain_ui as plain
+
+__all__ = ["CACHE_MAX_ENTRIES", "CACHE_TTL_S", "DISK_ENV", "PLAIN_ENV", "SharedStore", "cache_data", "cache_resource",
+           "code_version", "disk_folder", "kept_on_disk", "open_for_server", "plain", "prefetch"]
+
+CACHE_MAX_ENTRIES = 64  # per cached function, in memory
+CACHE_TTL_S = 6 * 3600  # an entry unused this long is dropped from memory
+DISK_ENV = "VILAB_RESULT_CACHE"  # "off": no result is kept on disk
+SIZE_ENV = "VILAB_RESULT_CACHE_MB"  # the disk folder's bound in megabytes (default DISK_MAX_BYTES)
+DISK_MAX_BYTES = 256 * 1024**2
+KEY_MAX_CHARS = 20_000  # arguments longer than this (as text) are not a setting: not kept on disk
+# the checkout's data the package reads (reference posteriors, recorded runs, decks); not the screenshots
+ASSET_DIRS = ("hierarchical", "online", "cnn", "decks")
+LIBRARIES = ("jax", "jaxlib", "numpy", "scipy", "optax", "pandas", "plotly", "scikit-learn", "streamlit")
+
+_log = logging.getLogger(__name__)
+
+
+# ------------------------------------------------------------------------------------------------ the caches
+def disk_on() -> bool:
+    """Whether :func:`cache_data` keeps results on disk: not under :data:`PLAIN_ENV` nor ``VILAB_RESULT_CACHE=off``."""
+    return not plain() and os.environ.get(DISK_ENV, "").strip().lower() not in OFF
+
+
+def disk_folder() -> Path:
+    """Where Streamlit keeps ``persist="disk"`` results: ``~/.streamlit/cache`` of the user who runs the server
+    (one ``.memo`` pickle per result; every server process of that user on this machine reads it)."""
+    from streamlit.runtime.caching.storage.local_disk_cache_storage import (
+        get_cache_folder_path,
+    )
+
+    return Path(get_cache_folder_path())
 
 
 def cache_data(*, keep: bool = True, **kw):
-    """``st.cache_data`` bounded in size and time (every cache of a page is shared by all its visitors):
-    at most ``max_entries`` (64) results, each dropped ``ttl`` (6 h) after it was computed, no spinner
-    unless asked. A cached function must not touch widgets (Streamlit cannot replay them on a hit).
+    """``st.cache_data`` bounded in size and time (every cache of a page is shared by all its visitors): at most
+    ``max_entries`` (64) results in memory, each dropped ``ttl`` (6 h) after it was computed, no spinner unless
+    asked. A cached function must not touch widgets (Streamlit cannot replay them on a hit).
 
-    Below the memory cache, a call whose arguments are plain settings is also kept on disk for every later
-    server process (:mod:`vilab_ui.result_cache`: a restarted server, the replicas of a lecture hall);
-    ``keep=False`` keeps a function's results in memory only. A result served from disk is computed again
-    in the background (:func:`_compute_again`), so that the page's next slider change finds its programs traced."""
+    With ``keep`` (the default), a call whose arguments are plain settings (:func:`kept_on_disk`) is also kept on
+    disk by Streamlit (``persist="disk"``, bounded by :func:`open_for_server`), under an extra argument that is
+    the code version (:func:`code_version` and the hash of the function's own file): a restarted server or
+    another replica of a lecture hall is served it, a changed library or page is not. ``keep=False``, or
+    :func:`plain`, keeps results in memory only."""
     kw.setdefault("max_entries", CACHE_MAX_ENTRIES)
     kw.setdefault("ttl", CACHE_TTL_S)
     kw.setdefault("show_spinner", False)
     memory = st.cache_data(**kw)
-    return (lambda func: memory(result_cache.keep(func, on_hit=_compute_again))) if keep else memory
+    if not keep:
+        return memory
+    on_disk = st.cache_data(**{**kw, "ttl": None, "persist": "disk"})  # Streamlit's disk ignores a ttl
+
+    def decorate(func):
+        in_memory = memory(func)
+        code = getattr(func, "__code__", None)
+        if code is None or code.co_freevars:  # not a plain function, or a closure: what it captured is no argument
+            return in_memory
+
+        @functools.wraps(func)
+        def versioned(*args, vilab_code: str, **kwargs):
+            return func(*args, **kwargs)
+
+        versioned.__qualname__ = f"{func.__qualname__}[kept on disk]"  # a cache of its own (Streamlit keys on it)
+        kept = on_disk(versioned)
+
+        @functools.wraps(func)
+        def call(*args, **kwargs):
+            if not (disk_on() and kept_on_disk(func, args, kwargs)):
+                return in_memory(*args, **kwargs)
+            version = _version(func)
+            unreadable, unwritable = _cache_errors()
+            for _ in range(2):  # a file that cannot be read (cut short, damaged) is removed and computed again
+                try:
+                    return kept(*args, vilab_code=version, **kwargs)
+                except unreadable as exc:
+                    _report(exc)
+                    kept.clear(*args, vilab_code=version, **kwargs)
+                except unwritable as exc:  # a full disk, or a value no pickle holds: memory has the same rules
+                    _report(exc)
+                    break
+            return in_memory(*args, **kwargs)
+
+        def clear(*args, **kwargs):
+            in_memory.clear(*args, **kwargs)
+            if args or kwargs:
+                kept.clear(*args, vilab_code=_version(func), **kwargs)
+            else:
+                kept.clear()
+
+        call.clear = clear
+        return call
+
+    return decorate
 
 
 def cache_resource(**kw):
@@ -45,23 +139,189 @@ def cache_resource(**kw):
     return st.cache_resource(**kw)
 
 
-_PREFETCH_LOCK = threading.RLock()  # re-entered: _compute_again starts its worker while holding it
+def _cache_errors() -> tuple[tuple, tuple]:
+    """(the errors of a result on disk that cannot be read, those of one that cannot be written)."""
+    from streamlit.runtime.caching.cache_errors import (
+        CacheError,
+        UnserializableReturnValueError,
+    )
+
+    return (CacheError, EOFError), (UnserializableReturnValueError,)
+
+
+_reported: set[str] = set()
+
+
+def _report(exc: BaseException) -> None:
+    kind = type(exc).__name__
+    if kind not in _reported:
+        _reported.add(kind)
+        _log.warning("vilab: a result kept on disk could not be read or written (%s: %s); it is computed "
+                     "again.", kind, exc)
+
+
+_PLAIN = (type(None), bool, int, float, complex, str)
+
+
+def _plain(x, depth: int = 0) -> bool:
+    """True for a setting: a number, string or None, or a tuple, list, frozenset or dict of them."""
+    if isinstance(x, _PLAIN):
+        return True
+    if isinstance(x, np.generic):
+        return isinstance(x.item(), _PLAIN)
+    if depth > 8:
+        return False
+    if isinstance(x, (tuple, list, frozenset)):
+        return all(_plain(v, depth + 1) for v in x)
+    if isinstance(x, dict):
+        return all(_plain(k, depth + 1) and _plain(v, depth + 1) for k, v in x.items())
+    return False
+
+
+def kept_on_disk(func: Callable, args: tuple, kwargs: dict) -> bool:
+    """Whether the call ``func(*args, **kwargs)`` says everything it depends on, so that its result may be kept
+    on disk for other processes: every argument is a plain setting (a number, a string, None, or a tuple, list
+    or dict of them: not an array, a data frame or bytes, so a user's data and what is derived from it stay in
+    memory), no argument left out of Streamlit's key (a ``_name``) is given, and the arguments are short."""
+    try:
+        bound = inspect.signature(func).bind(*args, **kwargs)
+    except TypeError:
+        return False
+    for name, value in bound.arguments.items():
+        if name.startswith("_"):
+            if value is not None:  # left out of the key and given: the key would not say what the result depends on
+                return False
+        elif not _plain(value):
+            return False
+    return len(repr(bound.arguments)) <= KEY_MAX_CHARS
+
+
+def _hash_files(root: Path, h) -> None:
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts:
+            h.update(p.relative_to(root).as_posix().encode() + b"\0")
+            h.update(p.read_bytes() + b"\0")
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """A hash of what a result depends on besides its function and arguments: every file of the ``vilab`` and
+    ``vilab_ui`` packages (source and data), the data the package reads from the checkout's ``assets``
+    (:data:`ASSET_DIRS`), and the versions of Python, the numerical and plotting libraries, and the device JAX
+    computes on. Computed once per process (the loaded code does not change while a server runs; a page's own
+    file is hashed per function, see :func:`cache_data`)."""
+    import platform
+
+    import jax
+
+    import vilab
+    import vilab_ui
+
+    h = hashlib.sha256()
+    for pkg in (vilab, vilab_ui):
+        _hash_files(Path(pkg.__file__).parent, h)
+    assets = Path(vilab.__file__).resolve().parents[1] / "assets"
+    for name in ASSET_DIRS:
+        if (assets / name).is_dir():
+            _hash_files(assets / name, h)
+    for name in LIBRARIES:
+        try:
+            h.update(f"{name}={importlib.metadata.version(name)}\0".encode())
+        except importlib.metadata.PackageNotFoundError:
+            h.update(f"{name}=none\0".encode())
+    h.update(f"python={platform.python_version()}\0device={jax.default_backend()}\0".encode())
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=256)
+def _file_digest(path: str, mtime_ns: int, size: int) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _version(func: Callable) -> str:
+    """The code-version argument of ``func``'s results on disk: :func:`code_version` and the hash of the file
+    that defines ``func`` (a page: the function and every helper it calls there)."""
+    path = func.__code__.co_filename
+    try:
+        s = os.stat(path)
+        digest = _file_digest(path, s.st_mtime_ns, s.st_size)
+    except OSError:
+        digest = hashlib.sha256(func.__code__.co_code).hexdigest()
+    return hashlib.sha256(f"{code_version()}\0{digest}".encode()).hexdigest()[:32]
+
+
+def max_bytes() -> int:
+    """The disk folder's bound: ``$VILAB_RESULT_CACHE_MB`` megabytes when set, else :data:`DISK_MAX_BYTES`."""
+    value = os.environ.get(SIZE_ENV, "").strip()
+    if not value:
+        return DISK_MAX_BYTES
+    try:
+        mb = float(value)
+    except ValueError:
+        mb = float("nan")
+    if not mb > 0 or mb == float("inf"):
+        raise ValueError(f"{SIZE_ENV} must be a positive number of megabytes; got {value!r}.")
+    return int(mb * 1024**2)
+
+
+def remove_damaged(folder: Path, stale_s: float = 600.0) -> int:
+    """Remove the results in ``folder`` that a process killed while writing left incomplete (Streamlit writes a
+    file in place; a pickle ends with its STOP opcode ``.``, a cut one does not), and the temporary files of
+    :class:`SharedStore` writers ``stale_s`` old (a running writer renames its file within a second); returns
+    how many."""
+    removed = 0
+    for p in Path(folder).glob("*.tmp"):
+        try:
+            if time.time() - p.stat().st_mtime >= stale_s:
+                p.unlink()
+                removed += 1
+        except OSError:
+            continue
+    for p in Path(folder).glob("*.memo"):
+        try:
+            with open(p, "rb") as f:
+                whole = f.seek(0, os.SEEK_END) > 0 and f.seek(-1, os.SEEK_END) >= 0 and f.read(1) == b"."
+            if not whole:
+                p.unlink()
+                removed += 1
+        except OSError:  # removed by another process meanwhile
+            continue
+    return removed
+
+
+def open_for_server() -> str:
+    """Before the first visitor (vilab_ui/serve.py): compute :func:`code_version`, remove damaged results and
+    trim Streamlit's disk folder to :func:`max_bytes` (Streamlit bounds it by nothing; oldest results first);
+    a line for the server's log."""
+    if not disk_on():
+        return f"vilab: the pages' results are kept in memory only ({PLAIN_ENV}=1 or {DISK_ENV}=off)."
+    folder = disk_folder()
+    code_version()
+    damaged = trimmed = 0
+    if folder.is_dir():
+        damaged, trimmed = remove_damaged(folder), trim(folder, max_bytes())
+    size = sum(p.stat().st_size for p in folder.glob("*.memo")) if folder.is_dir() else 0
+    return (f"vilab: the pages' results are kept in {folder} ({size / 1024**2:.0f} MB"
+            + (f"; {damaged} damaged removed" if damaged else "") + (f"; {trimmed} oldest removed" if trimmed else "")
+            + ").")
+
+
+# ------------------------------------------------------------------------------------------------ prefetch
+_PREFETCH_LOCK = threading.Lock()
 _PREFETCH_PENDING: set = set()
 _PREFETCH_THREADS: list = []
 PREFETCH_MAX_PENDING = 4
-
-
-_STOPPING = threading.Event()  # set at exit: the background threads take no new call and end
-SHUTDOWN_WAIT_S = 600.0  # the longest the exit waits for the call a background thread is in
+_STOPPING = threading.Event()  # set at exit: the prefetch threads take no new call and end
+SHUTDOWN_WAIT_S = 600.0  # the longest the exit waits for the call a prefetch thread is in
 
 
 @atexit.register
 def _stop_background(timeout_s: float | None = None) -> None:
-    """Stop the background threads (:func:`prefetch`, :func:`_compute_again`) before the interpreter exits:
-    each finishes the call it is in and takes no other, and the exit waits for them. A daemon thread still
-    inside a compiled JAX call when the interpreter finalizes aborts the process ("terminate called after
-    throwing an instance of '' / FATAL: exception not rethrown"). If a call outlasts ``timeout_s``
-    (:data:`SHUTDOWN_WAIT_S`), the process leaves at once with status 70 rather than finalize under it."""
+    """Stop the prefetch threads before the interpreter exits: each finishes the call it is in and takes no
+    other, and the exit waits for them. A daemon thread still inside a compiled JAX call when the interpreter
+    finalizes aborts the process ("terminate called after throwing an instance of '' / FATAL: exception not
+    rethrown"). If a call outlasts ``timeout_s`` (:data:`SHUTDOWN_WAIT_S`), the process leaves at once with
+    status 70 rather than finalize under it."""
     _STOPPING.set()
     deadline = time.monotonic() + (SHUTDOWN_WAIT_S if timeout_s is None else timeout_s)
     with _PREFETCH_LOCK:
@@ -84,7 +344,10 @@ def prefetch(fn: Callable, *calls: tuple) -> int:
     keyboard then redraws from the cache. Best effort and bounded: at most ``PREFETCH_MAX_PENDING`` calls wait
     at once (others are dropped), a call already waiting is not queued twice, and an error is ignored (the
     page's own call reports it). ``fn`` shows no spinner of its own (``show_spinner=False``, :func:`cache_data`'s
-    default): a spinner from the background thread would land in the page. Returns the number of calls queued."""
+    default): a spinner from the background thread would land in the page. Nothing under :func:`plain`.
+    Returns the number of calls queued."""
+    if plain():
+        return 0
     todo = []
     with _PREFETCH_LOCK:
         for args in calls:
@@ -107,151 +370,46 @@ def prefetch(fn: Callable, *calls: tuple) -> int:
                 with _PREFETCH_LOCK:
                     _PREFETCH_PENDING.discard(key)
 
-    _start_background(work, "vilab-prefetch", _session())
+    try:  # st.cache_data in a background thread looks for the session's context
+        from streamlit.runtime.scriptrunner import (
+            add_script_run_ctx,
+            get_script_run_ctx,
+        )
+        ctx = get_script_run_ctx()
+    except ImportError:  # pragma: no cover - an older Streamlit
+        ctx = None
+    t = threading.Thread(target=work, name="vilab-prefetch", daemon=True)
+    with _PREFETCH_LOCK:
+        if _STOPPING.is_set():  # the exit has begun
+            _PREFETCH_PENDING.difference_update(key for key, _ in todo)
+            return 0
+        _PREFETCH_THREADS[:] = [x for x in _PREFETCH_THREADS if x.is_alive()] + [t]
+        if ctx is not None:
+            add_script_run_ctx(t, ctx)
+        t.start()
     return len(todo)
 
 
-def _session():
-    """The Streamlit script run's context of the calling thread (None outside a run): st.cache_data in a
-    background thread looks for the session's context."""
-    try:
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
-    except ImportError:  # pragma: no cover - an older Streamlit
-        return None
-    return get_script_run_ctx()
-
-
-def _attach(thread: threading.Thread, ctx) -> None:
-    """Hand a script run's context (:func:`_session`) to ``thread``; nothing when there is none."""
-    if ctx is not None:
-        from streamlit.runtime.scriptrunner import add_script_run_ctx
-
-        add_script_run_ctx(thread, ctx)
-
-
-def _start_background(target: Callable, name: str, ctx=None) -> threading.Thread | None:
-    """Start a daemon thread with ``ctx`` attached, stopped and joined at exit (:func:`_stop_background`);
-    None (nothing started) once the exit has begun."""
-    t = threading.Thread(target=target, name=name, daemon=True)
-    with _PREFETCH_LOCK:
-        if _STOPPING.is_set():
-            return None
-        _PREFETCH_THREADS[:] = [x for x in _PREFETCH_THREADS if x.is_alive()] + [t]
-        _attach(t, ctx)
-        t.start()
-    return t
-
-
-RECOMPUTE_PER_FUNCTION = 8  # results of one function computed again in the background, per server process
-RECOMPUTE_NICE = 10  # the thread's niceness (Linux): a visitor's own runs come first
-RECOMPUTE_DELAY_S = 2.5  # each call waits until no page has started for this long: the visitors' browsers draw first
-RECOMPUTE_BUSY_SHARE = 0.05  # ... and until the server's event loop used less than this share of a core ...
-RECOMPUTE_BUSY_WINDOW_S = 0.3  # ... over this long (it serves a new visitor's page files before the page runs)
-
-_RECOMPUTE_QUEUE: "queue.SimpleQueue" = queue.SimpleQueue()
-_RECOMPUTE_COUNTS: dict = {}
-_LAST_PAGE_RUN = float("-inf")  # time.monotonic() when a page last started a run (:func:`page`)
-_recompute_worker: threading.Thread | None = None  # running while the queue has calls
-
-
 def note_page_run() -> None:
-    """A page started a run now (:func:`vilab_ui.stage.page`): the background recompute waits for the visitors."""
-    global _LAST_PAGE_RUN
-    _LAST_PAGE_RUN = time.monotonic()
+    """Kept for vilab_ui.stage.page, which calls it at the start of every run; it does nothing since the
+    background recompute it paced is gone (docs/ui-mechanisms.md). Remove it with that call."""
 
 
-def _compute_again(func: Callable, args: tuple, kwargs: dict) -> bool:
-    """Compute ``func(*args, **kwargs)`` again in a background thread after its result was served from disk
-    (:mod:`vilab_ui.result_cache`), and drop the result: a restarted server that serves a page from disk has
-    traced none of its JAX programs, and a page's own stores (the longest run of Hierarchical models, which
-    a new number of iterations continues) are empty; without this, the first slider change pays for both
-    (7 s on Hierarchical models). One thread, one call at a time, at a lower priority than the visitors'
-    runs, each call when no page has started a run for ``RECOMPUTE_DELAY_S`` and the event loop is not
-    serving a visitor's page files (a visitor's browser is still drawing, and a class that opens the page at
-    once comes first); at most ``RECOMPUTE_PER_FUNCTION`` calls
-    of one function per process (the default view's methods, not every value a slider visited). Best
-    effort: an error is ignored. Returns True if the call was queued."""
-    global _recompute_worker
-    ident = (func.__code__.co_filename, func.__qualname__)  # a disk hit is always a plain function's
-    with _PREFETCH_LOCK:
-        if _RECOMPUTE_COUNTS.get(ident, 0) >= RECOMPUTE_PER_FUNCTION:
-            return False
-        _RECOMPUTE_COUNTS[ident] = _RECOMPUTE_COUNTS.get(ident, 0) + 1
-    _RECOMPUTE_QUEUE.put((func, args, kwargs, _session()))
-    with _PREFETCH_LOCK:
-        if _recompute_worker is None:
-            _recompute_worker = _start_background(_recompute_loop, "vilab-recompute")
-    return True
-
-
-def _recompute_loop() -> None:
-    """The worker of :func:`_compute_again`: runs the queued calls one by one at niceness
-    ``RECOMPUTE_NICE``, each when no page has started a run (:func:`page`) for ``RECOMPUTE_DELAY_S`` and the
-    server's event loop is not serving a visitor (:func:`_server_busy`); ends when the queue has stayed empty
-    for a second."""
-    global _recompute_worker
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), RECOMPUTE_NICE)
-    except (AttributeError, OSError):  # not Linux, or not allowed: normal priority
-        pass
-    while True:
-        try:
-            func, args, kwargs, ctx = _RECOMPUTE_QUEUE.get(timeout=1.0)
-        except queue.Empty:
-            with _PREFETCH_LOCK:
-                if _RECOMPUTE_QUEUE.empty() or _STOPPING.is_set():
-                    _recompute_worker = None
-                    return
-            continue
-        while not _STOPPING.is_set():
-            while (wait := _LAST_PAGE_RUN + RECOMPUTE_DELAY_S - time.monotonic()) > 0 and not _STOPPING.wait(wait):
-                pass
-            if _STOPPING.is_set() or not _server_busy():
-                break
-        if _STOPPING.is_set():  # at exit: the queued calls are dropped (the results on disk stand)
-            with _PREFETCH_LOCK:
-                _recompute_worker = None
-            return
-        _attach(threading.current_thread(), ctx)  # a cached function it calls finds the session
-        try:
-            func(*args, **kwargs)
-        except Exception:  # noqa: BLE001 - best effort: the result on disk stands
-            pass
-
-
-def _main_thread_cpu() -> float | None:
-    """CPU seconds the main thread (Streamlit's event loop: page files, websockets) has used; None off Linux."""
-    try:
-        stat = Path(f"/proc/self/task/{threading.main_thread().native_id}/stat").read_text()
-        fields = stat.rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError, AttributeError):
-        return None
-
-
-def _server_busy() -> bool:
-    """Whether the server's event loop used more than ``RECOMPUTE_BUSY_SHARE`` of a core over the next
-    ``RECOMPUTE_BUSY_WINDOW_S``: a new visitor's browser fetches Streamlit's page files (0.4 s of the loop's
-    time on two cores) before its page starts a run. False where it cannot be measured."""
-    c0 = _main_thread_cpu()
-    time.sleep(RECOMPUTE_BUSY_WINDOW_S)
-    c1 = _main_thread_cpu()
-    return c0 is not None and c1 is not None and c1 - c0 > RECOMPUTE_BUSY_SHARE * RECOMPUTE_BUSY_WINDOW_S
-
-
+# ------------------------------------------------------------------------------------------------ SharedStore
 class SharedStore:
-    """A bounded store shared by every session of the server (make one with ``st.cache_resource``):
-    at most ``maxsize`` entries, each kept ``ttl_s`` seconds after it was last written; the least
-    recently used entry goes first. Thread-safe (each session runs in its own thread).
+    """A bounded store shared by every session of the server (make one with ``st.cache_resource``): at most
+    ``maxsize`` entries, each kept ``ttl_s`` seconds after it was last written; the least recently used entry
+    goes first. Thread-safe (each session runs in its own thread).
 
-    For results a page wants every visitor to reuse (finished training runs); a plain dict there
-    would grow with every run of every student.
+    For results a page wants every visitor to reuse (finished training runs); a plain dict there would grow
+    with every run of every student.
 
-    ``on_disk`` (a name) also keeps every entry whose key is a plain setting in the results store on
-    disk (:mod:`vilab_ui.result_cache`, which bounds it), and looks there when memory has nothing: a
-    restarted server, or another replica of a lecture hall, continues from the runs of the one before.
-    ``source`` is the file that fills the store (a page's ``__file__``): a change in it is a new key, as
-    for a cached function."""
+    ``on_disk`` (a name) also keeps every entry whose key is a plain setting as a file in Streamlit's folder of
+    results kept on disk (:func:`disk_folder`, bounded with them), under the code version and the hash of
+    ``source`` (the file that fills the store, a page's ``__file__``), and looks there when memory has nothing.
+    A page's :func:`cache_data` result served from disk after a restart has not filled the page's store: without
+    this, Hierarchical models' first slider change after a restart ran the longest run again (10.8 s of server
+    CPU instead of 0.3 s, docs/ui-mechanisms.md)."""
 
     def __init__(self, maxsize: int = 32, ttl_s: float = 3600.0, on_disk: str | None = None,
                  source: str | None = None):
@@ -276,10 +434,33 @@ class SharedStore:
             while len(self._items) > self.maxsize:
                 self._items.popitem(last=False)
 
+    def _file(self, key) -> Path | None:
+        """The file of entry ``key`` on disk; None when the store keeps nothing there (no ``on_disk``, the disk
+        switched off, or ``key`` not a plain setting)."""
+        if not self.on_disk or not disk_on() or not _plain(key) or len(text := repr(key)) > KEY_MAX_CHARS:
+            return None
+        source = ""
+        if self.source:
+            try:
+                s = os.stat(self.source)
+                source = _file_digest(self.source, s.st_mtime_ns, s.st_size)
+            except OSError:
+                source = self.source
+        digest = hashlib.sha256("\0".join((code_version(), source, self.on_disk, text)).encode()).hexdigest()
+        return disk_folder() / f"vilab-store-{digest[:40]}.memo"
+
     def __setitem__(self, key, value) -> None:
         self._remember(key, value)
-        if self.on_disk:
-            result_cache.save(self.on_disk, key, value, self.source)
+        path = self._file(key)
+        if path is not None:
+            temp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            try:  # written whole under another name, then renamed: a reader never sees half a file
+                path.parent.mkdir(parents=True, exist_ok=True)
+                temp.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+                os.replace(temp, path)
+            except Exception as exc:  # noqa: BLE001 - unpicklable or a full disk: memory has it
+                temp.unlink(missing_ok=True)
+                _report(exc)
 
     def get(self, key, default=None):
         with self._lock:
@@ -287,11 +468,16 @@ class SharedStore:
             if key in self._items:
                 self._items.move_to_end(key)
                 return self._items[key][1]
-        if self.on_disk:
-            found = result_cache.load(self.on_disk, key, self.source, default=_MISSING)
-            if found is not _MISSING:
-                self._remember(key, found)
-                return found
+        path = self._file(key)
+        if path is not None and path.is_file():
+            try:
+                value = pickle.loads(path.read_bytes())
+            except Exception as exc:  # noqa: BLE001 - damaged: removed, and the page computes it
+                _report(exc)
+                path.unlink(missing_ok=True)
+            else:
+                self._remember(key, value)
+                return value
         return default
 
     def __getitem__(self, key):
@@ -307,8 +493,9 @@ class SharedStore:
         """Remove ``key`` (from disk too) and return its value as memory had it, else ``default``."""
         with self._lock:
             item = self._items.pop(key, None)
-        if self.on_disk:
-            result_cache.forget(self.on_disk, key, self.source)
+        path = self._file(key)
+        if path is not None:
+            path.unlink(missing_ok=True)
         return default if item is None else item[1]
 
     def __len__(self) -> int:
@@ -318,5 +505,3 @@ class SharedStore:
 
 
 _MISSING = object()
-
-
