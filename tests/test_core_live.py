@@ -87,3 +87,41 @@ def test_a_diverging_live_run_stops_and_stays_stopped():
     assert tr.status.startswith("diverged") and 3 <= tr.n_steps < 60
     again = run_schedule(alg, key, s0, 80, sched, prefix=tr, prefix_settings=sched)
     assert again is tr
+
+
+def test_head_is_the_run_as_it_was_at_an_earlier_iterate():
+    from vilab.core.live import head, valid_head
+
+    tgt = kumar_t2()
+    alg = algorithm("srvn", tgt, grads="exact")
+    key = as_key(0)
+    s0 = alg.init(key, START, rho=1.0, target=tgt)
+    sched = {"rho": ((0, 1.0), (5, 0.316))}
+    long = run_schedule(alg, key, s0, 14, sched)
+    for n in (0, 3, 5, 6, 13):
+        h = head(long, n)
+        short = run_schedule(alg, key, s0, n, sched)
+        assert h.n_steps == n and h.status == "max_steps" and h.state is None
+        np.testing.assert_array_equal(h.mean, short.mean)
+        np.testing.assert_array_equal(h.cov, short.cov)
+        np.testing.assert_array_equal(h.step_sizes, short.step_sizes)
+        np.testing.assert_array_equal(h.objective, short.objective)
+    assert head(long, 14) is long and head(long, 15) is None and head(long, -1) is None
+    # a head is the start of another schedule's run while their settings agree before it
+    bent = {"rho": ((0, 1.0), (5, 0.316), (9, 0.1))}
+    assert valid_head(long, merge(bent), merge(sched), 9)  # the change at 9 acts on step 10
+    assert not valid_head(long, merge(bent), merge(sched), 10)
+    assert not valid_head(long, merge({"rho": ((0, 1.0), (2, 0.5))}), merge(sched), 9)
+    assert not valid_head(long, merge(sched), merge(sched), 15)
+    thinned = run(alg, key, s0, 12, record_every=4)
+    assert head(thinned, 8).n_steps == 8 and head(thinned, 6) is None
+
+
+def test_frame_iterations_step_at_least_one_and_stop_at_the_end():
+    from vilab.core.live import frame_iterations
+
+    assert frame_iterations(0, 5, lambda it: 1) == [1, 2, 3, 4, 5]
+    assert frame_iterations(0, 5, lambda it: 0) == [1, 2, 3, 4, 5]  # at least one iteration a frame
+    assert frame_iterations(10, 100, lambda it: it // 10, limit=4) == [11, 12, 13, 14]
+    assert frame_iterations(90, 100, lambda it: 7) == [97, 100]  # the last iteration is a frame
+    assert frame_iterations(100, 100, lambda it: 1) == []

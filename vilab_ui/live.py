@@ -19,22 +19,41 @@ run instead of computing it again. Only the figure reruns on Step / Play (a Stre
 
 from __future__ import annotations
 
+import bisect
+import math
 import re
+import time
+import uuid
+from contextlib import nullcontext
 from typing import Callable, Hashable, Mapping
 from urllib.parse import urlencode
 
 import streamlit as st
 
-from vilab.core.live import (MAX_CHANGES, Changes, change_points, format_schedule, merge, parse_schedule, record,
-                             run_schedule, stopped_early, truncate, valid_prefix, value_at)
+from vilab.core.live import (MAX_CHANGES, Changes, change_points, format_schedule, frame_iterations, head, merge,
+                             parse_schedule, record, run_schedule, stopped_early, truncate, valid_head, valid_prefix,
+                             value_at)
 
 import vilab_ui as ui
+from vilab_ui import chart as _chart
 
 _MARKUP = re.compile(r"[<>\[\]]|://|www\.", re.IGNORECASE)
 
 __all__ = ["Live", "SHORTCUTS", "redraw"]
 
 SHORTCUTS = {"play": "P", "step": "N", "step10": "Shift+N", "reset": "0"}
+
+# Play (see Live.player): the chart element plays stretches of frames the server draws ahead
+FPS = 30.0  # frames a second at most (the pace of the iterations is set for this rate)
+FPS_MIN = 10.0  # a server slower than this many frames a second still plays, at this rate
+FILL = 0.8  # the share of the server's time a play may spend drawing frames (the rest: reruns, messages)
+REPORT_EVERY_S = 0.5  # how often the element reports where it is (each report reruns the live fragment)
+LEAD_S = 2.0  # frames queued ahead of the browser, in seconds of play
+CHUNK_S = 2.0  # the runs are computed ahead in chunks of this many seconds of play (one resume per run)
+FIRST_FRAMES = 2  # frames of the first message of a stretch (sent at once: the picture moves within 0.3 s)
+BUDGET_S = 0.4  # drawing time of one later message (then it is sent, and the next report asks for more)
+_ENTRIES = 8  # runs kept per live run in the shared store (a step-size change resumes from one of them)
+_DRAW_S = "_live_draw_s"  # session state: the seconds the last frames took to draw here (the last 16)
 
 
 @ui.cache_resource(max_entries=1)
@@ -202,21 +221,31 @@ class Live:
         continuing ``prefix`` (a Trace it returned for ``prefix_settings``; None: from the start; use
         :func:`vilab.core.live.valid_prefix` to check it). Results are kept in the shared store."""
         n = self.it if n is None else int(n)
+        calls = getattr(self, "_calls", None)
+        if calls is not None:  # a Play's frames are being drawn: remember the run, to compute it ahead
+            calls.append((ident, names, advance))
         settings = {h: self.changes(c) for h, c in names.items()}
         skey = (ident, tuple(sorted(names.items())))
         store = _store()
         entries = store.get(skey) or []
-        best = None
+        best = part = None
         steps = merge(settings)
         for sett, tr in entries:
-            if tr.n_steps == n and merge(sett) == steps:
+            es = merge(sett)
+            if tr.n_steps == n and es == steps:
                 return tr
-            if valid_prefix(tr, steps, merge(sett), n) and (best is None or tr.n_steps > best[1].n_steps):
+            if part is None and tr.n_steps > n and valid_head(tr, steps, es, n):
+                part = (sett, tr)
+            if valid_prefix(tr, steps, es, n) and (best is None or tr.n_steps > best[1].n_steps):
                 best = (sett, tr)
         if best is not None and stopped_early(best[1]):
             return best[1]
+        if part is not None:  # a run computed further ahead (a Play's): its first n steps
+            h = head(part[1], n)
+            if h is not None:
+                return h
         tr = advance(n, settings, best[1] if best else None, best[0] if best else None)
-        store[skey] = ([(settings, tr)] + [e for e in entries if e[1] is not tr])[:4]
+        store[skey] = ([(settings, tr)] + [e for e in entries if e[1] is not tr])[:_ENTRIES]
         return tr
 
     # ---------------------------------------------------------------------------------- buttons
@@ -225,11 +254,10 @@ class Live:
         it = int(ss[self._k("it")])
         stop = ss.get(self._k("stop"))
         if stop is not None and it >= stop:
-            ss[self._k("msg")] = ("Every run has stopped (converged, stalled or diverged): stepping on does "
-                                  "nothing. Press Reset to start again.")
+            ss[self._k("msg")] = _STOPPED
             return
         if it >= self.n_max:
-            ss[self._k("msg")] = f"This is the last iteration ({self.n_max}); press Reset to start again."
+            ss[self._k("msg")] = _LAST.format(self.n_max)
             return
         ss[self._k("it")] = min(it + int(k), self.n_max)
 
@@ -239,39 +267,88 @@ class Live:
         ss[self._k("sched")] = {}
         ss[self._k("playing")] = False
         ss[self._k("stop")] = None
+        ss.pop(self._k("play"), None)
+
+    def _halt(self) -> None:
+        """Stop a play where the browser is now (Pause; Step while playing): the iteration becomes the
+        browser's, and the frames queued beyond it are forgotten."""
+        ss = st.session_state
+        pl = ss.pop(self._k("play"), None)
+        if self.playing and pl is not None:
+            ss[self._k("it")] = _position(pl, self._report(pl), time.time(), estimate=True)
+        ss[self._k("playing")] = False
 
     def _toggle(self) -> None:
         ss = st.session_state
-        ss[self._k("playing")] = not self.playing
-        st.rerun()  # Play / Pause start or stop the fragment's timer: that needs a whole-page run
+        if self.playing:
+            self._halt()
+            return
+        ss[self._k("playing")] = True
+        ss.pop(self._k("play"), None)
+        if _chart_missing():  # no chart element to play frames: Play ticks the fragment (a whole-page run)
+            st.rerun()
 
+    def _clicked(self, k: int) -> None:
+        st.session_state[self._k("clicked")] = True
+        self._halt()
+        self._step(k)
+
+    # ---------------------------------------------------------------------------------- the player
     def player(self, draw: Callable[["Live"], Mapping], *, per_tick: int | Callable[[int], int] = 1,
                interval: float = 0.35, fast: int = 10) -> None:
         """The buttons (Play / Pause, Step, Step ×``fast``, Reset; keyboard shortcuts in :data:`SHORTCUTS`) and
-        the live figure, in a fragment that alone reruns on a button or a tick of Play.
+        the live figure, in a fragment that alone reruns on a button.
 
         ``draw(live)`` draws the figure at ``live.it`` (with ``ui.show(..., main=True)``) and returns
         {label on screen: Trace} of its runs: a diverged run is reported, and when every run has stopped,
-        Step does nothing and says so. ``per_tick``: steps per tick of Play (or a function of the iteration,
-        e.g. ``lambda it: max(1, it // 10)`` to speed up as the run settles)."""
-        playing = self.playing
+        Step does nothing and says so.
 
-        @st.fragment(run_every=interval if playing else None, key=_frag_key(self.key))
+        Play runs in the browser at the screen's rate. The server computes the runs ahead in chunks (the
+        runner's resume, kept in the shared store), draws the figure at each frame's iteration with ``draw``
+        (collected, not drawn: vilab_ui.chart.capturing; each run is then a head of the run computed ahead)
+        and sends the chart element a stretch of Plotly frames holding only the traces that changed
+        (vilab_ui.chart's play message). The element plays them and reports where it is; each report reruns
+        this fragment, which follows the browser's iteration (the URL's ``it``) and sends the next frames. A
+        step size moved while playing is recorded at the browser's iteration and a new stretch starts there.
+        ``per_tick``: iterations per ``interval`` seconds of play (or a function of the iteration, e.g.
+        ``lambda it: max(1, it // 10)`` to speed up as the run settles), at least one a frame."""
+        pace = per_tick if callable(per_tick) else (lambda it, k=int(per_tick): k)
+
+        def frame_step(it: int, fps: float) -> int:  # iterations from one frame to the next
+            return max(1, int(round(pace(it) / (fps * interval))))
+
+        legacy = _chart_missing()  # Streamlit's own Plotly chart draws: Play ticks the fragment as before
+        playing = self.playing
+        st.session_state[self._k("full")] = True  # this run draws the whole page (a play checks its figure)
+
+        @st.fragment(run_every=interval if (playing and legacy) else None, key=_frag_key(self.key))
         def _live():
             ss = st.session_state
+            full = ss.pop(self._k("full"), False)
+            clicked = ss.pop(self._k("clicked"), False)
+            pl = ss.get(self._k("play")) if self.playing and not legacy else None
+            if pl is not None:  # where the browser is; a step size just moved changes the run there
+                rep = self._report(pl)
+                ss[self._k("it")] = _position(pl, rep, time.time(), estimate=self._moved())
+                if rep is not None and rep["at"] == pl["last"] and pl["end"] is not None:
+                    self._ended(pl["end_msg"])  # the browser has drawn the last frame there is
+            elif self.playing and not legacy:  # Play pressed: is there anything to play?
+                stop = ss.get(self._k("stop"))
+                if stop is not None and self.it >= stop:
+                    self._ended(_STOPPED)
+                elif self.it >= self.n_max:
+                    self._ended(_LAST.format(self.n_max))
             self.sync()
-            ticking = self.playing and not ss.pop(self._k("clicked"), False)
-            if ticking:
-                k = per_tick(self.it) if callable(per_tick) else per_tick
+            if self.playing and legacy and not clicked:
                 before = self.it
-                self._step(max(int(k), 1))
+                self._step(max(int(pace(self.it)), 1))
                 if self.it == before:  # the end, or every run stopped: stop the timer
                     ss[self._k("playing")] = False
                     st.rerun(scope="app")
                 self.sync()
             row = st.container(horizontal=True, vertical_alignment="center", key=f"{self.key}_buttons")
             with row:
-                st.button("Pause" if playing else "Play", key=f"{self.key}_play", on_click=self._toggle,
+                st.button("Pause" if self.playing else "Play", key=f"{self.key}_play", on_click=self._toggle,
                           shortcut=SHORTCUTS["play"], help="Play / pause (key P)", type="primary")
                 st.button("Step", key=f"{self.key}_step", on_click=self._clicked, args=(1,),
                           shortcut=SHORTCUTS["step"], help="One iteration (key N)")
@@ -279,14 +356,25 @@ class Live:
                           shortcut=SHORTCUTS["step10"], help=f"{fast} iterations (Shift+N)")
                 st.button("Reset", key=f"{self.key}_reset", on_click=self._reset, shortcut=SHORTCUTS["reset"],
                           help="Back to iteration 0, forgetting the step-size changes (key 0)")
-                # one line with the link (a second element would wrap under the buttons and push the figure down)
-                st.markdown(f"**iteration {self.it}** of {self.n_max}"
-                            + (" · playing" if playing else f" · [Link to this step]({self.share_link()})"),
-                            help=None if playing else "The link opens this page at this iteration, with these step "
-                                                      "sizes and their changes: copy it to share the exact step.")
-            runs = {}
-            with ui.guard("live run"):
-                runs = draw(self) or {}
+                line = st.empty()  # the iteration, written once the play knows where it is
+            runs = None
+            if self.playing and not legacy:
+                try:
+                    runs = self._play(draw, frame_step, full)
+                except Exception as exc:  # noqa: BLE001 - said in a sentence, and the figure drawn paused
+                    self._ended(None)
+                    ss[self._k("fail")] = (f"The play stopped: {exc}" if isinstance(exc, ValueError) else
+                                           f"The play stopped: something went wrong ({type(exc).__name__}: {exc}).")
+                    st.rerun(scope="app" if full else "fragment")  # with the Play button back
+            if runs is None:  # paused, stepped, or the play has just ended
+                with ui.guard("live run"):
+                    runs = draw(self) or {}
+            now = self.playing
+            # one line with the link (a second element would wrap under the buttons and push the figure down)
+            line.markdown(f"**iteration {self.it}** of {self.n_max}"
+                          + (" · playing" if now else f" · [Link to this step]({self.share_link()})"),
+                          help=None if now else "The link opens this page at this iteration, with these step "
+                                                "sizes and their changes: copy it to share the exact step.")
             stopped = [t for t in runs.values() if stopped_early(t)]
             ss[self._k("stop")] = (max(t.n_steps for t in stopped) if runs and len(stopped) == len(runs)
                                    else None)
@@ -295,8 +383,148 @@ class Live:
             msg = ss.pop(self._k("msg"), None)
             if msg:
                 st.info(msg)
+            fail = ss.pop(self._k("fail"), None)
+            if fail:
+                st.warning(ui.plain(fail))
 
         _live()
+
+    def _moved(self) -> bool:
+        """Whether a step-size widget holds another value than the one in force (it was just moved)."""
+        ss = st.session_state
+        sched = ss.get(self._k("sched")) or {}
+        for c, wkey in self.channels.items():
+            try:
+                v = float(ss.get(wkey))
+            except (TypeError, ValueError):
+                continue
+            if c in sched and value_at(sched[c], self.it) != v:
+                return True
+        return False
+
+    def _report(self, pl: dict) -> dict | None:
+        """The chart element's latest report on this stretch ({at, queued, t} of its play state, see
+        vilab_ui.chart.show's ``play``), with the server's time it was first seen; None before the first."""
+        try:
+            state = st.session_state.get(pl["chart"]) if pl.get("chart") else None
+            rep = state.get("play") if hasattr(state, "get") else None
+        except Exception:  # noqa: BLE001 - no state yet
+            rep = None
+        old = pl.get("report")
+        if not isinstance(rep, Mapping) or rep.get("token") != pl["token"]:
+            return old
+        try:
+            got = {"at": int(rep["at"]), "queued": int(rep.get("queued", rep["at"])), "t": float(rep.get("t", 0.0))}
+        except (KeyError, TypeError, ValueError, OverflowError):
+            return old
+        if not (pl["base"] <= got["at"] <= pl["last"]) or not math.isfinite(got["t"]):
+            return old  # not a frame of this stretch
+        if old is None or (old["at"], old["queued"], old["t"]) != (got["at"], got["queued"], got["t"]):
+            got["seen"] = time.time()
+            # the browser's clock against the server's: the shortest delay seen bounds their difference
+            got["offset"] = min(got["seen"] - got["t"] / 1000.0, old["offset"] if old else math.inf)
+            pl["report"] = got
+        return pl["report"]
+
+    def _capture(self, draw, it: int):
+        """``draw(self)`` at iteration ``it``, collected without drawing: (the figures, {label: Trace}, the runs
+        it followed)."""
+        ss = st.session_state
+        keep = ss[self._k("it")]
+        ss[self._k("it")] = int(it)
+        self._calls = []
+        try:
+            with _chart.capturing() as got:
+                runs = draw(self) or {}
+        finally:
+            ss[self._k("it")] = keep
+            calls, self._calls = self._calls, None
+        return list(got), dict(runs), calls
+
+    def _play(self, draw, frame_step, full: bool) -> dict | None:
+        """Send the chart element the play's next frames (a new stretch when Play is pressed, after a
+        step-size change, when the page's figure changed, or where the figure changes shape); returns the
+        runs at the browser's iteration."""
+        ss = st.session_state
+        pl = ss.get(self._k("play"))
+        start = None  # where a new stretch starts
+        if pl is None:  # Play: the first frame after the iteration shown (the picture moves at once)
+            start = min(self.it + frame_step(self.it, _fps()), self.n_max)
+        elif pl["sched"] != self.schedule or (full and not self._same_page(pl, draw)):
+            start = self.it  # a step size moved (or the page changed): from the browser's iteration on
+        else:
+            rep = self._report(pl)
+            if rep is not None and rep["at"] == pl["last"] and pl["brk"] is not None:
+                start = pl["brk"]  # the figure changes shape there: a new stretch from that frame
+        if start is not None:
+            ss[self._k("it")] = start
+            self.sync()
+            figs, runs, calls = self._capture(draw, start)
+            pl = _new_stretch(start, figs, runs, calls, self.schedule)
+            ss[self._k("play")] = pl
+        want = _wanted(pl, self.it)
+        pl["msg_base"] = (pl["last"], pl["spec"])
+        if want and pl["end"] is None and pl["brk"] is None:
+            self._extend(pl, draw, frame_step, want)
+        _send(pl)
+        return _runs_at(pl, self.it)
+
+    def _ended(self, msg: str | None) -> None:
+        """The play is over (``msg`` says why, under the figure): the figure is drawn paused, where it is."""
+        ss = st.session_state
+        ss[self._k("playing")] = False
+        ss.pop(self._k("play"), None)
+        if msg:
+            ss[self._k("msg")] = msg
+
+    def _same_page(self, pl: dict, draw) -> bool:
+        """Whether the page, run again, draws the stretch's last frame as it was sent (else a setting other than
+        a live step size was changed, and the play starts again from where it is)."""
+        figs, _, _ = self._capture(draw, pl["last"])
+        got = _spec_of(pl, figs)
+        return got is not None and _blob(_layout(got)) == _blob(_layout(pl["spec"])) \
+            and _blob(got["data"]) == _blob(pl["spec"]["data"])
+
+    def _extend(self, pl: dict, draw, frame_step, want: int) -> None:
+        """Up to ``want`` more frames, drawn for at most BUDGET_S (at least one; FIRST_FRAMES in the first
+        message of a stretch). The runs are computed ahead in chunks of CHUNK_S of play (one resume per run,
+        kept in the shared store), so each frame's runs are heads of them (vilab.core.live.head)."""
+        last, end = pl["last"], self.n_max
+        step = lambda it: frame_step(it, pl["fps"])  # noqa: E731 - the stretch's rate
+        plan = frame_iterations(last, end, step, limit=FIRST_FRAMES if not pl["frames"] else want)
+        if not plan:
+            pl["end"], pl["end_msg"] = last, _LAST.format(self.n_max)
+            return
+        if pl["chunk"] < plan[-1]:  # the next chunk of the runs, from where they are in the shared store
+            chunk = frame_iterations(last, end, step, limit=max(len(plan), int(CHUNK_S * pl["fps"])))[-1]
+            for ident, names, advance in pl["calls"]:
+                self.follow(ident, names, advance, chunk)
+            pl["chunk"] = chunk
+        t0 = time.perf_counter()
+        for j in plan:
+            if j != plan[0] and time.perf_counter() - t0 > BUDGET_S:
+                break
+            t1 = time.perf_counter()
+            figs, runs, calls = self._capture(draw, j)
+            _note_draw(time.perf_counter() - t1)
+            spec = _spec_of(pl, figs)
+            frame = None if spec is None else _frame(pl, spec, j)
+            if frame is None:  # the figure changes shape (a trace or the layout): a new stretch starts there
+                pl["brk"] = j
+                break
+            pl["frames"].append(j)
+            pl["new"].append(frame)
+            pl["runs"][j] = runs
+            pl["calls"] = calls or pl["calls"]
+            pl["last"], pl["spec"] = j, spec
+            if runs and all(stopped_early(t) for t in runs.values()):
+                pl["end"], pl["end_msg"] = j, _STOPPED
+                break
+            if j >= end:
+                pl["end"], pl["end_msg"] = j, _LAST.format(self.n_max)
+                break
+        for j in [j for j in pl["runs"] if j < self.it][:-1]:  # the runs of frames the browser has passed
+            del pl["runs"][j]
 
     def share_link(self) -> str:
         """The page's URL parameters now ("?it=...&lr=...&..."), a link that opens this very step. Built on the
@@ -307,6 +535,133 @@ class Live:
         keep = {k: [v for v in qp.get_all(k) if not _MARKUP.search(v)] for k in qp}
         return "?" + urlencode({k: v for k, v in keep.items() if v}, doseq=True)
 
-    def _clicked(self, k: int) -> None:
-        st.session_state[self._k("clicked")] = True
-        self._step(k)
+
+_STOPPED = ("Every run has stopped (converged, stalled or diverged): stepping on does nothing. Press Reset to start "
+            "again.")
+_LAST = "This is the last iteration ({}); press Reset to start again."
+
+
+def _chart_missing() -> bool:
+    """Whether Streamlit's own Plotly chart draws the figures here (no vilab chart element to play frames)."""
+    return _chart._chart_element() is None
+
+
+def _fps() -> float:
+    """The frame rate a stretch plays at: FPS, or what this server draws (FILL of its time: the median of its
+    last frames), at least FPS_MIN."""
+    got = st.session_state.get(_DRAW_S)
+    if not isinstance(got, list) or not got:
+        return FPS
+    s = sorted(got)[len(got) // 2]
+    return float(round(min(FPS, max(FPS_MIN, FILL / s)), 1)) if s > 0 else FPS
+
+
+def _note_draw(seconds: float) -> None:
+    """Keep the time one frame took to draw (the last 16)."""
+    got = st.session_state.get(_DRAW_S)
+    got = list(got) if isinstance(got, list) else []
+    st.session_state[_DRAW_S] = (got + [float(seconds)])[-16:]
+
+
+def _new_stretch(start: int, figs: list, runs: dict, calls: list | None, schedule: dict) -> dict:
+    """A play's stretch from iteration ``start`` (whose figures, as collected, are ``figs``): what the server
+    keeps of it in session state (see Live._play)."""
+    if not figs:
+        raise ValueError("This page's live figure could not be found to play; press Step instead.")
+    key, main, spec = next(((k, m, s) for k, m, s in figs if m), figs[0])
+    if key is None and not main:
+        raise ValueError("A live figure needs a key (ui.show(fig, key=...)) to play.")
+    start = int(start)
+    return {"token": uuid.uuid4().hex[:12], "base": start, "base_spec": spec, "spec": spec, "last": start,
+            "frames": [], "new": [], "moved": set(), "key": key, "main": main,
+            "chart": key or _chart.MAIN_CHART, "fps": _fps(), "sched": schedule, "runs": {start: runs},
+            "calls": calls or [], "chunk": start, "sent": None, "sent_at": None, "report": None, "end": None,
+            "end_msg": None, "brk": None, "msg_base": (start, spec)}
+
+
+def _spec_of(pl: dict, figs: list) -> dict | None:
+    """The stretch's figure among those a draw collected."""
+    return next((s for k, m, s in figs if k == pl["key"] and m == pl["main"]), None)
+
+
+def _layout(spec: dict) -> dict:
+    return {k: v for k, v in (spec.get("layout") or {}).items() if k != "datarevision"}
+
+
+def _blob(x) -> bytes:
+    """``x`` as the JSON the browser is sent (NaN as null: two draws of one figure compare equal)."""
+    import orjson
+
+    return orjson.dumps(x, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def _frame(pl: dict, spec: dict, it: int) -> dict | None:
+    """The Plotly frame (as a dict) that turns the stretch's base figure into ``spec``, the figure at iteration
+    ``it``: the traces that differ from the base, or differed earlier in the stretch, whole and by index (the
+    element plays frames over the base without drawing the others again: contours, heat maps). None when the
+    figure changed shape (another number of traces, another layout: a new stretch starts there)."""
+    base = pl["base_spec"]
+    if len(base["data"]) != len(spec["data"]) or _blob(_layout(base)) != _blob(_layout(spec)):
+        return None
+    moved, blobs = pl["moved"], pl.setdefault("blobs", {})
+    for i, b in enumerate(spec["data"]):
+        if i not in moved and _blob(b) != blobs.setdefault(i, _blob(base["data"][i])):
+            moved.add(i)
+    idx = sorted(moved)
+    return {"name": str(int(it)), "data": [spec["data"][i] for i in idx], "traces": idx}
+
+
+def _wanted(pl: dict, it: int) -> int:
+    """How many more frames to queue for the browser at iteration ``it``: LEAD_S of play ahead of it."""
+    ahead = len(pl["frames"]) - bisect.bisect_right(pl["frames"], it)
+    return max(0, int(math.ceil(LEAD_S * pl["fps"])) - ahead)
+
+
+def _position(pl: dict, rep: dict | None, now: float, estimate: bool = False) -> int:
+    """The iteration the browser is at: the frame it last reported, or with ``estimate`` the frame it has
+    reached since (the report's time and the frame rate; never past the frames sent)."""
+    frames, base = pl["frames"], pl["base"]
+    if rep is None:
+        if not estimate or not frames or pl.get("sent_at") is None:
+            return base
+        k = int((now - pl["sent_at"]) * pl["fps"]) - 1
+    else:
+        if not estimate:
+            return int(rep["at"])
+        i = bisect.bisect_left(frames, rep["at"])
+        i = i if i < len(frames) and frames[i] == rep["at"] else -1
+        k = i + int(max(0.0, now - rep["offset"] - rep["t"] / 1000.0) * pl["fps"])
+    if k < 0 or not frames:
+        return base
+    return frames[min(k, len(frames) - 1)]
+
+
+def _runs_at(pl: dict, it: int) -> dict:
+    """The runs drawn at the frame the browser is at (for their statuses)."""
+    j = max((j for j in pl["runs"] if j <= it), default=None)
+    return pl["runs"][j] if j is not None else pl["runs"].get(pl["base"], {})
+
+
+def _send(pl: dict) -> None:
+    """The chart element's message (vilab_ui.chart.show's ``play``): the figure at the iteration before the
+    new frames, the new frames, and the play; the last message again when nothing is new."""
+    new, pl["new"] = pl["new"], []
+    if new or pl["sent"] is None:  # at the rate the last frames were drawn (the element takes it from here on)
+        pl["fps"] = _fps()
+        fig = {**pl["msg_base"][1], "frames": new}
+        play = {"token": pl["token"], "fps": pl["fps"], "playing": True, "report_every_s": REPORT_EVERY_S}
+        pl["sent"] = (fig, play)
+        if pl["sent_at"] is None:
+            pl["sent_at"] = time.time()
+    fig, play = pl["sent"]
+    _show_play(fig, pl["key"], pl["main"], play)
+
+
+def _show_play(fig: dict, key: str | None, main: bool, play: dict) -> None:
+    """Draw a play's figure (already in the form the browser is sent, with its frames) as ui.show draws the
+    page's main figure."""
+    chart = _chart._chart_element()
+    with st.container(key=_chart.MAIN_FIGURE) if main else nullcontext():
+        _chart._draw_chart(chart, fig, key or _chart.MAIN_CHART, play=play, config=_chart._CHART_CONFIG)
+        if main:
+            _chart._export_menu({k: v for k, v in fig.items() if k != "frames"}, key, False)

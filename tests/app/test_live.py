@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tests.app.charts import charts
-from tests.app.live_helpers import app
+from tests.app.live_helpers import app, frame_names, message, report
 from tests.app.live_helpers import arr as _arr
 from tests.app.live_helpers import ok as _ok
 from vilab.algorithms import algorithm, run
@@ -111,21 +111,130 @@ def test_step_step10_reset_and_a_step_size_change_mid_run():
     np.testing.assert_array_equal(_path(fresh, "gd-mc"), _path(at, "gd-mc"))
 
 
-def test_play_advances_and_pause_stops():
-    at = _app(view="live", m=["vn"])
+def _frame_path(frame, spec, code):
+    """The mean path of ``code`` in a Plotly frame of the live figure (the frame names its traces by index)."""
+    for i, tr in zip(frame["traces"], frame["data"]):
+        assert spec["data"][i].get("legendgroup") == tr.get("legendgroup")
+        if tr.get("legendgroup") == code and tr.get("mode") == "lines+markers":
+            return np.column_stack([_arr(tr["x"]), _arr(tr["y"])])
+    return None
+
+
+def _playing(at):
+    return at.button(key="tr_play").label == "Pause"
+
+
+def test_play_sends_frames_the_browser_plays_and_follows_where_it_is():
+    at = _app(view="live", m=["srvn", "gd-mc"])
     _ok(at)
-    at.button(key="tr_play").click().run()  # Play: the whole page reruns to start the timer, one tick drawn
+    at.button(key="tr_play").click().run()  # Play: a stretch of frames for the chart element, at once
     _ok(at)
-    first = _it(at)
-    assert first >= 1 and at.button(key="tr_play").label == "Pause"
-    at.run()  # a tick
-    assert _it(at) > first
+    assert _playing(at)
+    sent = message(at, "live")
+    play = sent["play"]
+    assert play["playing"] is True and 10 <= play["fps"] <= 30 and play["report_every_s"] > 0
+    names = frame_names(sent)
+    assert names and names == sorted(set(names)) and names[0] >= 1
+    base = sent["figure"]
+    # the frames hold only what moves: the paths, not the target's contours (trace 0)
+    assert base["data"][0]["type"] == "contour"
+    assert all(0 not in f["traces"] for f in base["frames"])
+    tgt = kumar_t2()
+    token, seen = play["token"], names[-1]
+    for _ in range(60):  # the browser reports where it is; the server sends the frames after, same stretch
+        report(at, "live", sent).run()
+        _ok(at)
+        assert _playing(at) and _it(at) == seen  # the URL follows the browser
+        sent = message(at, "live")
+        assert sent["play"]["token"] == token
+        names = frame_names(sent)
+        assert names and names[0] > seen and names == sorted(names)
+        seen = names[-1]
+        if seen > 140:
+            break
+    assert seen > 140, "the play stopped before a hundred iterations"  # > 2 chunks of the runs computed ahead
+    j = names[-1]
+    got = _frame_path(sent["figure"]["frames"][-1], sent["figure"], "srvn")
+    direct = run("srvn", tgt, START, j, 1.0, key=as_key(0), grads="exact")
+    np.testing.assert_allclose(got, np.asarray(direct.mean), rtol=1e-12, atol=1e-12)
+    # Pause where the browser is (it reported the first of the frames just sent, just now)
+    report(at, "live", sent, where=names[0])
     at.button(key="tr_play").click().run()
     _ok(at)
+    assert not _playing(at)
     paused = _it(at)
-    assert at.button(key="tr_play").label == "Play"
+    assert names[0] <= paused <= names[-1]
+    assert "play" not in message(at, "live") and len(_path(at, "srvn")) == paused + 1
     at.run()
-    assert _it(at) == paused
+    assert _it(at) == paused and not _playing(at)
+    # Step after a play: one iteration from there
+    at.button(key="tr_step").click().run()
+    _ok(at)
+    assert _it(at) == paused + 1 and len(_path(at, "srvn")) == paused + 2
+
+
+def test_a_step_size_change_while_playing_bends_the_path_there_and_the_play_goes_on():
+    at = _app(view="live", m=["srvn", "gd-mc"])
+    at.button(key="tr_play").click().run()
+    sent = message(at, "live")
+    for _ in range(3):
+        report(at, "live", sent).run()
+        sent = message(at, "live")
+    names = frame_names(sent)
+    report(at, "live", sent, where=names[0], ago_s=0.2).run()  # the browser is at the first of these frames
+    sent = message(at, "live")
+    queued = frame_names(sent)[-1]
+    token = sent["play"]["token"]
+    at.select_slider(key="s_srvn").set_value(0.316).run()  # moved while playing
+    _ok(at)
+    assert _playing(at), "a step-size change stopped the play"
+    lr = _param(at, "lr")
+    assert lr.startswith("srvn@0:1,") and lr.endswith(":0.316")
+    bend = int(lr.split(",")[1].split(":")[0])
+    assert names[0] <= bend <= queued and _it(at) == bend  # where the browser was, about
+    sent = message(at, "live")
+    assert sent["play"]["token"] != token and sent["play"]["playing"]  # a new stretch, from the bend
+    assert frame_names(sent)[0] == bend + 1
+    stars = [d for d in sent["figure"]["data"] if d.get("legendgroup") == "srvn" and "changed" in str(d.get("name"))]
+    assert len(stars) == 1 and stars[0]["text"] == ["ρ = 0.316"]
+    for _ in range(2):  # and it plays on
+        report(at, "live", sent).run()
+        _ok(at)
+        assert _playing(at)
+        sent = message(at, "live")
+    j = frame_names(sent)[-1]
+    assert j > bend + 2
+    tgt = kumar_t2()
+    alg = algorithm("srvn", tgt, grads="exact")
+    direct = resume(alg, run("srvn", tgt, START, bend, 1.0, key=as_key(0), grads="exact"), j - bend,
+                    hyper={"rho": 0.316})
+    got = _frame_path(sent["figure"]["frames"][-1], sent["figure"], "srvn")
+    np.testing.assert_allclose(got, np.asarray(direct.mean), rtol=1e-12, atol=1e-12)
+    # Reset while playing: back to 0, paused, the change forgotten
+    at.button(key="tr_reset").click().run()
+    _ok(at)
+    assert not _playing(at) and _it(at) == 0 and "lr" not in at.query_params
+
+
+def test_play_at_the_last_iteration_says_so_and_a_diverging_play_stops():
+    at = _app(view="live", m=["vn"], it="1000")
+    at.button(key="tr_play").click().run()
+    _ok(at)
+    assert not _playing(at) and _it(at) == 1000
+    assert any("last iteration" in i.value for i in at.info)
+    at = _app(view="live", m=["gd-mc"], **{"s_gd-mc": "1.78"})
+    at.button(key="tr_play").click().run()
+    for _ in range(30):
+        if not _playing(at):
+            break
+        report(at, "live", message(at, "live")).run()
+        _ok(at)
+    assert not _playing(at), "the play went on past a diverged run"
+    assert any("diverged" in w.value for w in at.warning)
+    assert any("stepping on does nothing" in i.value for i in at.info)
+    stopped = _it(at)
+    at.button(key="tr_play").click().run()  # Play again: nothing left to play
+    assert not _playing(at) and _it(at) == stopped
 
 
 def test_a_diverging_run_stops_and_stepping_past_it_does_nothing():

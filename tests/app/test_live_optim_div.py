@@ -215,3 +215,49 @@ def test_live_figures_draw_each_method_in_its_colour(page, query):
     assert len(seen) >= (6 if page == ADAM else 3)
     wrong = {c: sorted(cols) for c, cols in seen.items() if cols - {theme.look(c).color.lower()}}
     assert not wrong, wrong
+
+
+# ------------------------------------------------------------------------------------------ Play on every page
+VF = str(PAGES / "10_Vector_fields.py")
+
+
+@pytest.mark.parametrize("page, query, prefix, chart, itp, slider, value", [
+    (ADAM, {"view": LIVE_VIEW}, "ls", "live2d", "it", "lsnngm", 0.1),
+    (DIV, {"tab": LIVE_TAB}, "lb", "live_batch", "step", "lsdb", 10.0),
+    (VF, {"live": "1", "rule": "fixed"}, "vf", "fields", "it", "rho", 0.1),
+], ids=["adam", "divergences", "vector-fields"])
+def test_play_follows_the_browser_and_a_step_size_change_while_playing_keeps_playing(page, query, prefix, chart,
+                                                                                    itp, slider, value):
+    from tests.app.live_helpers import frame_names, message, report
+
+    at = _app(page, **query)
+    _ok(at)
+    play = at.button(key=f"{prefix}_play")
+    play.click().run()
+    _ok(at)
+    assert at.button(key=f"{prefix}_play").label == "Pause"
+    sent = message(at, chart)
+    assert sent["play"]["playing"] and frame_names(sent)
+    token = sent["play"]["token"]
+    for _ in range(3):  # the browser plays the frames and reports: the next ones come, the URL follows
+        last = frame_names(sent)[-1]
+        report(at, chart, sent).run()
+        _ok(at)
+        assert int(_param(at, itp)) == last
+        sent = message(at, chart)
+        assert sent["play"]["token"] == token and frame_names(sent)[0] > last
+    at.select_slider(key=slider).set_value(value).run()  # a step size moved while playing
+    _ok(at)
+    assert at.button(key=f"{prefix}_play").label == "Pause", "a step-size change stopped the play"
+    bend = int(_param(at, itp))
+    assert last <= bend <= frame_names(sent)[-1]
+    lr = _param(at, "lr")
+    assert lr and f"{bend}:" in lr
+    sent = message(at, chart)
+    assert sent["play"]["token"] != token and frame_names(sent)[0] > bend
+    report(at, chart, sent).run()
+    _ok(at)
+    assert at.button(key=f"{prefix}_play").label == "Pause"
+    at.button(key=f"{prefix}_play").click().run()  # Pause
+    _ok(at)
+    assert at.button(key=f"{prefix}_play").label == "Play" and "play" not in message(at, chart)

@@ -19,14 +19,18 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Mapping
+from dataclasses import replace
+from typing import Callable, Mapping
+
+import numpy as np
 
 from .algorithm import Algorithm, set_hyper
 from .runner import resume, run
 from .trace import Trace
 
 __all__ = ["Changes", "MAX_CHANGES", "parse_schedule", "format_schedule", "value_at", "record", "truncate",
-           "merge", "change_points", "run_schedule", "valid_prefix", "stopped_early"]
+           "merge", "change_points", "run_schedule", "valid_prefix", "valid_head", "head", "stopped_early",
+           "frame_iterations"]
 
 Changes = tuple  # ((iteration, value), ...): iterations strictly increasing, the first one 0
 
@@ -168,6 +172,62 @@ def valid_prefix(prefix: Trace | None, steps: list[tuple[int, dict]], prefix_ste
         return False
     upto = p + 1 if stopped_early(prefix) else p
     return [(t, h) for t, h in steps if t < upto] == [(t, h) for t, h in prefix_steps if t < upto]
+
+
+def valid_head(trace: Trace | None, steps: list[tuple[int, dict]], trace_steps: list[tuple[int, dict]] | None,
+               n: int) -> bool:
+    """Whether the first ``n`` steps of ``trace`` (a live run of schedule ``trace_steps``, at least ``n`` steps
+    long) are the run of ``steps`` to ``n``: the settings of its steps 1..n agree (those in force after the
+    iterates before ``n``). At ``n`` = its last iterate, :func:`valid_prefix` (a run that stopped there on its
+    own stopped with the setting at ``n``)."""
+    if trace is None or trace_steps is None or n < 0 or n > trace.n_steps:
+        return False
+    if n == trace.n_steps:
+        return valid_prefix(trace, steps, trace_steps, n)
+    return [(t, h) for t, h in steps if t < n] == [(t, h) for t, h in trace_steps if t < n]
+
+
+def head(trace: Trace, n: int) -> Trace | None:
+    """The run ``trace`` as it was at iterate ``n`` (its rows to ``n``, its per-step values of steps 1..n,
+    status "max_steps" since it went on), or ``trace`` itself at its last iterate; None when ``n`` is not one
+    of its rows (a thinned record). A head has no state to resume from (``state`` and ``key`` are None):
+    continue the whole trace instead. A Play draws its frames from heads of one run computed ahead."""
+    n = int(n)
+    its = np.asarray(trace.iterations)
+    if n == trace.n_steps:
+        return trace
+    if n < 0 or n > trace.n_steps or not its.size:
+        return None
+    r = int(np.searchsorted(its, n, side="right"))  # rows up to iterate n
+    if r == 0 or int(its[r - 1]) != n:
+        return None
+    first = int(its[0])
+    k = n - first  # steps taken from the trace's first row to n
+    n_rows = trace.n_rows
+
+    def rows(a):
+        return None if a is None else np.asarray(a)[:r]
+
+    def per_step(a):
+        a = np.asarray(a)
+        return a[:k] if a.ndim and a.shape[0] == trace.n_steps - first else a
+
+    extra = {key: (np.asarray(v)[:r] if isinstance(v, np.ndarray) and v.ndim and v.shape[0] == n_rows else v)
+             for key, v in trace.extra.items()}
+    return replace(trace, mean=rows(trace.mean), cov=rows(trace.cov), var=rows(trace.var),
+                   objective=rows(trace.objective), iterations=its[:r], step_sizes=per_step(trace.step_sizes),
+                   info={key: per_step(v) for key, v in trace.info.items()}, extra=extra, status="max_steps",
+                   note="", state=None, key=None)
+
+
+def frame_iterations(start: int, end: int, step: Callable[[int], int], limit: int | None = None) -> list[int]:
+    """The iterations a Play shows after ``start``, up to ``end`` (included when reached): each the one before
+    plus ``step(it)`` (at least 1): [start + s(start), ...]. ``limit``: at most that many."""
+    out, it = [], int(start)
+    while it < end and (limit is None or len(out) < limit):
+        it = min(it + max(int(step(it)), 1), int(end))
+        out.append(it)
+    return out
 
 
 def run_schedule(algorithm: Algorithm, key, state, n: int, settings: Mapping[str, Changes], *,
