@@ -322,7 +322,7 @@ aside p { margin: 0 0 0.6rem; line-height: 1.38; font-size: 20px; }
     border-radius: 0.3rem; }
 .answer[hidden] { display: none; }
 nav { display: flex; gap: 0.4rem; margin: 0.8rem 0; }
-nav button { flex: 1; font: inherit; font-size: 20px; padding: 0.35rem 0.5rem; border-radius: 0.4rem; border: 1px solid #c3c6cf;
+nav button { flex: 1; font: inherit; font-size: 19px; white-space: nowrap; padding: 0.35rem 0.3rem; border-radius: 0.4rem; border: 1px solid #c3c6cf;
     background: #fff; cursor: pointer; }
 nav button.primary { background: #ff4b4b; border-color: #ff4b4b; color: #fff; }
 nav button:disabled { opacity: 0.45; cursor: default; }

@@ -545,7 +545,7 @@ _PANEL_CSS = """
     box-shadow: -0.3rem 0 0.8rem rgba(0, 0, 0, 0.10); }
 .st-key-deck_stage [data-testid="stMarkdownContainer"] p { line-height: 1.38; margin-bottom: 0.2rem; }
 .st-key-deck_stage [data-testid="stElementContainer"] { margin: 0; }
-.st-key-deck_answer { border-left: 0.3rem solid #21a366; padding-left: 0.6rem; background: rgba(33, 163, 102, 0.08);
+.st-key-deck_answer { border-left: 0.3rem solid #21a366; padding: 0.3rem 0.6rem; background: rgba(33, 163, 102, 0.08);
     border-radius: 0.3rem; }
 .st-key-deck_buttons [data-testid="stHorizontalBlock"] { gap: 0.4rem; flex-wrap: nowrap; }
 .st-key-deck_buttons [data-testid="stColumn"] { min-width: 0 !important; }

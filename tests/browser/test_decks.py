@@ -205,6 +205,34 @@ def test_a_shipped_deck_stands_on_the_stage_in_lecture_mode(server, browser, ste
         page.close()
 
 
+def _longest(deck: decks.Deck) -> int:
+    return max(range(len(deck)), key=lambda i: len(deck.views[i].prompt) + len(deck.views[i].reveal))
+
+
+@pytest.mark.parametrize("size", [(1024, 768), (1920, 1080)], ids=["1024x768", "1920x1080"])
+def test_the_longest_question_and_answer_fit_on_other_screens(server, browser, size):
+    """The view of each shipped deck with the longest question and answer, opened from a link on a 1024 x 768 and
+    a 1920 x 1080 screen in lecture mode: after A, both wholly on the screen, beside the figure."""
+    w, h = size
+    problems = []
+    for stem, deck in decks.shipped():
+        k = _longest(deck) + 1
+        page = browser.new_page(viewport={"width": w, "height": h})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        try:
+            page.goto(f"{server}/?lecture=1&deck={decks.encode(deck)}&dv={k}", wait_until="domcontentloaded")
+            _stage_at(page, k, len(deck))
+            page.wait_for_function("() => window.__vilabDeckKeys && window.__vilabDeckKeys.listening", timeout=60_000)
+            page.keyboard.press("a")
+            _wait_for(page, lambda: page.locator(".st-key-deck_answer").count() == 1, 60, f"the answer of view {k}")
+            time.sleep(0.5)
+            problems += [f"{stem}: {p}" for p in _stage_problems(page, k) + layout.exception_problems(page, errors)]
+        finally:
+            page.close()
+    assert not problems, problems
+
+
 def test_keys_pressed_while_a_view_loads_are_queued(server, browser):
     """F pressed three times, 0.3 s apart, while the deck's first view loads lands three views on (the panel says
     where the presses are going meanwhile); B twice then comes back two."""
