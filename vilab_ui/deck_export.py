@@ -137,6 +137,12 @@ def _worker() -> None:
     """The worker process: a job ({"views": [view JSON...], "lecture": bool}) on stdin; one JSON line per view on
     stdout ({"event": "start", "i"} then {"event": "done", "i", "figures", "main", "error", "seconds", "notes"})."""
     os.environ.setdefault("VILAB_CHART", "plotly")  # st.plotly_chart: its spec is in the element tree as it is
+    try:  # the lab's compiled programs, as the server uses them (before anything is compiled)
+        from vilab.compile_cache import enable_for_server
+
+        enable_for_server(lambda text: print(text, file=sys.stderr))
+    except ImportError:  # pragma: no cover - an older vilab
+        pass
     job = json.loads(sys.stdin.read())
     out = sys.stdout
     lecture = bool(job.get("lecture"))
