@@ -52,25 +52,34 @@ def test_a_figure_goes_to_the_chart_element_with_its_settings():
     assert drawn[0].figure["data"][0]["y"] == [3, 1, 2]
 
 
-def _reported_width():
+def _played():
     import plotly.graph_objects as go
-    import streamlit as st
 
     import vilab_ui as ui
 
-    st.session_state[ui.chart._WIDTHS_KEY] = {"widths": {ui.chart.MAIN_CHART: 640, "side": 300}}  # what the reporter said
-    ui.show(go.Figure(go.Scatter(x=[1, 2], y=[3, 4])), main=True)
-    ui.show(go.Figure(go.Scatter(x=[1, 2], y=[4, 3])), key="side")
+    fig = go.Figure(go.Scatter(x=[0.0], y=[0.0]), frames=[go.Frame(name=str(i), data=[go.Scatter(x=[0.0, i], y=[0.0, i])],
+                                                                  traces=[0]) for i in (1, 2)])
+    ui.show(fig, key="live", main=True, play={"token": "a", "fps": 30.0, "playing": True, "report_every_s": 0.25})
 
 
-def test_a_figure_goes_out_at_the_width_the_browser_reported_for_its_chart():
-    """The main figure's element is keyed MAIN_CHART, and the reporter names a chart by its element's key: the next
-    figure is built at that width (its margins are kept per width)."""
-    at = AppTest.from_function(_reported_width, default_timeout=60).run()
+def test_a_play_goes_to_the_chart_element_with_its_frames():
+    """Contract C1: the message carries the play as given and the frames in order; the figure goes out without a
+    width (the element measures its place) and without a datarevision (the element gives each figure its own)."""
+    at = AppTest.from_function(_played, default_timeout=60).run()
     assert not at.exception
-    main, side = charts(at)
-    assert main.id.endswith("vilab_chart_main") and side.id.endswith("side")
-    assert main.figure["layout"]["width"] == 640 and side.figure["layout"]["width"] == 300
+    (msg,) = [json.loads(el.proto.bytes) for el in at.get("bidi_component") if el.proto.component_name == "vilab.chart"]
+    assert msg["play"] == {"token": "a", "fps": 30.0, "playing": True, "report_every_s": 0.25}
+    assert [f["name"] for f in msg["figure"]["frames"]] == ["1", "2"] and msg["figure"]["frames"][0]["traces"] == [0]
+    assert "width" not in msg["figure"]["layout"] and "datarevision" not in msg["figure"]["layout"]
+
+
+def test_the_chart_element_reads_no_private_plotly_field():
+    """chart.js uses plotly.js's public API only: no ``._name`` field of a plotly.js object (gd._fullLayout and the
+    like change between plotly.js versions); its own fields on the graph div are named ``__vilab...``."""
+    js = (BROWSER / "chart.js").read_text(encoding="utf-8")
+    code = re.sub(r"//[^\n]*", "", js)
+    assert re.findall(r"\._(?!_vilab)[A-Za-z]", code) == []
+    assert "Plotly.animate" in code and "Plotly.addFrames" in code and "--vilab-chart-height" in code
 
 
 def _same_figure_twice():
@@ -139,6 +148,31 @@ def test_the_bundle_is_plotly_js_cartesian_of_the_plotly_packages_major_version(
     assert theirs and theirs.group(1) == got.group(1)
     assert "MIT" in (BROWSER / "LICENSE-plotly.js.txt").read_text(encoding="utf-8")
     assert 'name = "chart"' in (ROOT / "pyproject.toml").read_text() and (BROWSER / "chart.js").exists()
+
+
+def test_the_bundle_and_its_licence_are_the_npm_packages_files_unchanged():
+    """vilab/plots/browser/SOURCE.txt records the npm package the bundle comes from, its version and the sha256 of
+    each file as shipped: the files here are those (a bundle edited or swapped by hand fails)."""
+    import hashlib
+
+    record = {}
+    files = {}
+    for line in (BROWSER / "SOURCE.txt").read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        name, _, value = line.partition(": ")
+        if name == "file":
+            fname, _, rest = value.partition(" sha256 ")
+            files[fname] = rest.split()[0]
+        else:
+            record[name] = value
+    assert record["package"] == "plotly.js-cartesian-dist-min" and record["license"] == "MIT"
+    assert set(files) == {"plotly-cartesian.min.js", "LICENSE-plotly.js.txt"}
+    for fname, digest in files.items():
+        assert hashlib.sha256((BROWSER / fname).read_bytes()).hexdigest() == digest, fname
+    head = (BROWSER / "plotly-cartesian.min.js").read_text(encoding="utf-8")[:400]
+    assert f"plotly.js (cartesian - minified) v{record['version']}" in head
+    assert record["version"] in record["registry"]
 
 
 def _trace_classes(path: Path) -> set[str]:

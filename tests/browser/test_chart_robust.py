@@ -41,6 +41,13 @@ CHARTS_JS = """() => Array.from(document.querySelectorAll('.vilab-chart, [data-t
 })"""
 
 
+@pytest.fixture(scope="module")
+def server():
+    """The lab, without Streamlit's file watcher (files edited meanwhile do not put "File change" on the page)."""
+    with layout.streamlit_server(args=["--server.fileWatcherType", "none"]) as url:
+        yield url
+
+
 def watch(page) -> list[str]:
     """The page's JavaScript errors (uncaught, and those logged to the console), as they come. Not counted: a 404
     of Streamlit's own probes below a page's path (its frontend asks /<page>/_stcore/host-config first)."""
@@ -77,12 +84,20 @@ def chart_problems(page) -> list[str]:
     return out
 
 
+def running(page) -> bool:
+    """Streamlit's status says the script is running (not, say, that a file changed)."""
+    try:
+        return any("Running" in t or "Stop" in t for t in page.locator('[data-testid="stStatusWidget"]').all_inner_texts())
+    except Exception:  # noqa: BLE001 - redrawn meanwhile
+        return True
+
+
 def settled(page, timeout_s: float = 240.0) -> None:
     """The page's run has finished and every chart is drawn (a chart that failed counts as drawn: the checks say so)."""
     page.wait_for_selector("h1", timeout=timeout_s * 1000)
     deadline, quiet_since = time.time() + timeout_s, None
     while time.time() < deadline:  # no "Running..." for 1.5 s
-        if page.locator('[data-testid="stStatusWidget"]').count() > 0:
+        if running(page):
             quiet_since = None
         elif quiet_since is None:
             quiet_since = time.time()
@@ -181,8 +196,8 @@ def test_every_figure_of_a_shipped_deck_is_drawn(server, browser, stem, deck):
         for k, view in enumerate(deck.views, start=1):
             if k > 1:
                 page.keyboard.press("f")
-            until(lambda: where(page)[0] == view.page.partition("_")[2] and where(page)[1].get("dv") == str(k),
-                  300, f"view {k} of {stem}")
+            until(lambda view=view, k=k: (where(page)[0] == view.page.partition("_")[2]
+                                          and where(page)[1].get("dv") == str(k)), 300, f"view {k} of {stem}")
             settled(page)
             problems = chart_problems(page)
             assert not problems and not errors, (k, problems, errors)
@@ -263,7 +278,9 @@ def test_play_animates_the_frames_in_the_browser_and_appends_a_later_message(pla
     page.add_init_script(SAMPLER_JS)
     try:
         page.goto(play_server, wait_until="domcontentloaded")
-        lengths = lambda: page.evaluate("window.__vilabLengths")  # noqa: E731
+        def lengths():
+            return page.evaluate("window.__vilabLengths")
+
         until(lambda: lengths() and lengths()[-1] == 46, 120, "the first 45 frames played")
         first = lengths()
         assert len(set(first)) >= 20, first  # it moved, frame by frame

@@ -196,7 +196,7 @@ export default function (component) {
   };
   gd.__vilabWant = { fit: !!msg.fit, width: fig.layout.width, height: fig.layout.height };
   const now = size();
-  gd.style.height = now.height + "px";  // the chart's room is kept while plotly.js loads
+  if (!gd.__vilabSize) gd.style.height = now.height + "px";  // the chart's room is kept while plotly.js loads
 
   plotly().then((Plotly) => {
     if (seq !== gd.__vilabSeq || !gd.isConnected) return undefined;
