@@ -115,3 +115,20 @@ def test_long_choices_fit(server, browser, path, query, lecture):
     finally:
         page.close()
     assert not problems, "\n".join(problems)
+
+
+def test_stage_atlas_click_opens_the_run(server, browser):
+    """Lecture mode: a click on a cell of the Stability atlas opens that run on Trajectories (on the stage, the
+    link the click makes in normal mode would be in the closed drawer)."""
+    w, h = layout.STAGE_SIZES[0]
+    page, errors = layout.open_page(browser, server, "Stability_atlas", w, h, True)
+    try:
+        box = page.locator(".st-key-main_figure .nsewdrag").first.bounding_box()
+        page.mouse.click(box["x"] + 0.75 * box["width"], box["y"] + 0.8 * box["height"])  # a converging cell
+        page.wait_for_url("**/Trajectories?*", timeout=120_000)
+        assert "lecture=1" in page.url and "view=paths" in page.url, page.url
+        layout.wait_rendered(page)
+        assert page.locator("h1").first.inner_text().startswith("Trajectories")
+        assert not layout.exception_problems(page, errors)
+    finally:
+        page.close()
