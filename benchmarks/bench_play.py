@@ -11,8 +11,14 @@ the time whenever they changed. From those times:
   the drawn paths (target <= 0.3 s);
 * **fps**: changes a second over ``--seconds`` (default 10) of play from the first move (target >= 24), with
   the median and largest gap between two changes (a stall shows as a large gap);
+* **bend**: then the page's live step size moved one notch with the keyboard while playing: the time until the
+  star marking the change is drawn (target <= 0.5 s), and whether the paths still move in the 2 s after it
+  (the play goes on);
 * the iteration reached (the "iteration N" beside the buttons) and whether the play was still on (a play that
   ends, every run stopped or the last iteration reached, is measured over its own length).
+
+Before each play the page takes one Step and a Reset (JAX compiles the runs' loop on the first step, seconds on
+a fresh server); ``--cold`` also measures each page's first play without them.
 
 The browser, the Streamlit server and JAX share this machine's cores, with whatever else runs on it: the load
 average before and after each page is recorded, with the machine. Writes a dated record
@@ -40,12 +46,13 @@ sys.path.insert(0, str(ROOT))
 
 from tests.browser import layout  # noqa: E402
 
-# page -> (URL query of its live view, the Live's key: its buttons are in st-key-<key>_buttons)
+# page -> (URL query of its live view, the Live's key: its buttons are in st-key-<key>_buttons, the live step-size
+# slider moved while playing)
 PAGES = {
-    "Trajectories": ("view=live", "tr"),
-    "Vector_fields": ("live=1", "vf"),
-    "Adam_vs_SNNGM": ("view=Step+by+step", "ls"),
-    "Divergences": ("tab=Batch+step+by+step", "lb"),
+    "Trajectories": ("view=live&m=srvn&m=gd-mc", "tr", "SR-VN: step size"),
+    "Vector_fields": ("live=1", "vf", "first step size tried ρ₀"),
+    "Adam_vs_SNNGM": ("view=Step+by+step", "ls", "step size α₀, SNNGM"),
+    "Divergences": ("tab=Batch+step+by+step", "lb", "SDb: learning rate"),
 }
 VIEWPORT = {"width": 1280, "height": 720}
 TARGET_FIRST_S, TARGET_FPS = 0.3, 24.0
@@ -69,9 +76,9 @@ _WATCH_JS = """() => {
   w.raf = requestAnimationFrame(tick);
 }"""
 
-_CLICK_JS = """(key) => {
+_CLICK_JS = r"""(key) => {
   const b = Array.from(document.querySelectorAll(`[class*="st-key-${key}_buttons"] button`))
-    .find(x => x.innerText.trim() === 'Play');
+    .find(x => x.innerText.trim().split(/\s/)[0] === 'Play');
   if (!b) return false;
   window.__vilabPlay.clicked = performance.now();
   b.click();
@@ -97,16 +104,63 @@ def _iteration(page, key) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def measure(browser, base: str, name: str, seconds: float) -> dict:
-    query, key = PAGES[name]
-    res = {"page": name, "query": query, "load_before": load_average()}
+def _until(cond, timeout: float = 300.0) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return
+        time.sleep(0.2)
+    raise TimeoutError("the page did not get there")
+
+
+_STARS_JS = """() => {
+  const gd = document.querySelector('.st-key-main_figure .js-plotly-plot');
+  return gd ? (gd.data || []).filter(t => String(t.name || '').includes('changed')).length : -1;
+}"""
+
+
+def _bend(page, key: str, slider: str) -> dict:
+    """Move the live step size one notch while playing: seconds until its star is drawn, and whether the paths
+    moved in the 2 s after."""
+    stars0 = page.evaluate(_STARS_JS)
+    thumb = page.get_by_role("slider", name=slider).first
+    try:
+        thumb.focus(timeout=10_000)
+    except Exception:  # noqa: BLE001 - not on this page's view
+        return {"bend_s": None, "bend_error": f"no slider {slider!r}"}
+    t0 = time.perf_counter()
+    page.keyboard.press("ArrowRight")
+    bend = None
+    while time.perf_counter() - t0 < 30:
+        if page.evaluate(_STARS_JS) > stars0:
+            bend = time.perf_counter() - t0
+            break
+        time.sleep(0.02)
+    n0 = page.evaluate("() => window.__vilabPlay.changes.length")
+    time.sleep(2.0)
+    moved = page.evaluate("() => window.__vilabPlay.changes.length") - n0
+    playing = page.locator(f'[class*="st-key-{key}_buttons"] button').filter(has_text="Pause").count() > 0
+    return {"bend_s": None if bend is None else round(bend, 3), "moves_after_bend_2s": moved,
+            "playing_after_bend": playing}
+
+
+def measure(browser, base: str, name: str, seconds: float, warm: bool = True) -> dict:
+    query, key, slider = PAGES[name]
+    res = {"page": name, "query": query, "warm": warm, "load_before": load_average()}
     page = browser.new_page(viewport=VIEWPORT)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     try:
         page.goto(f"{base}/{name}?{query}", wait_until="domcontentloaded")
         layout.wait_rendered(page)
-        page.locator(f'[class*="st-key-{key}_buttons"] button').filter(has_text="Play").first.wait_for(timeout=120_000)
+        buttons = page.locator(f'[class*="st-key-{key}_buttons"] button')
+        buttons.filter(has_text="Play").first.wait_for(timeout=120_000)
+        if warm:  # one Step and Reset first: the runs' compiled loop exists (JAX compiles it on the first step)
+            buttons.filter(has_text="Step").first.click()
+            _until(lambda: _iteration(page, key) == 1)
+            buttons.filter(has_text="Reset").first.click()
+            _until(lambda: _iteration(page, key) == 0)
+            layout.wait_rendered(page)
         time.sleep(2.0)  # idle, as a lecturer looks at the page before pressing Play
         page.evaluate(_WATCH_JS)
         it0 = _iteration(page, key)
@@ -117,6 +171,8 @@ def measure(browser, base: str, name: str, seconds: float) -> dict:
         got = page.evaluate("() => ({changes: window.__vilabPlay.changes, clicked: window.__vilabPlay.clicked})")
         it1 = _iteration(page, key)
         playing = page.locator(f'[class*="st-key-{key}_buttons"] button').filter(has_text="Pause").count() > 0
+        if playing:
+            res.update(_bend(page, key, slider))
         ch = [(t - got["clicked"]) / 1000.0 for t in got["changes"]]
         res.update(iteration_start=it0, iteration_end=it1, still_playing=playing, js_errors=errors[:5])
         if not ch:
@@ -139,11 +195,14 @@ def measure(browser, base: str, name: str, seconds: float) -> dict:
 
 
 def table(results: list[dict]) -> str:
-    rows = ["| page | first move (s) | fps | frames | largest gap (ms) | gaps > 200 ms | iterations | load before |",
-            "|---|---|---|---|---|---|---|---|"]
+    rows = ["| page | play | first move (s) | fps | frames | largest gap (ms) | gaps > 200 ms | bend (s) | moves 2 s after "
+            "the bend | iterations | load before |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        rows.append(f"| {r['page']} | {r.get('first_move_s')} | {r.get('fps')} | {r.get('frames')} | "
-                    f"{r.get('gap_max_ms')} | {r.get('gaps_over_200ms')} | "
+        rows.append(f"| {r['page']} | {'after a Step' if r.get('warm') else 'first'} | {r.get('first_move_s')} | "
+                    f"{r.get('fps')} | {r.get('frames')} | "
+                    f"{r.get('gap_max_ms')} | {r.get('gaps_over_200ms')} | {r.get('bend_s')} | "
+                    f"{r.get('moves_after_bend_2s')} | "
                     f"{r.get('iteration_start')} -> {r.get('iteration_end')} | {r.get('load_before')} |")
     return "\n".join(rows)
 
@@ -153,6 +212,8 @@ def main(argv=None) -> int:
     ap.add_argument("--pages", nargs="*", default=list(PAGES), choices=list(PAGES))
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rounds", type=int, default=1, help="plays per page (each in a new tab)")
+    ap.add_argument("--cold", action="store_true", help="also a first play without a Step before it (each page's "
+                    "first, on the fresh server: it includes JAX compiling the runs' loop)")
     ap.add_argument("--out", default=None, help="where to write the record (default: a dated file in results/)")
     args = ap.parse_args(argv)
     if layout.chromium_path() is None:
@@ -163,8 +224,9 @@ def main(argv=None) -> int:
     results = []
     with layout.streamlit_server() as base, layout.chromium() as browser:
         for name in args.pages:
-            for _ in range(args.rounds):
-                results.append(measure(browser, base, name, args.seconds))
+            plays = ([False] if args.cold else []) + [True] * args.rounds
+            for warm in plays:
+                results.append(measure(browser, base, name, args.seconds, warm=warm))
                 print(json.dumps(results[-1]), flush=True)
     out = {"benchmark": "bench_play", "date": started.isoformat(timespec="seconds"),
            "machine": {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(),
@@ -172,7 +234,8 @@ def main(argv=None) -> int:
                        "note": "browser, Streamlit server and JAX share this machine, with whatever else runs"},
            "load_average": {"start": load0, "end": load_average()},
            "targets": {"first_move_s": TARGET_FIRST_S, "fps": TARGET_FPS},
-           "settings": {"seconds": args.seconds, "viewport": VIEWPORT, "pages": {p: PAGES[p][0] for p in args.pages}},
+           "settings": {"seconds": args.seconds, "viewport": VIEWPORT, "pages": {p: PAGES[p][0] for p in args.pages},
+                        "sliders": {p: PAGES[p][2] for p in args.pages}},
            "results": results, "table": table(results)}
     dest = Path(args.out) if args.out else ROOT / "benchmarks" / "results" / f"play-{started:%Y-%m-%d-%H%M}.json"
     dest.parent.mkdir(parents=True, exist_ok=True)

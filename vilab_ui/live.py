@@ -50,7 +50,7 @@ FILL = 0.8  # the share of the server's time a play may spend drawing frames (th
 REPORT_EVERY_S = 0.5  # how often the element reports where it is (each report reruns the live fragment)
 LEAD_S = 2.0  # frames queued ahead of the browser, in seconds of play
 CHUNK_S = 2.0  # the runs are computed ahead in chunks of this many seconds of play (one resume per run)
-FIRST_FRAMES = 2  # frames of the first message of a stretch (sent at once: the picture moves within 0.3 s)
+FIRST_FRAMES = 1  # frames of the first message of a stretch (sent at once: the picture moves within 0.3 s)
 BUDGET_S = 0.4  # drawing time of one later message (then it is sent, and the next report asks for more)
 _ENTRIES = 8  # runs kept per live run in the shared store (a step-size change resumes from one of them)
 _DRAW_S = "_live_draw_s"  # session state: the seconds the last frames took to draw here (the last 16)
@@ -356,7 +356,12 @@ class Live:
                           shortcut=SHORTCUTS["step10"], help=f"{fast} iterations (Shift+N)")
                 st.button("Reset", key=f"{self.key}_reset", on_click=self._reset, shortcut=SHORTCUTS["reset"],
                           help="Back to iteration 0, forgetting the step-size changes (key 0)")
-                line = st.empty()  # the iteration, written once the play knows where it is
+                on = self.playing
+                # one line with the link (a second element would wrap under the buttons and push the figure down)
+                st.markdown(f"**iteration {self.it}** of {self.n_max}"
+                            + (" · playing" if on else f" · [Link to this step]({self.share_link()})"),
+                            help=None if on else "The link opens this page at this iteration, with these step "
+                                                 "sizes and their changes: copy it to share the exact step.")
             runs = None
             if self.playing and not legacy:
                 try:
@@ -369,12 +374,6 @@ class Live:
             if runs is None:  # paused, stepped, or the play has just ended
                 with ui.guard("live run"):
                     runs = draw(self) or {}
-            now = self.playing
-            # one line with the link (a second element would wrap under the buttons and push the figure down)
-            line.markdown(f"**iteration {self.it}** of {self.n_max}"
-                          + (" · playing" if now else f" · [Link to this step]({self.share_link()})"),
-                          help=None if now else "The link opens this page at this iteration, with these step "
-                                                "sizes and their changes: copy it to share the exact step.")
             stopped = [t for t in runs.values() if stopped_early(t)]
             ss[self._k("stop")] = (max(t.n_steps for t in stopped) if runs and len(stopped) == len(runs)
                                    else None)
@@ -495,7 +494,8 @@ class Live:
         if not plan:
             pl["end"], pl["end_msg"] = last, _LAST.format(self.n_max)
             return
-        if pl["chunk"] < plan[-1]:  # the next chunk of the runs, from where they are in the shared store
+        if pl["frames"] and pl["chunk"] < plan[-1]:  # the next chunk of the runs, from the shared store (not
+            # before the first message: its frames' own runs are a step or two, and the picture moves at once)
             chunk = frame_iterations(last, end, step, limit=max(len(plan), int(CHUNK_S * pl["fps"])))[-1]
             for ident, names, advance in pl["calls"]:
                 self.follow(ident, names, advance, chunk)

@@ -170,3 +170,73 @@ def test_play_pause_step_and_a_step_size_change_bend_the_path_as_a_resumed_run(s
     assert page.locator('[data-testid="stException"]').count() == 0
     assert not errors, errors
     page.close()
+
+
+def _lr_changes(page, code) -> list[tuple[int, float]]:
+    """The changes of ``code``'s step size in the address bar (?lr=code@0:v0,t1:v1,...), after the start."""
+    for part in (_query(page).get("lr") or "").split(";"):
+        name, _, body = part.partition("@")
+        if name == code:
+            return [(int(t), float(v)) for t, v in (x.split(":") for x in body.split(","))][1:]
+    return []
+
+
+def test_play_runs_in_the_browser_past_several_chunks_and_a_step_size_change_while_playing_bends_it(server, browser):
+    """Play at the screen's rate (issue 37): the chart element plays the frames the server computes ahead, the
+    play goes on past several chunks of them, a step size moved while playing bends the path where the browser
+    was (the star) and the play goes on; Pause stops it where it is, and the address bar holds that step."""
+    from vilab.algorithms import algorithm, run
+    from vilab.core import as_key, resume
+    from vilab.gaussian import CholCov
+    from vilab.targets.papers import kumar_t2
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{server}/Trajectories?view=live&m=srvn&m=gd-mc", wait_until="domcontentloaded")
+    wait_rendered(page)
+    _until(lambda: _it(page) == 0 and _drawn(page, "srvn") == 1, what="iteration 0 drawn")
+    _press(page, "Step", lambda: _it(page) >= 1, "the first Step", timeout=300)
+
+    _button(page, "Play").click(timeout=300_000)
+    _until(lambda: _button(page, "Pause").count() == 1, 300, "the Pause label")
+    _until(lambda: _drawn(page, "srvn") >= 6, 300, "the picture to move")
+    # past two chunks of the runs computed ahead (each about 2 s of frames): one continuous play
+    _until(lambda: _drawn(page, "srvn") > 140, 300, "the play to pass iteration 140",
+           state=lambda: (_it(page), _drawn(page, "srvn"), page.url))
+    assert _button(page, "Pause").count() == 1, "the play stopped by itself"
+
+    # SR-VN's step size one notch down while playing: a star where the browser was, and the play goes on
+    thumb = page.get_by_role("slider", name="SR-VN: step size")
+    thumb.focus()
+    page.keyboard.press("ArrowLeft")
+    _until(lambda: len(_star_values(page, "srvn")) == 1, 120, "the star of the change")
+    (bend, rho), = _lr_changes(page, "srvn") or [(None, None)]
+    assert bend is not None and rho < 1.0, page.url
+    _until(lambda: _drawn(page, "srvn") > bend + 10, 300, "the play to go on after the change",
+           state=lambda: (_drawn(page, "srvn"), bend, page.url))
+    assert _button(page, "Pause").count() == 1, "the step-size change stopped the play"
+
+    _button(page, "Pause").click(timeout=120_000)
+    _until(lambda: _button(page, "Play").count() == 1, 300, "the Play label back")
+    time.sleep(1.5)
+    paused = _it(page)
+    time.sleep(2.0)
+    assert _it(page) == paused, "the run went on after Pause"
+    _until(lambda: _drawn(page, "srvn") == paused + 1, 60, "the paused figure at the paused iteration",
+           state=lambda: (_drawn(page, "srvn"), paused))
+    _until(lambda: _query(page).get("it") == str(paused), 30, "the address bar at the paused iteration",
+           state=lambda: page.url)
+    assert _lr_changes(page, "srvn") == [(bend, rho)]
+
+    got = _path(page, "srvn")
+    tgt = kumar_t2()
+    start = CholCov(np.array(START_MEAN), START_SCALE * np.eye(2))
+    alg = algorithm("srvn", tgt, grads="exact")
+    direct = resume(alg, run("srvn", tgt, start, bend, 1.0, key=as_key(0), grads="exact"), paused - bend,
+                    hyper={"rho": rho})
+    np.testing.assert_allclose(got, np.asarray(direct.mean), rtol=1e-12, atol=1e-12)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert page.locator("text=could not be drawn").count() == 0
+    assert not errors, errors
+    page.close()
