@@ -14,6 +14,7 @@ class Chart:
     spec: str  # the figure as JSON: {"data": [...], "layout": {...}, ...}
     id: str  # the element's id (it ends with the chart's key, if it has one)
     selectable: bool  # a click on it is sent to the page
+    play: dict | None = None  # the message's play (contract C1: token, fps, playing, report_every_s), if any
 
     @property
     def figure(self) -> dict:
@@ -27,7 +28,7 @@ def charts(node) -> list[Chart]:
         p = el.proto
         if p.component_name == CHART_COMPONENT:
             sent = json.loads(p.bytes)
-            out.append(Chart(json.dumps(sent["figure"]), p.id, bool(sent.get("select"))))
+            out.append(Chart(json.dumps(sent["figure"]), p.id, bool(sent.get("select")), sent.get("play")))
     for el in node.get("plotly_chart"):
         out.append(Chart(el.proto.spec, el.proto.id, bool(list(el.proto.selection_mode))))
     return out
