@@ -563,8 +563,10 @@ _PANEL_LECTURE_CSS = """
 # element's state {to, reveal, seq, win}: absolute, computed from the view the last press asked for, so presses made
 # while a view loads (some take tens of seconds the first time) add up instead of being lost or merged into one rerun,
 # and the panel says where the presses are going. The server acts on each sequence number once (_HANDLED); a press the
-# server has not acted on yet is sent again whenever the element is drawn (a run interrupted by a page switch).
+# server has not acted on yet is sent again whenever the element is drawn and every 3 s (a request can be lost in
+# a page switch under way); like any press, a request stops a run in progress at its next step.
 _KEYS_JS = """
+const RESEND_MS = 3000;
 export default function (component) {
   const { data, parentElement, setStateValue } = component;
   const d = typeof data === "string" ? JSON.parse(data) : data;
@@ -588,7 +590,19 @@ export default function (component) {
     box.style.display = box.textContent ? "block" : "none";
   };
   g.show();
-  if (g.want) setStateValue("want", g.want);  // not acted on yet: ask again
+  g.ask = () => {  // a new nonce: the browser sends it even when the press is the same as the last one sent
+    if (!g.want) return;
+    g.want = Object.assign({}, g.want, { nonce: Date.now() });
+    g.sent = Date.now();
+    g.send("want", g.want);
+  };
+  if (g.want) g.ask();  // a run went by without acting on it: ask again
+  // A press can still be lost between two runs (a page switch under way): ask again every few seconds until the
+  // server says it has acted on it.
+  clearInterval(g.timer);
+  g.timer = setInterval(() => {
+    if (g.want && Date.now() - (g.sent || 0) > RESEND_MS && document.querySelector(".st-key-deck_keys")) g.ask();
+  }, 500);
   if (!g.listening) {
     g.listening = true;
     window.addEventListener("keydown", (ev) => {
@@ -608,7 +622,7 @@ export default function (component) {
       g.seq += 1;
       g.want = { to: to, reveal: reveal || (g.want ? g.want.reveal && to === base : false), seq: g.seq, win: g.win };
       g.show();
-      g.send("want", g.want);
+      g.ask();
     }, true);
   }
 }

@@ -172,7 +172,7 @@ def _stage_problems(page, k: int) -> list[str]:
 def _stage_at(page, k: int, n: int, timeout_s: float = 600.0) -> None:
     _wait_for(page, lambda: f"View {k} of {n}" in _stage_text(page) and _where(page)[1].get("dv") == str(k),
               timeout_s, f"view {k}")
-    layout.wait_rendered(page)
+    layout.wait_rendered(page, timeout_s)  # a view's first run on a busy machine takes minutes
 
 
 @pytest.mark.parametrize("stem", [s for s, _ in decks.shipped()])
