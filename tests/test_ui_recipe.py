@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import pytest
 
 import vilab_ui as ui
-from vilab.plots.spec import browser_spec
+from vilab_ui.spec import browser_spec
 
 
 def _build(x, y, title="t"):

@@ -32,7 +32,7 @@ from vilab_ui.widgets import (
 from vilab_ui.messages import Guarded, guard, plain, report_status, status_text
 from vilab_ui.caching import SharedStore, cache_data, cache_resource, prefetch
 from vilab_ui.stage import apply_mode, columns, explain, link, more, notice, page, table
-from vilab_ui.chart import MAIN_FIGURE, Recipe, click_setter, recipe, report_chart_widths, selected_point, show
+from vilab_ui.chart import MAIN_FIGURE, Recipe, click_setter, recipe, selected_point, show
 
 __all__ = [
     "page",
@@ -74,5 +74,4 @@ __all__ = [
     "cache_data",
     "cache_resource",
     "prefetch",
-    "report_chart_widths",
 ]

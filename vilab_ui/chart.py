@@ -14,7 +14,7 @@ from typing import Any, Callable
 import plotly.graph_objects as go
 import streamlit as st
 from vilab import plots
-from vilab.plots.spec import browser_spec
+from vilab_ui.spec import browser_spec
 from vilab_ui.widgets import lecture
 
 MAIN_FIGURE = "main_figure"  # the container key of a page's main figure (tests find it by this key)
@@ -173,11 +173,6 @@ def _styled_spec(fig, lecture_mode: bool) -> dict:
     else:
         plots.use_template(fig, False)
     return browser_spec(fig)
-
-
-def report_chart_widths() -> None:
-    """Nothing to do: the chart element measures its own place in the browser. Kept only while
-    vilab_ui/__init__.py still exports it (the width and margin reporter it mounted is gone)."""
 
 
 class _Sent(go.Figure):

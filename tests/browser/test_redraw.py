@@ -1,4 +1,4 @@
-"""The figure a page sends (vilab.plots.spec.browser_spec, vilab's template written in) gives the same picture as
+"""The figure a page sends (vilab_ui.spec.browser_spec, vilab's template written in) gives the same picture as
 the figure itself, in Plotly.js; and vilab's chart element draws it with plotly.js's cartesian bundle at the size
 of its place: the width of the page's column, the height the stage's CSS asks for (--vilab-chart-height), the
 whole screen in full screen."""
@@ -102,7 +102,7 @@ def _every_kind():
 
 
 def test_the_sent_figure_is_the_same_picture(plotly_page):
-    from vilab.plots.spec import browser_spec
+    from vilab_ui.spec import browser_spec
 
     figs = _page_figures() + _every_kind()
     assert len(figs) >= 20

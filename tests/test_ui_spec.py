@@ -1,4 +1,4 @@
-"""vilab.plots.spec.browser_spec: the figure a browser is sent, shaped for cheap redraws (the picture itself is
+"""vilab_ui.spec.browser_spec: the figure a browser is sent, shaped for cheap redraws (the picture itself is
 checked in Plotly.js by tests/browser/test_redraw.py)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import plotly.io as pio
 import pytest
 
 from vilab import plots
-from vilab.plots.spec import browser_spec, flatten_template
+from vilab_ui.spec import browser_spec, flatten_template
 
 
 def _vilab_fig(lecture=False):

@@ -180,7 +180,7 @@ def _trace_under(entry: dict, tr: dict) -> dict:
 
 
 def _flattenable(layout: dict, data: list) -> bool:
-    """True for vilab's own templates on a figure without 3-D traces. For those, tests/browser/test_spec.py
+    """True for vilab's own templates on a figure without 3-D traces. For those, tests/browser/test_redraw.py
     shows Plotly computes the same full figure from the flattened form. Not in general: Plotly turns some
     options on when the figure itself sets a related one (an axis line is drawn when the figure gives its
     colour, not when a template does), so a template whose axes set a colour without the switch (Plotly's
