@@ -12,7 +12,7 @@ the time whenever they changed. From those times:
 * **fps**: changes a second over ``--seconds`` (default 10) of play from the first move (target >= 24), with
   the median and largest gap between two changes (a stall shows as a large gap);
 * **bend**: then the page's live step size moved one notch with the keyboard while playing: the time until the
-  star marking the change is drawn (target <= 0.5 s), and whether the paths still move in the 2 s after it
+  star marking the change is drawn (target <= 0.5 s; one notch down, ArrowLeft), and whether the paths still move in the 2 s after it
   (the play goes on);
 * the iteration reached (the "iteration N" beside the buttons) and whether the play was still on (a play that
   ends, every run stopped or the last iteration reached, is measured over its own length).
@@ -129,7 +129,7 @@ def _bend(page, key: str, slider: str) -> dict:
     except Exception:  # noqa: BLE001 - not on this page's view
         return {"bend_s": None, "bend_error": f"no slider {slider!r}"}
     t0 = time.perf_counter()
-    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowLeft")
     bend = None
     while time.perf_counter() - t0 < 30:
         if page.evaluate(_STARS_JS) > stars0:

@@ -51,7 +51,7 @@ REPORT_EVERY_S = 0.5  # how often the element reports where it is (each report r
 LEAD_S = 2.0  # frames queued ahead of the browser, in seconds of play
 CHUNK_S = 2.0  # the runs are computed ahead in chunks of this many seconds of play (one resume per run)
 FIRST_FRAMES = 1  # frames of the first message of a stretch (sent at once: the picture moves within 0.3 s)
-BUDGET_S = 0.4  # drawing time of one later message (then it is sent, and the next report asks for more)
+BUDGET_S = 0.25  # drawing time of one later message (then it is sent; a Pause or a moved step size waits for it)
 _ENTRIES = 8  # runs kept per live run in the shared store (a step-size change resumes from one of them)
 _DRAW_S = "_live_draw_s"  # session state: the seconds the last frames took to draw here (the last 16)
 
