@@ -92,9 +92,6 @@ with area:
         with st.spinner(f"Running {plots.label(method)} at {len(KAPPAS) * len(STEPS)} settings at once..."):
             at = _atlas(method, int(n_steps), float(tol), m0, round(float(c0), 2))  # on the slider's 0.05 grid
         limits = _limits(float(c0))
-        # the start scale one notch up and down, computed while the browser draws: a keyboard step is then a hit
-        ui.prefetch(_atlas, *[(method, int(n_steps), float(tol), m0, round(float(c0) + dc, 2)) for dc in (0.05, -0.05)
-                              if 0.05 <= round(float(c0) + dc, 2) <= 5.0])
     if at is None:
         st.stop()
     rows = np.flatnonzero((at.kappas >= lo * (1 - 1e-9)) & (at.kappas <= hi * (1 + 1e-9)))

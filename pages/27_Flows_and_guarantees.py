@@ -140,7 +140,6 @@ with ui.guard("flows"):
         markers[label] = (t_iter[keep], tr.objective[keep], name)
         ui.report_status(tr, plots.label(name))
     th = _theorem1(tkey, m0, float(c0), float(t_end))
-    ui.prefetch(_theorem1, *[(tkey, m0, float(c0), float(t_end) + dt) for dt in (1.0, -1.0) if 1.0 <= t_end + dt <= 20.0])
     nat = _flow(tkey, "natural-mv", m0, float(c0))
     t_ref = nat.extra["t"][nat.extra["t"] <= t_end + 1e-9]
     kl_nat = nat.objective[: len(t_ref)]

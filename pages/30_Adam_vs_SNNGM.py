@@ -62,7 +62,7 @@ def _snngm_equations():
 
 
 # ----------------------------------------------------------------------------- cached work
-@ui.cache_data(show_spinner=False, max_entries=64)  # no spinner of its own: ui.prefetch calls it off the page
+@ui.cache_data(show_spinner=False, max_entries=64)
 def _fig3(name, alpha):
     return [(t.mean[:, 0], t.cov[:, 0, 0], t.status, t.extra["failed_at"] or t.extra["iterations"])
             for t in rep.fig3_run(name, alpha, max_iter=20000)]
@@ -249,8 +249,6 @@ def _fig3_view():
     with ui.guard("Fig. 3"):
         with st.spinner("Running from the three starts ..."):
             res = {name: _fig3(name, alphas1[name]) for name, *_ in FIG3}
-        # each step size one notch up and down, run while the browser draws: a keyboard step is then a cache hit
-        ui.prefetch(_fig3, *[(name, a) for name, *_ in FIG3 for a in ui.log_neighbours(1e-4, 1e-1, alphas1[name])])
         optimum = _crab().info["optimum"]
         mu_rng, s2_rng = oplots.fig3_view([(r[0], r[1]) for rs in res.values() for r in rs], optimum, rep.FIG3_STARTS)
         mu_rng = (max(mu_rng[0], FIELD_MU[0]), min(mu_rng[1], FIELD_MU[-1]))

@@ -16,7 +16,6 @@ from vilab_ui.widgets import (
     checkbox,
     lecture,
     log_grid,
-    log_neighbours,
     log_slider,
     multiselect,
     number,
@@ -30,7 +29,7 @@ from vilab_ui.widgets import (
     toggle,
 )
 from vilab_ui.messages import Guarded, guard, plain, report_status, status_text
-from vilab_ui.caching import SharedStore, cache_data, cache_resource, prefetch
+from vilab_ui.caching import SharedStore, cache_data, cache_resource
 from vilab_ui.stage import apply_mode, columns, explain, link, more, notice, page, table
 from vilab_ui.chart import MAIN_FIGURE, Recipe, click_setter, recipe, selected_point, show
 
@@ -48,7 +47,6 @@ __all__ = [
     "seed",
     "lecture",
     "show",
-    "log_neighbours",
     "guard",
     "more",
     "report_status",
@@ -73,5 +71,4 @@ __all__ = [
     "TEXT_MAX_CHARS",
     "cache_data",
     "cache_resource",
-    "prefetch",
 ]

@@ -5,11 +5,10 @@ what each one buys, measured).
   also kept on disk by Streamlit itself (``persist="disk"``), under a code-version argument, so that a
   restarted server or another replica of a lecture hall finds it and a changed library never serves it;
 * :func:`cache_resource`: ``st.cache_resource``, bounded the same way;
-* :func:`prefetch`: a slider's neighbouring values computed in a background thread;
 * :class:`SharedStore`: a bounded store of finished runs that every session of the server reuses.
 
 ``VILAB_PLAIN_UI=1`` (:func:`plain`) switches every mechanism of vilab's own off: Streamlit's plain memory
-caches only (no disk, no prefetch), and ``vilab app`` / ``python -m vilab_ui.serve`` start a plain ``streamlit
+caches only (no disk), and ``vilab app`` / ``python -m vilab_ui.serve`` start a plain ``streamlit
 run`` (no JAX compilation cache, no imports before the first visitor, no warm-up). ``VILAB_RESULT_CACHE=off``
 switches off only the disk (the test suite does: a test that replaces a function must not be served the real
 function's results).
@@ -17,7 +16,6 @@ function's results).
 
 from __future__ import annotations
 
-import atexit
 import functools
 import hashlib
 import importlib.metadata
@@ -38,7 +36,7 @@ from vilab.compile_cache import OFF, PLAIN_ENV, trim
 from vilab.compile_cache import plain_ui as plain
 
 __all__ = ["CACHE_MAX_ENTRIES", "CACHE_TTL_S", "DISK_ENV", "PLAIN_ENV", "SharedStore", "cache_data", "cache_resource",
-           "code_version", "disk_folder", "kept_on_disk", "open_for_server", "plain", "prefetch"]
+           "code_version", "disk_folder", "kept_on_disk", "open_for_server", "plain"]
 
 CACHE_MAX_ENTRIES = 64  # per cached function, in memory
 CACHE_TTL_S = 6 * 3600  # an entry unused this long is dropped from memory
@@ -304,95 +302,6 @@ def open_for_server() -> str:
     return (f"vilab: the pages' results are kept in {folder} ({size / 1024**2:.0f} MB"
             + (f"; {damaged} damaged removed" if damaged else "") + (f"; {trimmed} oldest removed" if trimmed else "")
             + ").")
-
-
-# ------------------------------------------------------------------------------------------------ prefetch
-_PREFETCH_LOCK = threading.Lock()
-_PREFETCH_PENDING: set = set()
-_PREFETCH_THREADS: list = []
-PREFETCH_MAX_PENDING = 4
-_STOPPING = threading.Event()  # set at exit: the prefetch threads take no new call and end
-SHUTDOWN_WAIT_S = 600.0  # the longest the exit waits for the call a prefetch thread is in
-
-
-@atexit.register
-def _stop_background(timeout_s: float | None = None) -> None:
-    """Stop the prefetch threads before the interpreter exits: each finishes the call it is in and takes no
-    other, and the exit waits for them. A daemon thread still inside a compiled JAX call when the interpreter
-    finalizes aborts the process ("terminate called after throwing an instance of '' / FATAL: exception not
-    rethrown"). If a call outlasts ``timeout_s`` (:data:`SHUTDOWN_WAIT_S`), the process leaves at once with
-    status 70 rather than finalize under it."""
-    _STOPPING.set()
-    deadline = time.monotonic() + (SHUTDOWN_WAIT_S if timeout_s is None else timeout_s)
-    with _PREFETCH_LOCK:
-        threads = list(_PREFETCH_THREADS)
-    for t in threads:
-        t.join(max(0.0, deadline - time.monotonic()))
-    alive = [t.name for t in threads if t.is_alive()]
-    if alive:
-        import sys
-
-        print(f"vilab: background work ({', '.join(alive)}) still running after {timeout_s or SHUTDOWN_WAIT_S:g} s; "
-              "leaving without finalizing the interpreter.", file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        os._exit(70)
-
-
-def prefetch(fn: Callable, *calls: tuple) -> int:
-    """Compute ``fn(*args)`` for each argument tuple in ``calls`` in a background thread, so that a later run
-    finds them in ``fn``'s cache (``fn`` is a :func:`cache_data` function): a slider moved one notch by the
-    keyboard then redraws from the cache. Best effort and bounded: at most ``PREFETCH_MAX_PENDING`` calls wait
-    at once (others are dropped), a call already waiting is not queued twice, and an error is ignored (the
-    page's own call reports it). ``fn`` shows no spinner of its own (``show_spinner=False``, :func:`cache_data`'s
-    default): a spinner from the background thread would land in the page. Nothing under :func:`plain`.
-    Returns the number of calls queued."""
-    if plain():
-        return 0
-    todo = []
-    with _PREFETCH_LOCK:
-        for args in calls:
-            key = (getattr(fn, "__qualname__", repr(fn)), tuple(args))
-            if key in _PREFETCH_PENDING or len(_PREFETCH_PENDING) >= PREFETCH_MAX_PENDING:
-                continue
-            _PREFETCH_PENDING.add(key)
-            todo.append((key, tuple(args)))
-    if not todo:
-        return 0
-
-    def work():
-        for key, args in todo:
-            try:
-                if not _STOPPING.is_set():  # at exit: no new call
-                    fn(*args)
-            except Exception:  # noqa: BLE001 - best effort: the page's own call shows the error
-                pass
-            finally:
-                with _PREFETCH_LOCK:
-                    _PREFETCH_PENDING.discard(key)
-
-    try:  # st.cache_data in a background thread looks for the session's context
-        from streamlit.runtime.scriptrunner import (
-            add_script_run_ctx,
-            get_script_run_ctx,
-        )
-        ctx = get_script_run_ctx()
-    except ImportError:  # pragma: no cover - an older Streamlit
-        ctx = None
-    t = threading.Thread(target=work, name="vilab-prefetch", daemon=True)
-    with _PREFETCH_LOCK:
-        if _STOPPING.is_set():  # the exit has begun
-            _PREFETCH_PENDING.difference_update(key for key, _ in todo)
-            return 0
-        _PREFETCH_THREADS[:] = [x for x in _PREFETCH_THREADS if x.is_alive()] + [t]
-        if ctx is not None:
-            add_script_run_ctx(t, ctx)
-        t.start()
-    return len(todo)
-
-
-def note_page_run() -> None:
-    """Kept for vilab_ui.stage.page, which calls it at the start of every run; it does nothing since the
-    background recompute it paced is gone (docs/ui-mechanisms.md). Remove it with that call."""
 
 
 # ------------------------------------------------------------------------------------------------ SharedStore

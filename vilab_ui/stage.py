@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import streamlit as st
-from vilab_ui import caching
 from vilab_ui.widgets import _parse_bool, _prime, lecture, scope
 
 
@@ -34,7 +33,6 @@ def page(title: str, intro: str | None = None) -> None:
 
     Keep ``intro`` to one sentence: the page's main figure must start on the first screen. The longer
     story and the equations go under the figure, in :func:`explain`."""
-    caching.note_page_run()  # the computations behind the pages wait for the visitors
     _leave_pages_directory_mode()
     scope(title)
     if lecture():  # the stage: a one-line title, the introduction behind its "?" (the lecturer says it)
@@ -149,7 +147,6 @@ h1 { padding-top: 0.25rem; padding-bottom: 0.25rem; }
 [data-testid="stPlotlyChart"] { margin-bottom: 0; }
 .vilab-chart { width: 100%; }
 .vilab-chart:fullscreen { background: #fff; }
-.st-key-vilab_chart_widths { display: none; }
 """
 
 # Lecture mode: the root font size grows, so every rem-sized text grows with it (titles never shrink);

@@ -156,13 +156,6 @@ def log_slider(label: str, key: str, lo: float, hi: float, value: float, points_
     return float(out)
 
 
-def log_neighbours(lo: float, hi: float, value: float, points_per_decade: int = 4) -> list[float]:
-    """The values one notch below and above ``value`` on :func:`log_slider`'s grid (for :func:`prefetch`)."""
-    opts = log_grid(lo, hi, points_per_decade)
-    i = min(range(len(opts)), key=lambda j: abs(math.log(opts[j]) - math.log(float(value))))
-    return [opts[j] for j in (i - 1, i + 1) if 0 <= j < len(opts)]
-
-
 def _choice(make, label: str, key: str, options: Sequence, value, help, kw):
     """A one-of-several widget (``make`` = st.selectbox or st.radio) synced with ?key= (the option's str)."""
     options = list(options)

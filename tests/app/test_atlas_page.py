@@ -108,32 +108,3 @@ def test_a_clicked_cell_links_to_the_same_run_on_trajectories():
     # a smaller step size: Thm 2 applies at this cell
     at = _app(pick=(0.001, 1.0))
     assert any("Thm 2 at this cell: η = " in c.value and "1 − 2ηδ" in c.value for c in at.caption)
-
-
-def test_the_start_scale_one_notch_away_is_computed_ahead(monkeypatch):
-    """After a view, the atlases of c0 +- 0.05 are computed in the background: moving the slider one notch then
-    runs no atlas in the page's own run (it comes from the cache)."""
-    import threading
-    import time
-
-    import vilab_ui as ui
-    from vilab import stability
-
-    calls = []
-    real = stability.atlas
-
-    def counted(*a, **k):
-        calls.append((threading.current_thread().name, k.get("c0")))
-        return real(*a, **k)
-
-    monkeypatch.setattr(stability, "atlas", counted)
-    at = _app(c0="1.5", m="vn")  # a start no other test uses: nothing cached yet
-    deadline = time.time() + 120
-    while time.time() < deadline and (ui.caching._PREFETCH_PENDING or len(calls) < 3):
-        time.sleep(0.1)
-    assert sorted(c for _, c in calls) == [1.45, 1.5, 1.55]
-    assert [n for n, c in calls if c != 1.5] == ["vilab-prefetch"] * 2
-    calls.clear()
-    at.slider(key="c0").set_value(1.55).run()
-    assert not at.exception
-    assert 1.55 not in [c for n, c in calls if n != "vilab-prefetch"]  # a cache hit, not a new run
