@@ -127,7 +127,7 @@ def test_lecture_mode_uses_the_projector_template_and_keeps_the_figure_height(le
     assert not at.exception
     layout = json.loads(charts(at)[0].spec)["layout"]
     assert layout["height"] == 400
-    # the template as sent: written into the figure (vilab.plots.spec.browser_spec)
+    # the template as sent: written into the figure (vilab_ui.spec.browser_spec)
     assert "template" not in layout
     assert layout["font"]["size"] == (20 if lecture else 14)
     assert layout["xaxis"]["tickfont"]["size"] >= (18 if lecture else 12)
