@@ -163,9 +163,7 @@ class Meter:
 
 def replicas_idle(h, quiet_s: float = 5.0, rate: float = 0.05, timeout_s: float = 180.0) -> bool:
     """Wait until every replica has used less than ``rate`` of a core for ``quiet_s`` seconds on end (it has
-    finished what it computes behind a page: prefetches, the width reports' runs, and the results served from
-    disk that it computes again once no page has started for 2.5 s, vilab_ui.caching.RECOMPUTE_DELAY_S, and its event
-    loop has been quiet for 0.3 s), at most
+    finished what a page's run left to do), at most
     ``timeout_s``; False if it never was."""
     step = 0.5
     deadline = time.perf_counter() + timeout_s

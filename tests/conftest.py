@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-# The pages' results are not kept on disk in tests (vilab_ui/result_cache.py): a test that replaces a function
+# The pages' results are not kept on disk in tests (vilab_ui/caching.py): a test that replaces a function
 # would be served the real function's results. Tests of the store switch it on for themselves.
 os.environ["VILAB_RESULT_CACHE"] = "off"
 os.environ["VILAB_DATA_CACHE"] = "off"  # decoded data sets (vilab.cnn.data): tests of the folder switch it on
