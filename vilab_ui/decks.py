@@ -450,6 +450,7 @@ def go(pos: int, reveal: bool = False) -> None:
     pos = min(max(int(pos), 0), len(deck) - 1)
     view = deck.views[pos]
     st.session_state[_POS], st.session_state[_REVEALED] = pos, (pos if reveal else None)
+    st.session_state[_GOING] = pos  # until a run is there (a rerun asked by the browser meanwhile can undo a switch)
     import vilab_ui as ui
 
     query = url_query(view, pos, token(), ui.lecture())  # the presenter's lecture mode (session, else URL)
@@ -535,6 +536,7 @@ PANEL_WIDTH = "clamp(16rem, 26vw, 30rem)"  # normal mode
 PANEL_WIDTH_LECTURE = "clamp(18rem, 31vw, 34rem)"  # lecture mode (20 px root font): ~40 characters a line at 1280 px
 KEYS_KEY = "deck_keys"  # the key element: the F / B / A presses, counted in the browser
 _HANDLED = "_vilab_deck_keys_handled"  # (window id, sequence number) of the last press this session acted on
+_GOING = "_vilab_deck_going"  # the view go() opened, until a run is on it
 
 _PANEL_CSS = """
 :root { --vilab-deck-panel: %(width)s; }
@@ -563,8 +565,9 @@ _PANEL_LECTURE_CSS = """
 # element's state {to, reveal, seq, win}: absolute, computed from the view the last press asked for, so presses made
 # while a view loads (some take tens of seconds the first time) add up instead of being lost or merged into one rerun,
 # and the panel says where the presses are going. The server acts on each sequence number once (_HANDLED); a press the
-# server has not acted on yet is sent again whenever the element is drawn and every 3 s (a request can be lost in
-# a page switch under way); like any press, a request stops a run in progress at its next step.
+# server has not acted on yet is sent again every 3 s (a request can be lost in a page switch under way); like any
+# press, a request stops a run in progress at its next step. A rerun the browser asks for with the old address
+# right after go() switched pages would undo the switch: the next run opens the view again (_GOING).
 _KEYS_JS = """
 const RESEND_MS = 3000;
 export default function (component) {
@@ -596,7 +599,6 @@ export default function (component) {
     g.sent = Date.now();
     g.send("want", g.want);
   };
-  if (g.want) g.ask();  // a run went by without acting on it: ask again
   // A press can still be lost between two runs (a page switch under way): ask again every few seconds until the
   // server says it has acted on it.
   clearInterval(g.timer);
@@ -673,6 +675,13 @@ def navigator(current_page: str) -> None:
     pos, deck = position(), current()
     if pos is None or deck is None:
         return
+    going = st.session_state.get(_GOING)
+    if isinstance(going, int) and not isinstance(going, bool) and 0 <= going < len(deck) and going != pos:
+        # the switch to that view was undone (a rerun the browser asked for before it knew, with the old address,
+        # came right after it): open it again
+        go(going, reveal=st.session_state.get(_REVEALED) == going)
+        pos = position()
+    st.session_state[_GOING] = None
     pressed = _pressed(pos, len(deck))
     if pressed is not None:
         to, reveal = pressed
