@@ -13,7 +13,7 @@ from .theme import (FONT_PX, LECTURE_FONT_PX, LOOKS, Look, label, line, look, ma
                     template)
 
 __all__ = ["COLORS", "color", "ellipse", "ellipse_outlines", "density_contour", "style", "lecture_style", "use_template", "look", "label", "line",
-           "marker", "Look", "LOOKS", "template", "FONT_PX", "LECTURE_FONT_PX", "figure"]
+           "marker", "Look", "LOOKS", "template", "FONT_PX", "LECTURE_FONT_PX", "figure", "subplots"]
 
 #: colour of each method with a fixed look (see :mod:`vilab.plots.theme`)
 COLORS = {k: lk.color for k, lk in LOOKS.items()}
@@ -68,6 +68,38 @@ def density_contour(log_density_grid: np.ndarray, xs: np.ndarray, ys: np.ndarray
     return go.Contour(x=xs, y=ys, z=z, name=name, showscale=showscale, colorscale="Greys", opacity=0.55,
                       contours=dict(coloring="lines", start=0.01, end=1.0, size=1.0 / n_levels),
                       line=dict(width=1), hoverinfo="skip")
+
+
+_SUBPLOTS: dict = {}  # make_subplots' arguments (as a repr) -> (its layout without the template, its grid)
+
+
+def subplots(**kw) -> go.Figure:
+    """``plotly.subplots.make_subplots(**kw)``, the same figure at a tenth of the cost (~1 ms instead of ~11 ms;
+    a live figure is built anew for every frame of a Play): the layout make_subplots computes for these
+    arguments is kept (without the template, set as a new figure sets it) and a new figure is made from a
+    copy of it, with make_subplots' grid (add_trace's ``row``/``col``, update_xaxes' ``row``/``col``)."""
+    import copy
+
+    from plotly.subplots import make_subplots
+
+    key = repr(sorted(kw.items()))
+    got = _SUBPLOTS.get(key)
+    if got is None:
+        fig = make_subplots(**kw)
+        lay = fig.layout.to_plotly_json()
+        lay.pop("template", None)
+        got = _SUBPLOTS[key] = (lay, fig._grid_ref, fig._grid_str)
+        if len(_SUBPLOTS) > 256:
+            _SUBPLOTS.pop(next(iter(_SUBPLOTS)))
+    lay, ref, grid = got
+    fig = go.Figure(layout=copy.deepcopy(lay))
+    fig._grid_ref, fig._grid_str = copy.deepcopy(ref), grid
+    own = fig._layout  # in make_subplots' order, the template first (the same JSON, key for key)
+    order = {k: own[k] for k in ("template", *lay) if k in own}
+    order.update(own)
+    own.clear()
+    own.update(order)
+    return fig
 
 
 def use_template(fig: go.Figure, lecture: bool) -> None:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from . import ellipse, label, line, look, marker, style
+from . import ellipse, label, line, look, marker, style, subplots
 
 __all__ = ["LABELS", "meanfield_ellipses", "rescaled_pair", "variance_curves", "fig1_heatmap", "univariate_densities",
            "sdb_progression", "fixed_point_bars", "live_batch", "gradient_sd", "COUNT_COLORS", "COLLAPSE_SYMBOL",
@@ -65,7 +64,7 @@ def rescaled_pair(mean, cov, original: dict, mapped_back: dict, k: float, n_std:
     after θ₂ → k θ₂, mapped back (an affine-invariant divergence gives the same ellipse in both)."""
     mean = np.asarray(mean, float)
     cov = np.asarray(cov, float)
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
+    fig = subplots(rows=1, cols=2, horizontal_spacing=0.1,
                         subplot_titles=["original coordinates", f"after θ₂ → {k:g} θ₂, mapped back"])
     t = np.linspace(0, 2 * np.pi, 100)
     x, y = ellipse(mean, cov, n_std)
@@ -174,7 +173,7 @@ def sdb_progression(means, variances, samples, iterations, target_mean: float, t
     n = len(iterations)
     cols = min(n, 3)
     rows = int(np.ceil(n / cols))
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"iteration {t}" for t in iterations],
+    fig = subplots(rows=rows, cols=cols, subplot_titles=[f"iteration {t}" for t in iterations],
                         shared_yaxes=True, vertical_spacing=0.2 if rows > 1 else 0.1)
     sd = np.sqrt(target_var)
     x = np.linspace(min(target_mean - 4 * sd, min(means) - 3 * np.sqrt(max(variances))),
@@ -238,7 +237,7 @@ def live_batch(runs: dict, target_mean: float, target_var: float, bends: dict | 
     bends : {code: [(t, value), ...]}: where the step size changed (a star at iterate t, "symbol=value").
     """
     # no subplot titles: the axis titles say what each panel shows, and the legend strip above has the room
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14, column_widths=[0.5, 0.5])
+    fig = subplots(rows=1, cols=2, horizontal_spacing=0.14, column_widths=[0.5, 0.5])
     sd = float(np.sqrt(target_var))
     now = {c: (float(np.asarray(m, float)[-1]), float(np.asarray(v, float)[-1])) for c, (m, v) in runs.items()}
     ok = [(m, v) for m, v in now.values() if np.isfinite(m) and np.isfinite(v) and v > 0]
@@ -295,7 +294,7 @@ def gradient_sd(lambda_ii, closed: dict, mc: dict, marks: dict | None = None, ti
     lam = np.asarray(lambda_ii, float)
     order = np.argsort(lam)
     x = lam[order]
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+    fig = subplots(rows=1, cols=2, horizontal_spacing=0.12,
                         subplot_titles=["gradient of the mean μᵢ", "gradient of the diagonal Tᵢᵢ"])
     for col, part in ((1, "mu"), (2, "T")):
         for code in closed[part]:
@@ -342,7 +341,7 @@ def objective_landscapes(res: dict, codes=("kl", "fisher", "score"), title: str 
     marginal variances. Where the score-based valley reaches Σ₁₁ = 0 (collapse), an arrow points off the axis.
     """
     s11, s22 = np.asarray(res["s11"], float), np.asarray(res["s22"], float)
-    fig = make_subplots(rows=1, cols=len(codes), horizontal_spacing=0.06, shared_yaxes=True,
+    fig = subplots(rows=1, cols=len(codes), horizontal_spacing=0.06, shared_yaxes=True,
                         subplot_titles=[label(c) for c in codes])
     lo, hi = -3.0, None
     zs = {}
@@ -410,7 +409,7 @@ def table6_bars(rows: dict, title: str | None = None, height: int = 380) -> go.F
     """Table 6 as horizontal bars: M* (higher is better) and the normalised mode error (lower is better),
     mean ± s.d., one bar per method in its look, the methods' names read across (one shared axis, so they
     stay legible in lecture mode). ``rows``: {code: {"M*": (mean, sd), "mode": (mean, sd)}}."""
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.06, shared_yaxes=True)
+    fig = subplots(rows=1, cols=2, horizontal_spacing=0.06, shared_yaxes=True)
     codes = list(rows)[::-1]  # the table's first method on top
     for col, part in ((1, "M*"), (2, "mode")):
         for code in codes:

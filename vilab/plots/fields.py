@@ -15,9 +15,7 @@ from typing import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
-from plotly.subplots import make_subplots
-
-from . import label, line, marker, style
+from . import label, line, marker, style, subplots
 
 __all__ = ["arrow_segments", "field_figure", "field_pair_figure", "add_pair_bends", "click_grid_trace", "CLICK_TRACE_NAME",
            "START_SYMBOLS", "start_symbol"]
@@ -270,7 +268,7 @@ def field_pair_figure(xs, ys, fields, titles=("Euclidean gradient", "natural gra
     checked = [_check_field(xs, ys, U, V) for U, V in fields]
     xs, ys = checked[0][0], checked[0][1]
     box = ((xs.min(), xs.max()), (ys.min(), ys.max()))
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04, subplot_titles=list(titles))
+    fig = subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04, subplot_titles=list(titles))
     cont = None if objective is None else _objective_trace(xs, ys, objective, objective_xy, objective_max, n_levels)
     seen: dict = {}
     annotations = []

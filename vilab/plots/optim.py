@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from vilab import optim, plots
-from vilab.plots import color, ellipse, line, marker, style
+from vilab.plots import color, ellipse, line, marker, style, subplots
 from vilab.plots.fields import arrow_segments
 
 __all__ = ["code", "label", "fig3_view", "thin_index", "field_panel", "field_paths", "posterior_contours", "mean_paths_2d", "elbo_curves", "alpha_sweep", "tau_weights_figure",
@@ -157,7 +156,7 @@ def field_paths(panels, mus, s2s, optimum=None, starts=(), title=None):
     panels : list of dicts {title, U, V (len(s2s), len(mus)), paths: [(label, mu_path, s2_path, name)]}.
     The legend entries carry the iteration counts.
     """
-    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[p["title"] for p in panels],
+    fig = subplots(rows=1, cols=len(panels), subplot_titles=[p["title"] for p in panels],
                         shared_yaxes=True, horizontal_spacing=0.04)
     M, S = np.meshgrid(mus, s2s)
     aspect = (float(np.ptp(s2s)) or 1.0) / (float(np.ptp(mus)) or 1.0)
@@ -475,7 +474,7 @@ def table8_sim_figure(paper: dict, ours: dict | None = None, titles=("Tan (2025)
     ``table_rows``: the (optimizer, estimator) rows shown (Table 7's: :data:`TABLE7_ROWS`).
     """
     panels = [("paper", _sim_values(paper, False))] + ([("ours", _sim_values(ours, True))] if ours else [])
-    fig = make_subplots(rows=1, cols=len(panels), shared_yaxes=True, horizontal_spacing=0.05,
+    fig = subplots(rows=1, cols=len(panels), shared_yaxes=True, horizontal_spacing=0.05,
                         subplot_titles=list(titles[: len(panels)]))
     rows = [run_label(o, e) for o, e in table_rows]
     top = 1.0
