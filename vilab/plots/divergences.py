@@ -270,7 +270,7 @@ def live_batch(runs: dict, target_mean: float, target_var: float, bends: dict | 
                               "<extra></extra>"), 1, 2)
     fig.add_trace(go.Scatter(x=[target_mean], y=[target_var], mode="markers", name="target (mean, variance)",
                              showlegend=False, hovertemplate="target<br>μ %{x:.3g}<br>σ² %{y:.3g}<extra></extra>",
-                             marker=dict(symbol="circle-open", size=16, color="black", line_width=2.5)), 1, 2)
+                             marker=dict(symbol="circle-open", size=16, color="black", line=dict(width=2.5))), 1, 2)
     fig.update_xaxes(title_text="θ", row=1, col=1)
     fig.update_yaxes(title_text="density of q<sub>t</sub> now", rangemode="tozero", row=1, col=1)
     fig.update_xaxes(title_text="mean μ<sub>t</sub>", row=1, col=2)

@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from vilab import optim, plots
-from vilab.plots import color, ellipse, line, marker, style, subplots
+from vilab.plots import color, ellipse, fast, line, marker, style, subplots
 from vilab.plots.fields import arrow_segments
 
 __all__ = ["code", "label", "fig3_view", "thin_index", "field_panel", "field_paths", "posterior_contours", "mean_paths_2d", "elbo_curves", "alpha_sweep", "tau_weights_figure",
@@ -137,12 +137,12 @@ def field_panel(name, U, V, mus, s2s, paths, mu_range, s2_range, optimum=None, t
     if optimum is not None:
         fig.add_trace(go.Scatter(x=[optimum[0]], y=[optimum[1]], mode="markers", showlegend=False, name="optimum",
                                  hovertemplate="optimum<br>μ %{x:.3f}<br>σ² %{y:.3g}<extra></extra>",
-                                 marker=dict(symbol="circle-open", size=16, color="black", line_width=2.5)))
+                                 marker=dict(symbol="circle-open", size=16, color="black", line=dict(width=2.5))))
     if len(marks):
         fig.add_trace(go.Scatter(x=[m[0] for m in marks], y=[m[1] for m in marks], mode="markers",
                                  showlegend=False, name="step size changed", text=[m[2] for m in marks],
                                  hovertemplate="%{text}<extra></extra>",
-                                 marker=dict(symbol="diamond-open", size=13, color=lk.color, line_width=2.5)))
+                                 marker=dict(symbol="diamond-open", size=13, color=lk.color, line=dict(width=2.5))))
     fig.update_xaxes(title_text="μ", range=list(mu_range))
     fig.update_yaxes(title_text="σ² (log scale)", type="log", range=[lx, ly], exponentformat="power", dtick=1)
     fig = style(fig, title, height=height)
@@ -175,7 +175,7 @@ def field_paths(panels, mus, s2s, optimum=None, starts=(), title=None):
                                      hoverinfo="skip"), row=1, col=j)
         if optimum is not None:
             fig.add_trace(go.Scatter(x=[optimum[0]], y=[optimum[1]], mode="markers", showlegend=False,
-                                     marker=dict(symbol="circle-open", size=14, color="black", line_width=2)),
+                                     marker=dict(symbol="circle-open", size=14, color="black", line=dict(width=2))),
                           row=1, col=j)
         fig.update_xaxes(title_text="μ", range=[float(mus[0]), float(mus[-1])], row=1, col=j)
     fig.update_yaxes(title_text="σ²", range=[float(s2s[0]), float(s2s[-1])], row=1, col=1)
@@ -206,7 +206,7 @@ def mean_paths_2d(grid, traces, title=None, show_ellipses=True, height=460, zoom
     q's (a noisy path may leave the window on the way).
     """
     t1, t2, logp = grid
-    fig = go.Figure(posterior_contours(grid))
+    fig = fast(go.Figure(posterior_contours(grid)))
     xs, ys = [], []
     for i, (lab, (name, mean, cov, status)) in enumerate(traces.items()):
         c = code(name)

@@ -12,7 +12,7 @@ from typing import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
-from . import color, ellipse, ellipse_outlines, label, line, marker, style
+from . import color, ellipse, ellipse_outlines, fast, label, line, marker, style
 
 __all__ = ["paths_figure", "add_bends", "objective_figure", "animation_figure", "sweep_figure", "frame_indices", "plot_window",
            "log_density_grid", "coinciding"]
@@ -76,7 +76,7 @@ def _widths(names, groups, base: float = 2.5, extra: float = 3.0) -> dict:
 
 
 def _base(contour, bounds, truth, n_std):
-    fig = go.Figure()
+    fig = fast(go.Figure())  # built anew for every frame of a Play: its traces are not validated twice
     if contour is not None:
         fig.add_trace(contour)
     if truth is not None:
