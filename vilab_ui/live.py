@@ -325,6 +325,7 @@ class Live:
         def _live():
             ss = st.session_state
             full = ss.pop(self._k("full"), False)
+            self._more = False  # set by _play: more frames are wanted at once
             clicked = ss.pop(self._k("clicked"), False)
             pl = ss.get(self._k("play")) if self.playing and not legacy else None
             if pl is not None:  # where the browser is; a step size just moved changes the run there
@@ -385,6 +386,11 @@ class Live:
             fail = ss.pop(self._k("fail"), None)
             if fail:
                 st.warning(ui.plain(fail))
+            if self.playing and not full and self._more:
+                # the browser's queue is still short: draw the next frames now, not after its next report (a
+                # Pause, a Step or a moved step size interrupts this rerun at its first element)
+                self._more = False
+                st.rerun(scope="fragment")
 
         _live()
 
@@ -466,6 +472,7 @@ class Live:
         if want and pl["end"] is None and pl["brk"] is None:
             self._extend(pl, draw, frame_step, want)
         _send(pl)
+        self._more = bool(_wanted(pl, self.it)) and pl["end"] is None and pl["brk"] is None
         return _runs_at(pl, self.it)
 
     def _ended(self, msg: str | None) -> None:

@@ -194,7 +194,8 @@ def test_a_step_size_change_while_playing_bends_the_path_there_and_the_play_goes
     assert names[0] <= bend <= queued and _it(at) == bend  # where the browser was, about
     sent = message(at, "live")
     assert sent["play"]["token"] != token and sent["play"]["playing"]  # a new stretch, from the bend
-    assert frame_names(sent)[0] == bend + 1
+    # after the bend (the fragment draws on while the browser's queue is short: this is its last message)
+    assert frame_names(sent)[0] > bend
     stars = [d for d in sent["figure"]["data"] if d.get("legendgroup") == "srvn" and "changed" in str(d.get("name"))]
     assert len(stars) == 1 and stars[0]["text"] == ["ρ = 0.316"]
     for _ in range(2):  # and it plays on
