@@ -289,9 +289,14 @@ def field_pair_figure(xs, ys, fields, titles=("Euclidean gradient", "natural gra
             fig.add_trace(click_grid_trace(*click_grid), row=1, col=col)
     for a in annotations:
         fig.add_annotation(**a)
-    fig.update_xaxes(title=xlabel, range=[xs.min(), xs.max()])
-    fig.update_yaxes(range=[ys.min(), ys.max()])
-    fig.update_yaxes(title=ylabel, row=1, col=1)
+    # set on the two panels' axes directly: fig.update_xaxes costs ~4 ms more (a Play draws this every frame)
+    lay = fig.layout
+    for ax in (lay.xaxis, lay.xaxis2):
+        ax.title.text = xlabel
+        ax.range = [xs.min(), xs.max()]
+    lay.yaxis.range = [ys.min(), ys.max()]
+    lay.yaxis2.range = [ys.min(), ys.max()]
+    lay.yaxis.title.text = ylabel
     style(fig, height=height)
     # the legend under the plots: the toolbar (top right) never covers it, and the panel titles stay on top
     fig.update_layout(legend=dict(orientation="h", x=0.0, xanchor="left", yref="container", y=0.0, yanchor="bottom"),
