@@ -115,23 +115,26 @@ def chromium():
             b.close()
 
 
-def wait_rendered(page, timeout_s: float = 240.0) -> None:
-    """Wait until the script has finished running (no 'Running...' status), a title is shown and
-    every Plotly chart on the page has been drawn."""
-    page.wait_for_selector("h1", timeout=timeout_s * 1000)
-    deadline = time.time() + timeout_s
-    quiet_since = None
+def wait_quiet(page, timeout_s: float, busy) -> None:
+    """Wait until ``busy()`` (the page's run is going on) has been False for 1.5 s on end; AssertionError after
+    ``timeout_s``."""
+    deadline, quiet_since = time.time() + timeout_s, None
     while time.time() < deadline:
-        running = page.locator('[data-testid="stStatusWidget"]').count() > 0
-        if running:
+        if busy():
             quiet_since = None
         elif quiet_since is None:
             quiet_since = time.time()
         elif time.time() - quiet_since > 1.5:
-            break
+            return
         time.sleep(0.25)
-    else:
-        raise AssertionError("the page kept running past the timeout")
+    raise AssertionError("the page kept running past the timeout")
+
+
+def wait_rendered(page, timeout_s: float = 240.0) -> None:
+    """Wait until the script has finished running (no 'Running...' status), a title is shown and
+    every Plotly chart on the page has been drawn."""
+    page.wait_for_selector("h1", timeout=timeout_s * 1000)
+    wait_quiet(page, timeout_s, lambda: page.locator('[data-testid="stStatusWidget"]').count() > 0)
     page.wait_for_function(
         f"() => Array.from(document.querySelectorAll('{CHART}'))"
         ".every(c => c.querySelector('.main-svg') !== null)", timeout=60_000)

@@ -95,17 +95,7 @@ def running(page) -> bool:
 def settled(page, timeout_s: float = 240.0) -> None:
     """The page's run has finished and every chart is drawn (a chart that failed counts as drawn: the checks say so)."""
     page.wait_for_selector("h1", timeout=timeout_s * 1000)
-    deadline, quiet_since = time.time() + timeout_s, None
-    while time.time() < deadline:  # no "Running..." for 1.5 s
-        if running(page):
-            quiet_since = None
-        elif quiet_since is None:
-            quiet_since = time.time()
-        elif time.time() - quiet_since > 1.5:
-            break
-        time.sleep(0.25)
-    else:
-        raise AssertionError("the page kept running past the timeout")
+    layout.wait_quiet(page, timeout_s, lambda: running(page))  # no "Running..." for 1.5 s
     page.wait_for_function(
         "() => Array.from(document.querySelectorAll('.vilab-chart')).every(c => c.querySelector('.main-svg') "
         "|| (c.innerText || '').includes('could not be drawn'))", timeout=timeout_s * 1000)
