@@ -44,7 +44,8 @@ def show(fig, key: str | None = None, main: bool = False, download: bool | None 
          **kw):
     """Draw a Plotly figure full width in vilab's template, styled for lecture mode when it is on.
 
-    ``fig`` is a figure, or a :func:`recipe` for one (built here). The chart element draws it at the width of
+    ``fig`` is a figure, or a :func:`recipe` for one (built here), or a dict already in the form the browser is
+    sent (a spec from :func:`capturing`; vilab_ui.live's play of frames). The chart element draws it at the width of
     its place on the page (and, on lecture mode's stage, at the height the page's CSS gives it).
 
     ``main=True`` marks the page's main figure (one per page), the one that must be on the first screen.
@@ -70,8 +71,8 @@ def show(fig, key: str | None = None, main: bool = False, download: bool | None 
             out = st.plotly_chart(_Sent(spec), key=key, **kw)
         else:
             out = _draw_chart(chart, spec, element_key, play=play, **kw)
-        if download:
-            _export_menu(spec, key, animated)
+        if download:  # a play's frames are a stretch of a live run, not an animation to export
+            _export_menu(spec if play is None else {k: v for k, v in spec.items() if k != "frames"}, key, animated)
     return out
 
 
@@ -161,7 +162,10 @@ def recipe(build: Callable[..., go.Figure], *args, **kwargs) -> Recipe:
 
 
 def _sent_spec(fig, lecture_mode: bool) -> dict:
-    """The figure as the browser is sent it: styled for the mode, :func:`browser_spec`; a :class:`Recipe` built."""
+    """The figure as the browser is sent it: styled for the mode, :func:`browser_spec`; a :class:`Recipe` built; a
+    dict (already sent once: a captured spec) as it is."""
+    if isinstance(fig, dict):
+        return fig
     return _styled_spec(fig.figure() if isinstance(fig, Recipe) else fig, lecture_mode)
 
 

@@ -24,7 +24,6 @@ import math
 import re
 import time
 import uuid
-from contextlib import nullcontext
 from typing import Callable, Hashable, Mapping
 from urllib.parse import urlencode
 
@@ -667,8 +666,4 @@ def _send(pl: dict) -> None:
 def _show_play(fig: dict, key: str | None, main: bool, play: dict) -> None:
     """Draw a play's figure (already in the form the browser is sent, with its frames) as ui.show draws the
     page's main figure."""
-    chart = _chart._chart_element()
-    with st.container(key=_chart.MAIN_FIGURE) if main else nullcontext():
-        _chart._draw_chart(chart, fig, key or _chart.MAIN_CHART, play=play, config=_chart._CHART_CONFIG)
-        if main:
-            _chart._export_menu({k: v for k, v in fig.items() if k != "frames"}, key, False)
+    ui.show(fig, key=key or _chart.MAIN_CHART, main=main, download=main, play=play)
