@@ -235,7 +235,8 @@ def test_the_longest_question_and_answer_fit_on_other_screens(server, browser, s
 
 def test_keys_pressed_while_a_view_loads_are_queued(server, browser):
     """F pressed three times, 0.3 s apart, while the deck's first view loads lands three views on (the panel says
-    where the presses are going meanwhile); B twice then comes back two."""
+    where the presses are going meanwhile, unless the server has already opened the view asked for: on a quiet
+    machine with the views cached a press can be served within 0.3 s); B twice then comes back two."""
     stem, deck = decks.shipped()[-1]
     page = browser.new_page(viewport={"width": 1280, "height": 720})
     errors: list[str] = []
@@ -245,11 +246,16 @@ def test_keys_pressed_while_a_view_loads_are_queued(server, browser):
         page.wait_for_function("() => window.__vilabDeckKeys && window.__vilabDeckKeys.listening", timeout=240_000)
         loading = page.locator('[data-testid="stStatusWidget"]').count() > 0
         pending = []
-        for _ in range(3):
+        for k in range(2, 5):
             page.keyboard.press("f")
             time.sleep(0.3)
-            pending.append(page.locator(".vilab-deck-pending").inner_text())
-        assert any("Opening view 4 of" in p for p in pending), pending
+            note = page.locator(".vilab-deck-pending").inner_text()
+            pending.append(note)
+            if not note:  # the server has acted on the press: the stage shows view k (its text may follow the note)
+                _wait_for(page, lambda: f"View {k} of {len(deck)}" in _stage_text(page)
+                          and _where(page)[1].get("dv") == str(k), 10, f"view {k} after an empty note {pending}")
+            else:
+                assert f"Opening view {k} of" in note, pending
         _stage_at(page, 4, len(deck))
         time.sleep(3.0)  # nothing more arrives
         assert _where(page)[1].get("dv") == "4" and f"View 4 of {len(deck)}" in _stage_text(page), loading
