@@ -10,7 +10,7 @@ import streamlit as st
 import vilab_ui as ui
 from vilab import divergences as dv
 from vilab import plots
-from vilab.core import as_key, run
+from vilab.core import as_key
 from vilab.divergences import landscape as dvl
 from vilab.divergences import stochastic as dvs
 from vilab.plots import divergences as dplots
@@ -145,13 +145,6 @@ def _live_build(method, seed, value):
         return alg, key, alg.init(key, (mu0, np.eye(1)))
     alg = dvs.algorithm(tg, method, batch_size=LIVE_B)
     return alg, key, alg.init(key, (mu0, np.eye(1)), learning_rate=float(value))
-
-
-@ui.cache_data(max_entries=64)
-def _gsm_live(seed, n):
-    """GSM, which has no step size to change mid-run, run for n steps (the live figure's current iteration)."""
-    alg, key, state = _live_build("gsm", seed, None)
-    return run(alg, key, state, int(n))
 
 
 @ui.cache_data(max_entries=256)
@@ -574,9 +567,10 @@ if tabl.open:
                 seed_l = ui.seed()
 
                 def _draw_live(lv):
+                    # GSM has no step size to change mid-run: a run with no run-time settings
                     runs = {m: lv.run(("divergences batch", m, LIVE_B, LIVE_MU0, seed_l),
-                                      lambda m=m: _live_build(m, seed_l, steps[m]), {LIVE_STEP[m][0]: m})
-                            if m in LIVE_STEP else _gsm_live(seed_l, lv.it) for m in shown}
+                                      lambda m=m: _live_build(m, seed_l, steps.get(m)),
+                                      {LIVE_STEP[m][0]: m} if m in LIVE_STEP else {}) for m in shown}
                     ui.show(dplots.live_batch({m: (t.mean[:, 0], t.cov[:, 0, 0]) for m, t in runs.items()}, 2.0, 1.5,
                                               bends={m: lv.bends(m) for m in tuned}, symbol="lr",
                                               height=310 if ui.lecture() else 385),

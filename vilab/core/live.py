@@ -98,9 +98,10 @@ def change_points(changes: Changes) -> list[tuple[int, float]]:
 
 def merge(settings: Mapping[str, Changes]) -> list[tuple[int, dict]]:
     """One run's settings, each with its changes, as [(iteration, {setting: value in force}), ...] at every
-    iteration where one of them changes (the first at 0 holds all of them)."""
+    iteration where one of them changes (the first at 0 holds all of them). A run without run-time settings
+    (a method with no step size to change, e.g. GSM) is ``[(0, {})]``."""
     if not settings:
-        raise ValueError("A live run needs at least one run-time setting (e.g. {'rho': ((0, 0.1),)}).")
+        return [(0, {})]
     checked = {name: _check_changes(ch, name) for name, ch in settings.items()}
     its = sorted({t for ch in checked.values() for t, _ in ch})
     return [(t, {name: value_at(ch, t) for name, ch in checked.items()}) for t in its]
@@ -252,7 +253,8 @@ def run_schedule(algorithm: Algorithm, key, state, n: int, settings: Mapping[str
         if stopped_early(tr) or tr.n_steps == n:
             return tr
     else:
-        state = set_hyper(state, **steps[0][1])
+        if steps[0][1]:
+            state = set_hyper(state, **steps[0][1])
         first = min(n, steps[1][0]) if len(steps) > 1 else n
         tr = run(algorithm, key, state, first, **options)
     while tr.n_steps < n and not stopped_early(tr):
