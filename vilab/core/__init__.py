@@ -9,6 +9,7 @@
 
 from .algorithm import (CODES, COLLAPSED, CONVERGED, COV_EXPLODED, NONFINITE, OBJ_EXPLODED, Algorithm,
                         finite_tree, set_hyper, status_of)
+from .batch import BatchProgress, BatchResult, Job, run_batch
 from .cache import ProgramCache, memoize
 from .keys import as_key, check_key, is_key
 from .runner import bucket, resume, run, run_many, slope_rule, stack
@@ -18,4 +19,5 @@ __all__ = ["Algorithm", "CODES", "CONVERGED", "NONFINITE", "COLLAPSED", "COV_EXP
            "set_hyper", "status_of", "finite_tree",
            "ProgramCache", "memoize", "as_key", "check_key", "is_key", "run", "run_many", "resume", "slope_rule",
            "stack",
-           "bucket", "Trace", "STATUSES", "diverged_status", "first_failure"]
+           "bucket", "Trace", "STATUSES", "diverged_status", "first_failure",
+           "Job", "BatchProgress", "BatchResult", "run_batch"]
