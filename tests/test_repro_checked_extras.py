@@ -34,7 +34,7 @@ def test_the_brute_force_fisher_of_a_masked_factor_is_the_dense_one_restricted_f
     assert list(zip(r, c)) == [(0, 0), (1, 0), (2, 0), (1, 1), (2, 1), (2, 2)]  # vech order
 
 
-def test_german_credit_from_the_package_data_and_its_exact_optimum():
+def test_german_credit_from_the_bundled_table_and_its_exact_optimum():
     """d = 49 as both papers print; the reproduction's optimum agrees with Monte Carlo (inside the entry)."""
     from vilab.targets.german import german_credit, logistic_va_optimum
 
@@ -48,16 +48,6 @@ def test_german_credit_from_the_package_data_and_its_exact_optimum():
     with pytest.raises(ValueError, match="logistic"):
         from vilab.targets.regression import simulated_loglinear
         logistic_va_optimum(simulated_loglinear(n=50, d=3))
-
-
-def test_a_missing_data_package_is_a_sentence(monkeypatch):
-    import importlib.util
-
-    from vilab.targets import german
-
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(ValueError, match="make install"):
-        german.german_credit_path()
 
 
 def test_fig4_on_german_credit_and_a_bad_target_name():

