@@ -11,7 +11,8 @@ the time whenever they changed. From those times:
   the drawn paths (target <= 0.3 s);
 * **fps**: changes a second over ``--seconds`` (default 10) of play from the first move (target >= 24), with
   the median and largest gap between two changes (a stall shows as a large gap);
-* **bend**: then the page's live step size moved one notch with the keyboard while playing: the time until the
+* **bend**: then (after ``--seconds``, or earlier once the play is 70 % of the way to its last iteration) the
+  page's live step size moved one notch with the keyboard while playing: the time until the
   star marking the change is drawn (target <= 0.5 s; one notch down, ArrowLeft), and whether the paths still move in the 2 s after it
   (the play goes on);
 * the iteration reached (the "iteration N" beside the buttons) and whether the play was still on (a play that
@@ -93,14 +94,17 @@ def load_average():
         return None
 
 
-def _iteration(page, key) -> int | None:
+def _iteration(page, key, of: bool = False):
+    """The iteration beside the live buttons ("iteration N of M"); with ``of``, (N, M)."""
     import re
 
     try:
         text = page.locator(f'[class*="st-key-{key}_buttons"]').first.inner_text(timeout=5_000)
     except Exception:  # noqa: BLE001 - being redrawn
-        return None
-    m = re.search(r"iteration (\d+) of", text)
+        return (None, None) if of else None
+    m = re.search(r"iteration (\d+) of (\d+)", text)
+    if of:
+        return (int(m.group(1)), int(m.group(2))) if m else (None, None)
     return int(m.group(1)) if m else None
 
 
@@ -167,12 +171,19 @@ def measure(browser, base: str, name: str, seconds: float, warm: bool = True) ->
         if not page.evaluate(_CLICK_JS, key):
             res["error"] = "no Play button"
             return res
-        time.sleep(seconds + 1.5)
+        # play for `seconds` (and 1.5 s more), or until the play is 70 % of the way to its last iteration: the
+        # bend is measured while there is still play left to bend (a play of 1,000 iterations can end in 6 s)
+        t_end, near_end = time.time() + seconds + 1.5, False
+        while time.time() < t_end and not near_end:
+            time.sleep(0.25)
+            it, n_max = _iteration(page, key, of=True)
+            near_end = it is not None and n_max is not None and it >= 0.7 * n_max
         got = page.evaluate("() => ({changes: window.__vilabPlay.changes, clicked: window.__vilabPlay.clicked})")
         it1 = _iteration(page, key)
         playing = page.locator(f'[class*="st-key-{key}_buttons"] button').filter(has_text="Pause").count() > 0
         if playing:
             res.update(_bend(page, key, slider))
+        res["stopped_for_bend_at_70pc"] = near_end
         ch = [(t - got["clicked"]) / 1000.0 for t in got["changes"]]
         res.update(iteration_start=it0, iteration_end=it1, still_playing=playing, js_errors=errors[:5])
         if not ch:
