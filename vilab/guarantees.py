@@ -1,6 +1,7 @@
 """Guarantees of Kumar et al. (2025) for the natural-gradient flow: Theorem 1 (a PL inequality and
 its exponential rate) and Lemma 1 (a lower bound on the inverse Fisher in (m, C)), with the
-corrected constant of the digest (Sec. 6.8).
+corrected constant of the digest (Sec. 6.8); Theorems 2 and 3 for SR-VN, Theorem 3 (biased oracles) with a
+bound of our own in place of the printed one, which is not a bound (see :func:`theorem3_bound`).
 
     theorem1_rates(delta, lam_min) -> {"paper": ..., "corrected": ...}
     theorem1_bound(t, excess0, mu)  = e^{-2 mu t} excess0
@@ -12,8 +13,8 @@ corrected constant of the digest (Sec. 6.8).
     theorem2_steps(M, lam_min, xi_l, xi_u) -> rho1, rho2 (App. C.5) and the step size below which eta > 0
     theorem2_constants(A, C0) -> delta, M, lam_min, xi_l, xi_u of a Gaussian target (along the natural-gradient flow)
     theorem2_report(A, trace) -> Thm 2 on an SR-VN run: constants along it, eta, 1 - 2 eta delta, observed ratios
-    theorem3_bound(t, excess0, rho, delta, M, lam_min, xi_l, xi_u, zeta_g2, zeta_H2) -> Thm 3 (biased oracles):
-        the printed bound and the corrected one with its bias floor
+    theorem3_bound(t, excess0, rho, delta, M, lam_min, xi_l, xi_u, zeta_g2, zeta_H2, M_hat) -> Thm 3 (biased
+        oracles): the printed bound, a heuristic bias floor (neither is a bound) and a bound derived by us that holds
     biased_srvn(A, m_star, m0, C0, rho, n_steps, b_g, eps_H) -> an SR-VN run fed Thm 3's biased oracle, its KL
         and Assumption 4's constants along it
     theorem3_report(A, m_star, m0, C0, rho, n_steps, b_g, eps_H) -> Thm 2 and Thm 3 on such a run, side by side
@@ -35,7 +36,7 @@ from .targets import Target
 
 __all__ = ["theorem1_rates", "theorem1_bound", "lemma1_check", "theorem1_report", "natural_kl_asymptote",
            "cut_flow", "theorem2_eta", "theorem2_steps", "theorem2_constants", "theorem2_report", "theorem3_bound",
-           "biased_srvn", "theorem3_report"]
+           "biased_srvn", "theorem3_report", "under", "KL_ROUNDOFF_ABS", "KL_ROUNDOFF_REL", "MAX_ROWS"]
 
 
 def theorem1_rates(delta: float, lam_min: float) -> dict:
@@ -258,26 +259,85 @@ def theorem2_report(A, trace: Trace, floor: float = 1e-10) -> dict:
 # ---------------------------------------------------------------------------------------------
 # Theorem 3: SR-VN with biased oracles (Kumar et al. (2025) App. D)
 
+#: the most rows :func:`biased_srvn` keeps (every step of a 10^6-step run: about 60 MB in 2-D)
+MAX_ROWS = 1_000_000
+#: round-off allowance when a run's KL is compared with a bound: absolute, for the closed-form KL
+#: 1/2 (tr AV + r^T A r - d - log det AV), whose terms cancel near the optimum (about 1e-15 for d <= 5 and
+#: moderate A, V: 1e-12 leaves a factor 1000), and relative, for q^t over up to 10^6 steps (about t * 2.2e-16)
+KL_ROUNDOFF_ABS, KL_ROUNDOFF_REL = 1e-12, 1e-9
+
+
+def under(kl, curve) -> bool:
+    """Whether a run's KL lies on or under a bound's curve at every recorded step, up to the round-off allowance
+    :data:`KL_ROUNDOFF_ABS` + :data:`KL_ROUNDOFF_REL` x curve (False where the curve is NaN: no bound)."""
+    kl, curve = np.asarray(kl, float), np.asarray(curve, float)
+    fin = np.isfinite(kl)
+    return bool(np.all(kl[fin] <= curve[fin] * (1.0 + KL_ROUNDOFF_REL) + KL_ROUNDOFF_ABS))
+
 
 def theorem3_bound(t, excess0: float, rho: float, delta: float, M: float, lam_min: float, xi_l: float, xi_u: float,
-                   zeta_g2: float = 0.0, zeta_H2: float = 0.0) -> dict:
-    """Kumar et al. (2025) Thm 3: SR-VN fed a biased gradient g + b_g and Hessian H + b_H with
-    ||b_g||^2 <= zeta_g^2 and ||b_H C||_F^2 <= zeta_H^2 (Assumption 5 with m_g = m_H = 0: additive biases).
+                   zeta_g2: float = 0.0, zeta_H2: float = 0.0, M_hat: float | None = None) -> dict:
+    """Kumar et al. (2025) Thm 3 for SR-VN fed a biased gradient g + b_g and Hessian H + b_H, ||b_g||^2 <= zeta_g^2,
+    ||b_H C||_F^2 <= zeta_H^2 (Assumption 5 with m_g = m_H = 0: additive biases), on a Gaussian target with
+    precision A (delta, M = its extreme eigenvalues): the printed bound, the heuristic bias floor we used to show,
+    and a bound derived by us that holds.
 
-    With omega_m = M rho^2 xi_u^4 / 2 - lam_min rho and omega_C = 5 rho^2 xi_u^4 M / 4 - sqrt(5/2) rho xi_l^2
-    (Eqs. 49-50) and eta = min(-omega_m, -omega_C) (Eq. 25), the per-step recursion is
-    Delta_{t+1} <= (1 - 2 eta delta) Delta_t + |omega_m| zeta_g^2 + |omega_C| zeta_H^2, so
+    Printed (Thm 3, from the recursion Eq. 66), with omega_m = M rho^2 xi_u^4 / 2 - lam_min rho (Eq. 49),
+    omega_C = 5 rho^2 xi_u^4 M / 4 - sqrt(5/2) rho xi_l^2 (Eq. 50), eta = min(-omega_m, -omega_C) (Eq. 25)::
 
-        corrected:  Delta_t <= (1 - 2 eta delta)^t Delta_0 + (1 - (1 - 2 eta delta)^t) floor,
-                    floor = (|omega_m| zeta_g^2 + |omega_C| zeta_H^2) / (2 eta delta);
-        printed:    Delta_t <= (1 - 2 eta delta)^t Delta_0 + omega_m zeta_g^2 + omega_C zeta_H^2.
+        Delta_t <= (1 - 2 eta delta)^t Delta_0 + omega_m zeta_g^2 + omega_C zeta_H^2.
 
-    Erratum (digest Sec. 5.6): omega_m, omega_C < 0 wherever eta > 0, so the printed additive term is <= 0
-    (a biased oracle would do better than an exact one) and it is not accumulated over the steps; the
-    corrected floor is the fixed point of the recursion. On a Gaussian target with a constant mean bias b the
-    run settles at excess 1/2 b^T A^-1 b <= zeta_g^2 / (2 delta) <= floor (checked in the tests).
-    Returns {"eta", "factor", "omega_m", "omega_C", "floor", "corrected", "printed", "applies"} with
-    the two bounds at the iterations ``t`` (an array); "applies" is 0 < eta < 1 / (2 delta) (Eq. 53).
+    omega_m, omega_C < 0 wherever eta > 0, so the added term is <= 0 (a biased oracle would beat an exact one)
+    and it is not accumulated over the steps (digest Sec. 5.6).
+
+    Heuristic floor (NOT a bound; "corrected" in earlier versions of this module): unroll Eq. 66 with |omega|,
+    Delta_t <= q^t Delta_0 + (1 - q^t) F_h, q = 1 - 2 eta delta, F_h = (|omega_m| zeta_g^2 + |omega_C| zeta_H^2)
+    / (2 eta delta). It fails because Eq. 61-62 drop the cross term: with g_hat = g + b the mean step changes L by
+    -rho g^T V g - rho g^T V b + ..., and -rho g^T V b is of first order in b and has either sign; Assumption 5's
+    bound on ||b||^2 does not control it. Counterexample (digest Sec. 5.6, reproduced in tests/test_theorem3.py and
+    the registry entry kumar2025-thm3): A = diag(1, 20), start at the target mean, C_0 = sqrt(2/21) I, b_g = 3 e_1,
+    rho = 2.27e-3 (eta = 5.67e-5 > 0): at t = 2443 the KL is 4.152 against F_h's curve 1.736 (worst ratio 2.39 at
+    t = 2440); the one-step recursion Delta_{t+1} <= q Delta_t + (1 - q) F_h fails at 14,039 of the 26,459 steps.
+
+    Valid bound (derived by us; not in the paper). On a Gaussian target L(m, C) = 1/2 r^T A r + 1/2 tr(C^T A C)
+    - sum_i log C_ii + const (r = m - m_*) and Delta = L - L_* = KL exactly. SR-VN as vilab runs it (Eq. 17 with
+    Tan's tril whose diagonal is halved) moves m by -rho V g_hat and C by -rho C T, T = tril_half(Y),
+    Y = C^T H_hat C - I = K + E, K = C^T H C - I (symmetric), E = C^T b_H C. One step, with V, C of step t:
+
+    * mean (exact: L is quadratic in m): dL_m = -rho g^T V g_hat + rho^2/2 g_hat^T V A V g_hat. The cross term
+      is handled exactly by the polarisation identity 2 g^T V g_hat = g^T V g + g_hat^T V g_hat - b^T V b (Young's
+      inequality with equality), and V A V <= M lambda_max(V) V, so
+      dL_m <= -rho/2 g^T V g + rho/2 b^T V b - rho/2 (1 - rho M lambda_max(V)) g_hat^T V g_hat.
+    * factor C: the first-order term is <grad_C L, -rho C T> = -rho <K, tril_half Y> = -rho/2 <K, Y>
+      = -rho/4 (||K||^2 + ||Y||^2 - ||E||^2) (polarisation again); the A part of the remainder is
+      1/2 tr(dC^T A dC) <= M rho^2 lambda_max(V) ||T||^2 / 2 <= M rho^2 lambda_max(V) ||Y||^2 / 4; the entropy
+      part is sum_i phi(x_i), phi(x) = x - log(1 + x), x_i = -rho Y_ii / 2, and phi(x) <= x^2 for x >= -1/2, so
+      it is <= rho^2 ||Y||^2 / 4. Hence dL_C <= -rho/4 ||K||^2 + rho/4 ||E||^2 - rho/4 (1 - rho (M lambda_max(V)
+      + 1)) ||Y||^2. (This replaces Eq. 50, whose trace bound goes the wrong way, digest Sec. 6.8 item 3, and
+      Eq. 47's smoothness, which ignores the entropy term.)
+    * With lambda_min <= lambda_min(V_t) and lambda_max(V_t) <= tr V_t <= xi_u^2 (Assumption 4, Remark 1):
+      g^T V g >= lam_min ||g||^2, ||K||^2 = ||C^T grad_C L||^2 >= lam_min ||grad_C L||^2, b^T V b <= xi_u^2 zeta_g^2,
+      ||E||_F^2 <= lambda_max(V) ||b_H C||_F^2 <= xi_u^2 zeta_H^2, and strong convexity (Eq. 19 / the step before
+      Eq. 66) gives ||grad L||^2 >= 2 delta Delta_t. Together, whenever
+
+          rho (M xi_u^2 + 1) <= 1   and   rho (M_hat xi_u^2 - 1) <= 1   (M_hat >= lambda_max(H + b_H), so x_i >= -1/2),
+
+          Delta_{t+1} <= (1 - rho delta lam_min / 2) Delta_t + rho xi_u^2 (2 zeta_g^2 + zeta_H^2) / 4,
+          Delta_t     <= q^t Delta_0 + (1 - q^t) F,   q = 1 - rho delta lam_min / 2,
+                                                      F = xi_u^2 (2 zeta_g^2 + zeta_H^2) / (2 delta lam_min).
+
+    The contraction is smaller than the paper's 1 - 2 eta delta promises and does not use eta; the floor F is loose
+    (on the counterexample F = 189 while the run settles at 1/2 b^T A^-1 b = 4.5, a factor xi_u^2 / lam_min from
+    bounding b^T V b and g^T V g by the extreme eigenvalues of V) but it is a bound: it holds at every step of the
+    counterexample and of random instances (tests/test_theorem3.py). On a Gaussian target with a constant mean
+    bias alone SR-VN settles at Delta = 1/2 b^T A^-1 b (mean shifted by -A^-1 b, covariance exact).
+
+    ``M_hat``: an upper bound on lambda_max(H + b_H) along the run (default M: no Hessian bias). Returns
+    {"eta", "factor" (1 - 2 eta delta), "omega_m", "omega_C", "applies" (0 < eta < 1 / (2 delta), Eq. 53: where the
+    paper's statements say anything), "printed", "heuristic_floor", "heuristic" (NaN where not applies),
+    "contraction" (q), "step_bias" (rho xi_u^2 (2 zeta_g^2 + zeta_H^2) / 4), "floor" (F), "bound" (ours, NaN where
+    its step-size conditions fail), "bound_applies", "rho_max" (the largest step its conditions allow for these
+    constants)}; the curves are at the iterations ``t`` (an array).
     """
     delta = positive(delta, "Theorem 3's strong-convexity constant delta")
     M = positive(M, "Theorem 3's smoothness constant M")
@@ -287,6 +347,7 @@ def theorem3_bound(t, excess0: float, rho: float, delta: float, M: float, lam_mi
     zg, zH = real_scalar(zeta_g2, "zeta_g^2"), real_scalar(zeta_H2, "zeta_H^2")
     if excess0 < 0 or zg < 0 or zH < 0:
         raise ValueError("The starting excess and the squared bias bounds zeta^2 cannot be negative.")
+    M_hat = M if M_hat is None else real_scalar(M_hat, "The bound M_hat on the biased Hessian's largest eigenvalue")
     eta = theorem2_eta(rho, delta, M, lam_min, xi_l, xi_u)
     xi_l, xi_u = float(xi_l), float(xi_u)
     om = M * rho**2 * xi_u**4 / 2.0 - lam_min * rho
@@ -297,10 +358,22 @@ def theorem3_bound(t, excess0: float, rho: float, delta: float, M: float, lam_mi
     if np.any(t < 0):
         raise ValueError("Iterations t cannot be negative.")
     decay = factor**t if applies else np.full(t.shape, np.nan)
-    floor = (abs(om) * zg + abs(oc) * zH) / (2.0 * eta * delta) if applies else float("nan")
-    return {"eta": float(eta), "factor": float(factor), "omega_m": float(om), "omega_C": float(oc),
-            "floor": float(floor), "corrected": decay * excess0 + (1.0 - decay) * floor,
-            "printed": decay * excess0 + om * zg + oc * zH, "applies": applies}
+    h_floor = (abs(om) * zg + abs(oc) * zH) / (2.0 * eta * delta) if applies else float("nan")
+    # ours: the two step-size conditions of the derivation above
+    u = xi_u**2
+    rho_max = min(1.0 / (M * u + 1.0), 1.0 / (M_hat * u - 1.0) if M_hat * u > 1.0 else np.inf)
+    ok = bool(rho <= rho_max)
+    q = 1.0 - rho * delta * lam_min / 2.0
+    step_bias = rho * u * (2.0 * zg + zH) / 4.0
+    floor = u * (2.0 * zg + zH) / (2.0 * delta * lam_min)
+    with np.errstate(under="ignore"):
+        qt = q**t
+    bound = qt * excess0 + (1.0 - qt) * floor if ok else np.full(t.shape, np.nan)
+    return {"eta": float(eta), "factor": float(factor), "omega_m": float(om), "omega_C": float(oc), "applies": applies,
+            "printed": decay * excess0 + om * zg + oc * zH, "heuristic_floor": float(h_floor),
+            "heuristic": decay * excess0 + (1.0 - decay) * h_floor, "contraction": float(q),
+            "step_bias": float(step_bias), "floor": float(floor), "bound": bound, "bound_applies": ok,
+            "rho_max": float(rho_max)}
 
 
 def biased_srvn(A, m_star, m0, C0, rho: float, n_steps: int, b_g=None, eps_H: float = 0.0,
@@ -331,7 +404,7 @@ def biased_srvn(A, m_star, m0, C0, rho: float, n_steps: int, b_g=None, eps_H: fl
     V0 = pd_matrix(C0 @ C0.T, "The starting covariance C0 C0^T")
     rho = positive(rho, "The step size rho")
     n_steps = integer(n_steps, "The number of steps", 1, 10_000_000)
-    n_rows = integer(n_rows, "The number of rows kept", 1, 100_000)
+    n_rows = integer(n_rows, "The number of rows kept", 1, MAX_ROWS)
     b_g = np.zeros(d) if b_g is None else real_array(b_g, "The gradient bias b_g", ndim=1)
     if b_g.shape != (d,):
         raise ValueError(f"The gradient bias b_g must have {d} entries.")
@@ -411,27 +484,42 @@ def _biased_srvn_algorithm():
 def theorem3_report(A, m_star, m0, C0, rho: float, n_steps: int, b_g=None, eps_H: float = 0.0,
                     n_rows: int = 400) -> dict:
     """Kumar et al. (2025) Thms 2 and 3 side by side on SR-VN runs from (m0, C0) at step size ``rho``: the exact
-    run with its Thm 2 bound (1 - 2 eta delta)^t (L_0 - L_*), and the run fed the biased oracle (b_g, eps_H I)
-    with Thm 3's corrected bound (bias floor) and its printed one (:func:`theorem3_bound`). Each bound uses
-    Assumption 4's constants along its own run; delta, M are the extreme eigenvalues of A. Also "settles": the
-    excess a run with a constant mean bias alone settles at, 1/2 b_g^T A^-1 b_g. Returns {"exact": ..., "biased":
-    ..., "delta", "M", "zeta_g2", "zeta_H2", "settles"}; each run is :func:`biased_srvn`'s dict with "eta",
-    "factor", "applies" and its bounds ("bound" for the exact run; "corrected", "printed", "floor" for the
-    biased one)."""
+    run with Thm 2's bound (1 - 2 eta delta)^t (L_0 - L_*), and the run fed the biased oracle (b_g, eps_H I) with
+    the bounds of :func:`theorem3_bound`: ours ("bound", valid), the paper's printed one and the heuristic floor
+    (neither is a bound). Each uses Assumption 4's constants along its own run; delta, M are the extreme
+    eigenvalues of A; M_hat = M + max(eps_H, 0) bounds the biased Hessian A + eps_H I. Also "settles": the excess a
+    run with a constant mean bias alone settles at, 1/2 b_g^T A^-1 b_g.
+
+    Returns {"exact": ..., "biased": ..., "delta", "M", "zeta_g2", "zeta_H2", "settles"}; each run is
+    :func:`biased_srvn`'s dict with "eta", "factor", "applies", "thm2" (Thm 2's curve; for the biased run it is
+    the curve without the bias term), "bound", "floor", "bound_applies", "contraction", "step_bias", "rho_max",
+    "printed", "heuristic", "heuristic_floor", and, when every step is recorded (``n_rows >= n_steps``), the
+    one-step recursions checked at every step: "recursion_margin" = min_t (q Delta_t + rho K - Delta_{t+1})
+    plus the round-off allowance of :func:`under` (ours; >= 0 where it holds) and "heuristic_fails" = the number of steps where Delta_{t+1} > q_h Delta_t +
+    (1 - q_h) F_h (the heuristic's recursion, q_h = 1 - 2 eta delta)."""
     A = pd_matrix(A, "The target precision A")
     lam = np.linalg.eigvalsh(A)
     delta, M = float(lam[0]), float(lam[-1])
     exact = biased_srvn(A, m_star, m0, C0, rho, n_steps, None, 0.0, n_rows)
     b = np.zeros(A.shape[0]) if b_g is None else np.asarray(b_g, float)
-    unbiased = b.shape == (A.shape[0],) and not np.any(b) and float(eps_H) == 0.0  # it would be the exact run
+    eps_H = real_scalar(eps_H, "The Hessian bias eps_H")
+    unbiased = b.shape == (A.shape[0],) and not np.any(b) and eps_H == 0.0  # it would be the exact run
     biased = dict(exact) if unbiased else biased_srvn(A, m_star, m0, C0, rho, n_steps, b_g, eps_H, n_rows)
     zeta_g2 = float(b @ b)
-    zeta_H2 = float(eps_H) ** 2 * biased["xi_u"] ** 2  # ||eps I C||_F^2 = eps^2 tr V <= eps^2 xi_u^2
-    for run, zg, zH in ((exact, 0.0, 0.0), (biased, zeta_g2, zeta_H2)):
+    zeta_H2 = eps_H**2 * biased["xi_u"] ** 2  # ||eps I C||_F^2 = eps^2 tr V <= eps^2 xi_u^2
+    for run, zg, zH, Mh in ((exact, 0.0, 0.0, M), (biased, zeta_g2, zeta_H2, M + max(eps_H, 0.0))):
         b3 = theorem3_bound(run["t"], float(run["kl"][0]), rho, delta, M, max(run["lam_min"], 1e-300),
-                            run["xi_l"], run["xi_u"], zg, zH)
-        run.update(eta=b3["eta"], factor=b3["factor"], applies=b3["applies"], corrected=b3["corrected"],
-                   printed=b3["printed"], floor=b3["floor"])
-    exact["bound"] = exact.pop("corrected")  # without bias Thm 3 is Thm 2
+                            run["xi_l"], run["xi_u"], zg, zH, M_hat=Mh)
+        run.update({k: b3[k] for k in ("eta", "factor", "applies", "bound", "floor", "bound_applies", "contraction",
+                                       "step_bias", "rho_max", "printed", "heuristic", "heuristic_floor")})
+        run["thm2"] = b3["factor"] ** run["t"] * float(run["kl"][0]) if b3["applies"] else np.full(run["t"].shape,
+                                                                                                  np.nan)
+        kl = run["kl"]
+        if len(kl) > 1 and np.array_equal(run["t"], np.arange(len(kl))):
+            slack = KL_ROUNDOFF_ABS + KL_ROUNDOFF_REL * kl[:-1]  # round-off allowance, see KL_ROUNDOFF_ABS
+            run["recursion_margin"] = float(np.min(b3["contraction"] * kl[:-1] + b3["step_bias"] + slack - kl[1:])) \
+                if b3["bound_applies"] else float("nan")
+            q_h, F_h = b3["factor"], b3["heuristic_floor"]
+            run["heuristic_fails"] = int(np.sum(kl[1:] > q_h * kl[:-1] + (1.0 - q_h) * F_h)) if b3["applies"] else 0
     return {"exact": exact, "biased": biased, "delta": delta, "M": M, "zeta_g2": zeta_g2, "zeta_H2": zeta_H2,
             "settles": float(0.5 * b @ np.linalg.solve(A, b))}
