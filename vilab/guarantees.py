@@ -279,8 +279,8 @@ def theorem3_bound(t, excess0: float, rho: float, delta: float, M: float, lam_mi
                    zeta_g2: float = 0.0, zeta_H2: float = 0.0, M_hat: float | None = None) -> dict:
     """Kumar et al. (2025) Thm 3 for SR-VN fed a biased gradient g + b_g and Hessian H + b_H, ||b_g||^2 <= zeta_g^2,
     ||b_H C||_F^2 <= zeta_H^2 (Assumption 5 with m_g = m_H = 0: additive biases), on a Gaussian target with
-    precision A (delta, M = its extreme eigenvalues): the printed bound, the heuristic bias floor we used to show,
-    and a bound derived by us that holds.
+    precision A (delta, M = its extreme eigenvalues): the printed bound, the heuristic bias floor this module
+    showed as "corrected" before (neither is a bound), and a bound derived by us that holds.
 
     Printed (Thm 3, from the recursion Eq. 66), with omega_m = M rho^2 xi_u^4 / 2 - lam_min rho (Eq. 49),
     omega_C = 5 rho^2 xi_u^4 M / 4 - sqrt(5/2) rho xi_l^2 (Eq. 50), eta = min(-omega_m, -omega_C) (Eq. 25)::
@@ -292,9 +292,10 @@ def theorem3_bound(t, excess0: float, rho: float, delta: float, M: float, lam_mi
 
     Heuristic floor (NOT a bound; "corrected" in earlier versions of this module): unroll Eq. 66 with |omega|,
     Delta_t <= q^t Delta_0 + (1 - q^t) F_h, q = 1 - 2 eta delta, F_h = (|omega_m| zeta_g^2 + |omega_C| zeta_H^2)
-    / (2 eta delta). It fails because Eq. 61-62 drop the cross term: with g_hat = g + b the mean step changes L by
-    -rho g^T V g - rho g^T V b + ..., and -rho g^T V b is of first order in b and has either sign; Assumption 5's
-    bound on ||b||^2 does not control it. Counterexample (digest Sec. 5.6, reproduced in tests/test_theorem3.py and
+    / (2 eta delta). It fails because the proof drops a cross term: with g_hat = g + b the mean step changes L by
+    -rho g^T V g_hat + O(rho^2) = -rho g^T V g - rho g^T V b + O(rho^2), and -rho g^T V b is of first order in b and
+    has either sign (Eq. 61 writes the first-order term as if it were -rho g_hat^T V g_hat, and Eq. 62 uses
+    ||g + b||^2 <= ||g||^2 + ||b||^2, which drops 2 g^T b); Assumption 5's bound on ||b||^2 does not control it. Counterexample (digest Sec. 5.6, reproduced in tests/test_theorem3.py and
     the registry entry kumar2025-thm3): A = diag(1, 20), start at the target mean, C_0 = sqrt(2/21) I, b_g = 3 e_1,
     rho = 2.27e-3 (eta = 5.67e-5 > 0): at t = 2443 the KL is 4.152 against F_h's curve 1.736 (worst ratio 2.39 at
     t = 2440); the one-step recursion Delta_{t+1} <= q Delta_t + (1 - q) F_h fails at 14,039 of the 26,459 steps.
@@ -304,18 +305,20 @@ def theorem3_bound(t, excess0: float, rho: float, delta: float, M: float, lam_mi
     Tan's tril whose diagonal is halved) moves m by -rho V g_hat and C by -rho C T, T = tril_half(Y),
     Y = C^T H_hat C - I = K + E, K = C^T H C - I (symmetric), E = C^T b_H C. One step, with V, C of step t:
 
-    * mean (exact: L is quadratic in m): dL_m = -rho g^T V g_hat + rho^2/2 g_hat^T V A V g_hat. The cross term
-      is handled exactly by the polarisation identity 2 g^T V g_hat = g^T V g + g_hat^T V g_hat - b^T V b (Young's
-      inequality with equality), and V A V <= M lambda_max(V) V, so
+    * mean (exact: L is quadratic in m, g = grad_m L = A r): dL_m = -rho g^T V g_hat + rho^2/2 g_hat^T V A V g_hat.
+      The cross term is handled by the polarisation identity 2 g^T V g_hat = g^T V g + g_hat^T V g_hat - b^T V b
+      (Young's inequality 2 x^T y <= |x|^2 + |y|^2 in the V inner product, here an equality), and
+      V A V <= M lambda_max(V) V, so
       dL_m <= -rho/2 g^T V g + rho/2 b^T V b - rho/2 (1 - rho M lambda_max(V)) g_hat^T V g_hat.
     * factor C: the first-order term is <grad_C L, -rho C T> = -rho <K, tril_half Y> = -rho/2 <K, Y>
       = -rho/4 (||K||^2 + ||Y||^2 - ||E||^2) (polarisation again); the A part of the remainder is
       1/2 tr(dC^T A dC) <= M rho^2 lambda_max(V) ||T||^2 / 2 <= M rho^2 lambda_max(V) ||Y||^2 / 4; the entropy
-      part is sum_i phi(x_i), phi(x) = x - log(1 + x), x_i = -rho Y_ii / 2, and phi(x) <= x^2 for x >= -1/2, so
-      it is <= rho^2 ||Y||^2 / 4. Hence dL_C <= -rho/4 ||K||^2 + rho/4 ||E||^2 - rho/4 (1 - rho (M lambda_max(V)
+      part is sum_i phi(x_i), phi(x) = x - log(1 + x), x_i = dC_ii / C_ii = -rho Y_ii / 2, and phi(x) <= x^2 for
+      x >= -1/2 (which also keeps C_ii > 0), so it is <= rho^2 ||Y||^2 / 4. Hence dL_C <= -rho/4 ||K||^2 + rho/4 ||E||^2 - rho/4 (1 - rho (M lambda_max(V)
       + 1)) ||Y||^2. (This replaces Eq. 50, whose trace bound goes the wrong way, digest Sec. 6.8 item 3, and
       Eq. 47's smoothness, which ignores the entropy term.)
-    * With lambda_min <= lambda_min(V_t) and lambda_max(V_t) <= tr V_t <= xi_u^2 (Assumption 4, Remark 1):
+    * With lambda_min <= lambda_min(V_t) and lambda_max(V_t) <= tr V_t <= xi_u^2 along the run (Assumption 4,
+      Remark 1; like the paper's, the bound is a posteriori in these constants):
       g^T V g >= lam_min ||g||^2, ||K||^2 = ||C^T grad_C L||^2 >= lam_min ||grad_C L||^2, b^T V b <= xi_u^2 zeta_g^2,
       ||E||_F^2 <= lambda_max(V) ||b_H C||_F^2 <= xi_u^2 zeta_H^2, and strong convexity (Eq. 19 / the step before
       Eq. 66) gives ||grad L||^2 >= 2 delta Delta_t. Together, whenever

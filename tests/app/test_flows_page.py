@@ -142,15 +142,15 @@ def _thm3_names(at):
 
 def test_theorems_2_and_3_default_view():
     """SR-VN on T2 from C_0 = 0.2 I at rho = 1e-3: eta = 1.64e-5 and 1 - 2 eta delta = 0.999960 (Eq. 25, computed
-    by us); the exact run stays under Thm 2's line, the biased one (|b| = 0.3) under the corrected Thm 3 bound and
-    settles at 1/2 b^T A^-1 b (computed here independently)."""
+    by us); the exact run stays under Thm 2's line, the biased one (|b| = 0.3) under our Thm 3 bound (the paper's is
+    not a bound) and settles at 1/2 b^T A^-1 b (computed here independently); the caption gives the counterexample."""
     import numpy as np
 
     from vilab.targets.papers import kumar_t2
 
     at = _app(lt=THM_TAB)
     assert not at.exception and not _errors(at)
-    assert _thm3_names(at) == ["SR-VN, exact oracle", "SR-VN, biased oracle", "Thm 2 bound", "Thm 3 bound (corrected)",
+    assert _thm3_names(at) == ["SR-VN, exact oracle", "SR-VN, biased oracle", "Thm 2 bound", "Thm 3 bound (ours, valid)",
                                "Thm 3 bound (printed)"]
     notice = _thm3_notice(at)
     assert "η = 1.64e-05" in notice and "1 − 2ηδ = 0.999960" in notice
@@ -161,6 +161,9 @@ def test_theorems_2_and_3_default_view():
     assert f"½ bᵀA⁻¹b = {settles:.3g}" in notice
     level = float(notice.split("levels off at KL ≈ ")[1].split(" ")[0])
     assert abs(level - settles) < 0.01 * settles  # the run settles where the closed form says
+    assert "1 − ρδλ_min/2 = 0.99" in notice and "the run stays under it." in notice
+    caption = " ".join(c.value for c in at.caption)
+    assert "not a bound" in caption and "A = diag(1, 20)" in caption and "4.15" in caption and "1.74" in caption
 
 
 def test_theorems_2_and_3_large_step_and_no_bias():
