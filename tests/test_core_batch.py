@@ -191,9 +191,18 @@ def test_bad_input_is_refused_with_a_sentence(jobs, options, words):
         run_batch(jobs, **options)
 
 
-def test_a_fit_that_returns_no_trace_is_an_error_of_that_job():
-    out = run_batch([Job.of("a", lambda **_: {"status": "converged"}), job("b", 0.1)])
-    with pytest.raises(ValueError, match="not a vilab.core.Trace"):
+def test_a_fit_may_return_a_summary_with_its_status():
+    out = run_batch([Job.of("kept", lambda **_: {"status": "converged", "final": 1.5}),
+                     Job.of("cut", lambda **_: {"status": "max_time"})])
+    assert out.status == {"kept": "converged", "cut": "max_time"} and out.trace("kept")["final"] == 1.5
+    assert list(out.finished) == ["kept"] and out.cut == ["cut"]
+
+
+@pytest.mark.parametrize("result, words", [({"final": 1.0}, "without a status"), (3.0, "without a status"),
+                                           ({"status": "done"}, "not a run's status")])
+def test_a_fit_that_returns_no_status_is_an_error_of_that_job(result, words):
+    out = run_batch([Job.of("a", lambda **_: result), job("b", 0.1)])
+    with pytest.raises(ValueError, match=words):
         out.trace("a")
     assert out.status == {"b": "max_steps"}
 

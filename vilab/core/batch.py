@@ -33,9 +33,9 @@ from typing import Any, Callable, Mapping, NamedTuple
 from .algorithm import Algorithm
 from .keys import check_key
 from .runner import positive_number, run, whole_number
-from .trace import Trace
+from .trace import STATUSES, Trace, check_status
 
-__all__ = ["Job", "BatchProgress", "BatchResult", "run_batch", "CUT"]
+__all__ = ["Job", "BatchProgress", "BatchResult", "run_batch", "status_of_result", "CUT"]
 
 #: The statuses of a run cut short by the batch's stop flag or time budget (the Trace's vocabulary).
 CUT = ("stopped", "max_time")
@@ -56,7 +56,9 @@ class Job:
     ``batches``, ``rel_tol``, ``chunk_size``, ``on_chunk``, ...; not ``progress``, ``should_stop`` or
     ``max_time``, which the batch sets), or a library fit: ``Job.of(name, fit)``, called as
     ``fit(progress=..., should_stop=..., max_time=...)`` and returning a :class:`~vilab.core.Trace`
-    (a fit that has no stop button takes ``**_`` and ignores it)."""
+    (a fit that has no stop button takes ``**_`` and ignores it), or what a page keeps of one: a
+    result with the Trace's status (a dict with a ``"status"`` entry, or an object with a ``status``
+    attribute), e.g. a cached summary of a run finished before."""
 
     name: str
     algorithm: Algorithm | None = None
@@ -68,7 +70,8 @@ class Job:
 
     @classmethod
     def of(cls, name: str, fit: Callable[..., Trace]) -> "Job":
-        """A job made by a library fit ``fit(progress=, should_stop=, max_time=) -> Trace``."""
+        """A job made by a library fit ``fit(progress=, should_stop=, max_time=) -> Trace`` (or a result
+        carrying a Trace's status)."""
         return cls(name, fit=fit)
 
     def check(self) -> None:
@@ -112,7 +115,7 @@ class BatchResult:
 
     names : every job's name, in the batch's order.
     traces : {name: Trace} of every job that ran, in order, finished or cut short (its status
-        "stopped" or "max_time").
+        "stopped" or "max_time"); for a fit that returned a summary of its Trace, that summary.
     status : {name: status} of every job that did not raise, in the Trace's vocabulary: the Trace's
         status for a job that ran, "stopped" (the stop flag was up) or "max_time" (the budget was
         spent) for one that never started.
@@ -129,12 +132,12 @@ class BatchResult:
     @property
     def finished(self) -> dict[str, Trace]:
         """The Traces of the jobs that ran to their own end (not cut by the stop flag or the budget)."""
-        return {n: t for n, t in self.traces.items() if t.status not in CUT}
+        return {n: t for n, t in self.traces.items() if self.status[n] not in CUT}
 
     @property
     def cut(self) -> list[str]:
         """Jobs that started and were cut short by the stop flag or the time budget."""
-        return [n for n, t in self.traces.items() if t.status in CUT]
+        return [n for n in self.traces if self.status[n] in CUT]
 
     @property
     def not_run(self) -> list[str]:
@@ -153,6 +156,20 @@ class BatchResult:
         if name in self.errors:
             raise self.errors[name]
         return self.traces.get(name)
+
+
+def status_of_result(result, name: str) -> str:
+    """The status of what a job returned: a Trace's, or the ``status`` of a result that carries one (a dict
+    entry or an attribute); ValueError unless it is in the Trace's vocabulary."""
+    status = result.get("status") if isinstance(result, Mapping) else getattr(result, "status", None)
+    if status is None:
+        raise ValueError(f"Job {name!r}: its fit returned {type(result).__name__} without a status, not a "
+                         "vilab.core.Trace (or a summary of one with its status).")
+    try:
+        return check_status(status)
+    except ValueError:
+        raise ValueError(f"Job {name!r}: its fit returned the status {status!r}, which is not a run's status "
+                         f"({', '.join(STATUSES)} or 'diverged: <reason>').") from None
 
 
 def _check_fn(fn, what: str):
@@ -224,15 +241,14 @@ def run_batch(jobs, *, progress: Callable[[BatchProgress], None] | None = None,
         try:
             if job.fit is not None:
                 tr = job.fit(progress=job_progress, should_stop=should_stop, max_time=left)
-                if not isinstance(tr, Trace):
-                    raise ValueError(f"Job {job.name!r}: its fit returned {type(tr).__name__}, not a vilab.core.Trace.")
             else:
                 tr = run(job.algorithm, job.key, job.state, job.n_steps, progress=job_progress,
                          should_stop=should_stop, max_time=left, **dict(job.options))
+            end = status_of_result(tr, job.name)
         except Exception as exc:  # noqa: BLE001 (kept for the caller to show; the next jobs still run)
             errors[job.name] = exc
         else:
             traces[job.name] = tr
-            status[job.name] = tr.status
+            status[job.name] = end
         report(i, 1.0)
     return BatchResult(names=names, traces=traces, status=status, errors=errors, seconds=_clock() - t0)
