@@ -1,12 +1,14 @@
 """Hierarchical models on real data: sparse Gaussian VI for GLMMs and stochastic volatility vs NUTS."""
 
+from functools import partial
+
 import jax
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 import vilab_ui as ui
-from vilab.core import as_key
+from vilab.core import Job, as_key, run_batch
 from vilab.hierarchical import families as fam
 from vilab.hierarchical.fit import CHEN_T0, METHODS, available_methods, refit, sample_q
 from vilab.hierarchical.metrics import BANDWIDTH_NOTE, m_star, mode_error, sd_ratio
@@ -70,8 +72,16 @@ def _longest() -> ui.SharedStore:
     return ui.SharedStore(maxsize=64, ttl_s=6 * 3600, on_disk="longest run", source=__file__)
 
 
+def _same(k, method, a0, B, rule, budget_s, seed) -> tuple:
+    """The key of a method's runs in :func:`_longest`: every setting but the number of iterations."""
+    return (k, method, a0, B, rule, budget_s, seed)
+
+
 @ui.cache_data(show_spinner="Running the method (compiling on first use) ...", max_entries=64)
 def _run(k, method, n, a0, B, rule, budget_s, seed):
+    """One method's fit, a Trace. It starts from the longest run of its settings so far (:func:`_longest`;
+    vilab.hierarchical.fit.refit gives the numbers of a new run whatever it finds there) and writes nothing:
+    the page keeps the longest runs (:func:`_keep_longest`), on a cache hit as on a new run."""
     m = get_model(k)
     kw = dict(alpha=a0) if method == "gva-snngm" else {}
     if method in ("fdb", "sdb"):
@@ -79,12 +89,20 @@ def _run(k, method, n, a0, B, rule, budget_s, seed):
     if method == "bam":
         n = min(n, 2000)
     k_fit, k_eval = jax.random.split(as_key(seed))
-    same = (k, method, a0, B, rule, budget_s, seed)  # every setting but the number of iterations
+    prev = _longest().get(_same(k, method, a0, B, rule, budget_s, seed))
+    return refit(m, method, prev, key=k_fit, n_iter=n, tol=0.01 if rule else None, max_seconds=float(budget_s), **kw)
+
+
+def _keep_longest(same, f):
+    """Keep ``f`` in the shared store when it has a final state and goes further than the run kept there."""
     prev = _longest().get(same)
-    f = refit(m, method, prev, key=k_fit, n_iter=n, tol=0.01 if rule else None, max_seconds=float(budget_s), **kw)
     if f.state is not None and (prev is None or f.n_steps > prev.n_steps):
         _longest()[same] = f
-    return _summary(same, f.n_steps, f.status, f)
+
+
+def _fit_job(lab):
+    """The batch's job of the method labelled ``lab``: its cached fit (each method has its own time budget)."""
+    return Job.of(lab, lambda **_: _run(key, labels[lab], n_iter, alpha0, batch, use_rule, budget, ui.seed()))
 
 
 @ui.cache_data(max_entries=128)
@@ -120,9 +138,13 @@ def _marginal_figure(k, idx, fitted):
 
 results = {}
 with fig_col:
-    for lab in chosen:  # one guard per method: a failing method warns, the others are still drawn
+    fits = run_batch([_fit_job(lab) for lab in chosen])  # the chosen methods in turn
+    for lab in fits.names:  # one guard per method: a failing method warns, the others are still drawn
         with ui.guard(lab):
-            results[lab] = _run(key, labels[lab], n_iter, alpha0, batch, use_rule, budget, ui.seed())
+            same = _same(key, labels[lab], alpha0, batch, use_rule, budget, ui.seed())
+            f = fits.trace(lab)
+            _keep_longest(same, f)
+            results[lab] = _summary(same, f.n_steps, f.status, f)
     if results:
         with ui.guard("ELBO plot"):
             ui.show(ui.recipe(hplots.elbo_vs_time, {lab: (r["t"], r["elbo"]) for lab, r in results.items()},
@@ -293,6 +315,12 @@ def _dg_fit(name, method, n, p, B, epochs, scale, budget, seed):
                 label=deepglm.method_label(method))
 
 
+def _dg_job(run, method, **_):
+    """A deep-GLM batch job: the cached fit of ``method`` with the settings of ``run`` (each has its own budget)."""
+    name, _methods, n, p, B, epochs, scale, budget, seed = run
+    return _dg_fit(name, method, n, p, B, epochs, scale, budget, seed)
+
+
 dg_run = st.session_state.get("dg_run")
 dg_results = {}
 with dg_fig:
@@ -304,10 +332,10 @@ with dg_fig:
             st.caption("Showing the last training run; the settings have changed since. Press **Train the deep GLMs** "
                        "to run the new ones.")
         name_r, methods_r, n_r, p_r, B_r, ep_r, sc_r, bud_r, seed_r = dg_run
-        for m in methods_r:
-            lab = deepglm.method_label(m)
+        dg_fits = run_batch([Job.of(deepglm.method_label(m), partial(_dg_job, dg_run, m)) for m in methods_r])
+        for lab in dg_fits.names:  # one guard per optimizer: a failing one warns, the others are still drawn
             with ui.guard(lab):
-                dg_results[lab] = _dg_fit(name_r, m, n_r, p_r, B_r, ep_r, sc_r, bud_r, seed_r)
+                dg_results[lab] = dg_fits.trace(lab)
         curves = {lab: (r["t"], r["elbo"]) for lab, r in dg_results.items() if len(r["elbo"])}
         if curves:
             with ui.guard("lower-bound plot"):
