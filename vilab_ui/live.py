@@ -467,7 +467,6 @@ class Live:
             pl = _new_stretch(start, figs, runs, calls, self.schedule)
             ss[self._k("play")] = pl
         want = _wanted(pl, self.it)
-        pl["msg_base"] = (pl["last"], pl["spec"])
         if want and pl["end"] is None and pl["brk"] is None:
             self._extend(pl, draw, frame_step, want)
         _send(pl)
@@ -649,13 +648,21 @@ def _runs_at(pl: dict, it: int) -> dict:
 
 
 def _send(pl: dict) -> None:
-    """The chart element's message (vilab_ui.chart.show's ``play``): the figure at the iteration before the
-    new frames, the new frames, and the play; the last message again when nothing is new."""
+    """The chart element's message (vilab_ui.chart.show's ``play``): the stretch's base figure, every frame the
+    element has not yet said it queued, and the play. The browser draws only the newest message it received
+    (React hands an element the latest data; a busy browser skips the ones between), so a message holds every
+    frame since the element's last report, not only those drawn since the last message: none is lost."""
     new, pl["new"] = pl["new"], []
-    if new or pl["sent"] is None:  # at the rate the last frames were drawn (the element takes it from here on)
-        pl["fps"] = _fps()
-        fig = {**pl["msg_base"][1], "frames": new}
-        play = {"token": pl["token"], "fps": pl["fps"], "playing": True, "report_every_s": REPORT_EVERY_S}
+    rep = pl.get("report")
+    queued = rep["queued"] if rep is not None else None
+    pending = [f for f in pl.get("pending", []) + new if queued is None or int(f["name"]) > queued]
+    if new or pl["sent"] is None or len(pending) != len(pl.get("pending", [])):
+        if new:  # at the rate the last frames were drawn (the element takes it from here on)
+            pl["fps"] = _fps()
+        pl["pending"] = pending
+        fig = {**pl["msg_base"][1], "frames": pending}
+        play = {"token": pl["token"], "fps": pl["fps"], "playing": True, "report_every_s": REPORT_EVERY_S,
+                "base": int(pl["msg_base"][0])}
         pl["sent"] = (fig, play)
         if pl["sent_at"] is None:
             pl["sent_at"] = time.time()

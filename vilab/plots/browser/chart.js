@@ -6,9 +6,12 @@
 //   fit     draw at the width of the chart's place on the page, and follow that width; the height is the figure's,
 //           or the CSS custom property --vilab-chart-height where an ancestor defines it (lecture mode's stage);
 //   select  send a click on a point back to the page as the state {selection: {points: [{x, y, ...}]}};
-//   play    {token, fps, playing, report_every_s}: play the figure's frames at fps with Plotly.animate (only the
-//           traces a frame names are drawn again: contours and heat maps stay), append the frames of a later
-//           message with the same token, report the position as the state {play: {token, at, queued, t}}.
+//   play    {token, fps, playing, report_every_s, base}: play the figure's frames at fps with Plotly.animate (only
+//           the traces a frame names are drawn again: contours and heat maps stay), append the frames of a later
+//           message with the same token, report the position as the state {play: {token, at, queued, t}}; base is
+//           the iteration of the figure sent with the frames. A play's first message whose figure differs from the
+//           one on screen only in scatter traces starts at once: those traces are its first frame (named base),
+//           and the figure is not drawn again (Plotly.react of contours takes the most time of a Play's start).
 // A new figure for the same chart is drawn with Plotly.react, which redraws only what changed.
 const BUNDLE = new URL("./plotly-cartesian.min.js", import.meta.url).href;
 const RESIZE_WAIT_MS = 250;
@@ -68,6 +71,27 @@ function stageHeight(parent) {
 
 // the frames' names are iterations: the number in a name, for order and for the position reported
 const iterOf = (name) => { const n = parseInt(name, 10); return Number.isFinite(n) ? n : -1; };
+
+// The figure on screen as the last Plotly.react drew it (its layout less size and revision, and each trace, as JSON),
+// for a play's first message: null when a play has changed the screen since.
+function shownOf(fig) {
+  const layout = Object.assign({}, fig.layout);
+  delete layout.datarevision; delete layout.width; delete layout.height;
+  return { layout: JSON.stringify(layout), traces: (fig.data || []).map((t) => JSON.stringify(t)) };
+}
+
+// The first frame of a play whose figure is the one on screen but for some scatter traces: those traces at the
+// play's base iteration (null when anything else differs: then the figure is drawn with Plotly.react).
+function startFrame(shown, fig, play) {
+  const now = shownOf(fig);
+  if (!shown || shown.layout !== now.layout || shown.traces.length !== now.traces.length) return null;
+  const changed = [];
+  now.traces.forEach((t, i) => { if (t !== shown.traces[i]) changed.push(i); });
+  if (!changed.every((i) => (fig.data[i].type || "scatter") === "scatter")) return null;
+  const base = Number(play.base);
+  if (!Number.isFinite(base)) return null;
+  return { name: String(base), data: changed.map((i) => fig.data[i]), traces: changed };
+}
 
 // ------------------------------------------------------------------------------------------------ play
 // One play: its token, the names of the frames queued (in order), how far it has drawn. A loop on the screen's
@@ -205,6 +229,19 @@ export default function (component) {
     if (play && play.playing && running && running.token === play.token) {  // the same play: go on, no redraw
       return appendFrames(gd, Plotly, running, fig.frames || [], play);
     }
+    const frames = fig.frames || [];
+    if (play && play.playing && frames.length && !running && gd.__vilabSize && gd.__vilabSize.width === now.width
+        && gd.__vilabSize.height === now.height) {  // Play pressed on the figure on screen: start at once
+      const first = startFrame(gd.__vilabShown, fig, play);
+      if (first) {
+        gd.__vilabShown = null;  // the play changes the screen from here on
+        gd.__vilabRaw = null;
+        const all = [first].concat(frames);
+        return Plotly.addFrames(gd, all).then(() => {
+          if (seq === gd.__vilabSeq && gd.isConnected) startPlay(gd, Plotly, all, play, setStateValue, Number(play.base));
+        });
+      }
+    }
     stopPlay(gd);
     if (raw === gd.__vilabRaw && gd.__vilabSize && gd.__vilabSize.width === now.width
         && gd.__vilabSize.height === now.height && !(play && play.playing)) return undefined;  // drawn as it is
@@ -215,9 +252,10 @@ export default function (component) {
     layout.datarevision = "vilab-" + seq;
     const config = Object.assign({}, msg.config);
     config.modeBarButtonsToAdd = (config.modeBarButtonsToAdd || []).concat([FULL_SCREEN]);
-    const frames = fig.frames || [];
+    const shown = shownOf(fig);  // before Plotly.react, which adds to the traces it is given
     return Plotly.react(gd, { data: fig.data, layout, frames, config }).then(() => {
       gd.__vilabRaw = raw;
+      gd.__vilabShown = shown;
       gd.__vilabSize = now;
       gd.style.height = "";
       if (!gd.__vilabFull) {
@@ -237,6 +275,7 @@ export default function (component) {
       if (play && play.playing && frames.length) {
         const base = frames.length ? iterOf(frames[0].name) - 1 : -1;
         gd.__vilabRaw = null;  // it will not look like the message any more
+        gd.__vilabShown = null;
         startPlay(gd, Plotly, frames, play, setStateValue, base);
       }
     });
