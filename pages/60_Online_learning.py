@@ -1,7 +1,6 @@
 """Online learning: the Bayesian online natural gradient (BONG) of Jones, Chang & Murphy."""
 
 import os
-import time
 
 import numpy as np
 import pandas as pd
@@ -11,7 +10,7 @@ import vilab_ui as ui
 from vilab.online import conjugate as cj
 from vilab.online import METRICS, grid_names
 from vilab.online import digits as dg
-from vilab.core import as_key
+from vilab.core import Job, as_key, run_batch
 from vilab.online import batch as ob
 from vilab.online.linear_gaussian import DRIFTS, drift_demo, linear_demo
 from vilab import plots
@@ -91,6 +90,15 @@ def _live(name, model, T, s2, alpha, I, M, seed, progress, max_time):
     if r.status != "max_time":  # a run cut short by the budget is shown, not kept
         _live_store()[key] = out
     return out
+
+
+def _live_job(name, model, T, s2, alpha, I, M, seed):
+    """The batch job of one live run: :func:`_live` with the settings its method takes (BONG no learning rate,
+    only BLR and BBB inner iterations)."""
+    alg = name.split("-")[0]
+    return Job.of(name, lambda progress, max_time, **_: _live(
+        name, model, T, s2, None if alg == "bong" else alpha, I if alg in ("blr", "bbb") else 1, M, seed, progress,
+        max_time))
 
 
 # ----------------------------------------------------------------------------- linear-Gaussian
@@ -299,22 +307,15 @@ if tab_dig.open:
             run = b1.button("Run", key="lrun", type="primary", disabled=not methods)
             b2.button("Stop", key="lstop", help="Ends the streaming; the methods that finished are reused by the next Run.")
             if run:
-                results, skipped = [], []
                 bar = st.progress(0.0, text="streaming ...")
-                t0 = time.monotonic()
-                for i, name in enumerate(methods):
-                    left = LIVE_BUDGET_S - (time.monotonic() - t0)
-                    if left <= 0:
-                        skipped.append(L(name))
-                        continue
-                    with ui.guard(L(name)):
-                        alg = name.split("-")[0]
-                        res = _live(name, model, int(T), float(s2), None if alg == "bong" else float(alpha),
-                                    int(I) if alg in ("blr", "bbb") else 1, int(M), ui.seed(),
-                                    lambda f, i=i, name=name: bar.progress(min(1.0, (i + f) / max(len(methods), 1)),
-                                                                           text=f"{L(name)}: {f:.0%}"), left)
-                        results.append(res)
+                out = run_batch([_live_job(name, model, int(T), float(s2), float(alpha), int(I), int(M), ui.seed())
+                                 for name in methods], time_budget_s=LIVE_BUDGET_S,
+                                progress=lambda p: bar.progress(p.fraction, text=f"{L(p.name)}: {p.job_fraction:.0%}"))
                 bar.empty()
+                for name in out.errors:  # a method that failed warns; the others are shown
+                    with ui.guard(L(name)):
+                        out.trace(name)
+                results, skipped = list(out.traces.values()), [L(name) for name in out.not_run]
                 if skipped or any(r["status"] == "max_time" for r in results):
                     st.warning(f"One press of Run streams for at most {LIVE_BUDGET_S:g} seconds: "
                                + (f"{len(skipped)} method(s) did not run ({', '.join(skipped)}). " if skipped else "")
