@@ -99,6 +99,10 @@ def test_stop_after_the_first_job_keeps_its_trace():
     assert list(out.traces) == ["a"] and out.traces["a"].status == "max_steps"
     assert out.status == {"a": "max_steps", "b": "stopped", "c": "stopped"}
     assert out.not_run == ["b", "c"] and out.stopped and list(out.finished) == ["a"]
+    seen = []
+    run_batch([job("a", 0.3), job("b", 0.1)], progress=seen.append, should_stop=lambda: bool(seen))
+    assert {p.name for p in seen if p.started} == {"a"} and [p.name for p in seen if not p.started] == ["b"]
+    assert seen[-1].fraction == 1.0
 
 
 def test_stop_during_a_job_cuts_it_and_keeps_the_steps_done():
@@ -158,7 +162,7 @@ def test_a_fit_gets_the_batch_callbacks_and_what_is_left_of_the_budget():
         return run(gd(), KEY, gd().init(KEY, None), 20, progress=progress, should_stop=should_stop,
                    max_time=max_time)
 
-    stop = lambda: False  # noqa: E731
+    stop = lambda: False
     out = run_batch([Job.of("f", fit)], should_stop=stop, time_budget_s=100.0)
     assert out.status == {"f": "max_steps"} and got["should_stop"] is stop
     assert 0 < got["max_time"] <= 100.0 and callable(got["progress"])

@@ -27,15 +27,16 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from .algorithm import Algorithm
 from .keys import check_key
 from .runner import positive_number, run, whole_number
 from .trace import STATUSES, Trace, check_status
 
-__all__ = ["Job", "BatchProgress", "BatchResult", "run_batch", "status_of_result", "CUT"]
+__all__ = ["CUT", "BatchProgress", "BatchResult", "Job", "run_batch", "status_of_result"]
 
 #: The statuses of a run cut short by the batch's stop flag or time budget (the Trace's vocabulary).
 CUT = ("stopped", "max_time")
@@ -69,7 +70,7 @@ class Job:
     fit: Callable[..., Trace] | None = None
 
     @classmethod
-    def of(cls, name: str, fit: Callable[..., Trace]) -> "Job":
+    def of(cls, name: str, fit: Callable[..., Trace]) -> Job:
         """A job made by a library fit ``fit(progress=, should_stop=, max_time=) -> Trace`` (or a result
         carrying a Trace's status)."""
         return cls(name, fit=fit)
@@ -100,13 +101,15 @@ class Job:
 
 class BatchProgress(NamedTuple):
     """What a batch's progress callback receives: ``fraction`` of the whole batch done (0..1, never
-    decreasing), the job running (``name``, ``index`` of ``n_jobs``) and the fraction of that job done."""
+    decreasing), the job (``name``, ``index`` of ``n_jobs``), the fraction of that job done, and whether it
+    runs (``started`` False: a job passed over because the stop flag was up or the budget spent)."""
 
     fraction: float
     name: str
     index: int
     n_jobs: int
     job_fraction: float
+    started: bool = True
 
 
 @dataclass
@@ -214,24 +217,24 @@ def run_batch(jobs, *, progress: Callable[[BatchProgress], None] | None = None,
     traces, status, errors = {}, {}, {}
     shown = [0.0]  # the batch's fraction reported last (the report never goes back)
 
-    def report(i: int, f: float):
+    def report(i: int, f: float, started: bool = True):
         if progress is None:
             return
         f = min(1.0, max(0.0, float(f))) if math.isfinite(float(f)) else 0.0
         shown[0] = max(shown[0], (i + f) / max(n, 1))
-        progress(BatchProgress(shown[0], names[i], i, n, f))
+        progress(BatchProgress(shown[0], names[i], i, n, f, started))
 
     t0 = _clock()
     stop = should_stop if should_stop is not None else (lambda: False)
     for i, job in enumerate(jobs):
         if stop():
             status[job.name] = "stopped"
-            report(i, 1.0)
+            report(i, 1.0, started=False)
             continue
         left = None if time_budget_s is None else time_budget_s - (_clock() - t0)
         if left is not None and left <= 0:
             status[job.name] = "max_time"
-            report(i, 1.0)
+            report(i, 1.0, started=False)
             continue
         report(i, 0.0)
 
@@ -245,7 +248,7 @@ def run_batch(jobs, *, progress: Callable[[BatchProgress], None] | None = None,
                 tr = run(job.algorithm, job.key, job.state, job.n_steps, progress=job_progress,
                          should_stop=should_stop, max_time=left, **dict(job.options))
             end = status_of_result(tr, job.name)
-        except Exception as exc:  # noqa: BLE001 (kept for the caller to show; the next jobs still run)
+        except Exception as exc:
             errors[job.name] = exc
         else:
             traces[job.name] = tr
