@@ -14,7 +14,9 @@ from vilab import repro
 ui.page(
     "Reproductions",
     "Pick a result of the papers and press **Run**: each reference number, marked *paper* (printed in the paper) or "
-    "*derived* (computed by us where the paper gives no number), beside the same number recomputed here.",
+    "*derived* (computed by us where the paper gives no number) or *regression* (this same code's earlier output, a "
+    "guard against change, not a reproduction), beside the same number recomputed here. Values shown only for context "
+    "read REPORTED and never count as a PASS.",
 )
 
 
@@ -39,7 +41,7 @@ def run_one(name: str) -> repro.Result:
 def _verdict(r: repro.Result | None) -> str:
     if r is None:
         return "not run yet"
-    return f"{'PASS' if r.passed else 'FAIL'} ({r.seconds:.1f} s)"
+    return f"{repro.verdict_text(r)} ({r.seconds:.1f} s)"
 
 
 _NOTES = re.compile(r"\s*\((?:see )?(?:the )?digest[^)]*\)", re.IGNORECASE)
@@ -57,12 +59,13 @@ if not entries:
     st.info("No reproductions are registered yet.")
     st.stop()
 
-KIND_FILTER = {"all": None, "paper": "paper", "derived": "derived", "both": "mixed"}
+KIND_FILTER = {"all": None, "paper": "paper", "derived": "derived", "regression": "regression", "mixed": "mixed"}
 ctl, main = ui.columns(1, 2)
 with ctl:
     shown_kind = ui.radio("Reference values", "kind", list(KIND_FILTER), "all", horizontal=True,
                           help="paper: every reference number is printed in the paper; derived: computed by us for a "
-                               "setting the paper does not pin; both: each row says which.")
+                               "setting the paper does not pin; regression: recorded from this same code; mixed: each "
+                               "row says which.")
     listed = [e for e in entries if KIND_FILTER[shown_kind] in (None, e.kind)] or entries
     names = [e.name for e in listed]
     name = ui.select("Reproduction", "r", names, names[0],
@@ -81,9 +84,11 @@ with ctl:
 
 def show(results: list[repro.Result]) -> None:
     for r in results:
-        (st.success if r.passed else st.error)(f"{r.name}: {_verdict(r)}")
+        say = st.success if r.passed else st.info if r.status == "REPORTED" else st.error
+        say(f"{r.name}: {_verdict(r)}")
     rows = pd.DataFrame(repro.table_rows(results))
-    first = ["quantity", "reference", "paper", "computed", "tolerance", "pass"]  # the comparison first, the name last
+    # the comparison first, the name last
+    first = ["quantity", "reference", "paper", "computed", "tolerance", "status", "tolerance from"]
     ui.table(rows[[c for c in first if c in rows] + [c for c in rows if c not in first]], hide_index=True,
              width="stretch")
 
@@ -93,8 +98,9 @@ with main, st.container(key=ui.MAIN_FIGURE):  # the page's main element: results
             if run_this or auto:
                 with st.spinner(f"Computing {name}..."):
                     show([run_one(name)])
-                ui.notice("Each row is one number of the paper: the paper's value, ours, and the tolerance within which "
-                          "they must agree (relative where marked). A FAIL is reported, never hidden.")
+                ui.notice("Each row is one number of the paper: the paper's value, ours, the tolerance within which "
+                          "they must agree (relative where marked) and where that tolerance comes from. REPORTED rows "
+                          "are shown for context and are not compared. A FAIL is reported, never hidden.")
             elif run_all:
                 todo = [e.name for e in listed if with_slow or not e.slow]
                 bar = st.progress(0.0, text="Running reproductions...")

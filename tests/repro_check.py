@@ -1,12 +1,43 @@
-"""The one check every reproduction test makes: the entry runs, and every compared value is within tolerance."""
+"""The one check every reproduction test makes: the entry runs, every compared value is within tolerance, every
+compared value says where its tolerance comes from, and every PASS can fail (its value moved past the tolerance
+reads FAIL). Every test that runs a registry entry goes through :func:`audit`, so no entry runs twice for it."""
 
 from vilab import repro
 
+#: entries whose module does not yet state tolerance sources (vilab/repro/kumar2025.py, owned by another session
+#: when the rest was labelled): they are audited for mutation but not for tolerance sources. The lead empties this
+#: list; tests/test_repro_registry.py::test_no_entry_is_exempt_from_the_tolerance_audit fails until it is empty.
+TOL_SOURCE_GAPS: set[str] = {
+    "kumar2025-fig1", "kumar2025-gd-pd", "kumar2025-lemma1", "kumar2025-ngflow-rate", "kumar2025-sign-flip",
+    "kumar2025-srvn-1d-quadratic", "kumar2025-t1", "kumar2025-t2-steps", "kumar2025-t3", "kumar2025-thm2",
+    "kumar2025-thm3", "kumar2025-vn-one-step", "kumar2025-vn-srvn-order2",
+}
+
+
+def audit(res: repro.Result) -> repro.Result:
+    """Fail unless every compared check of ``res`` names its tolerance's source and reads FAIL when mutated."""
+    if res.name not in TOL_SOURCE_GAPS:
+        missing = repro.without_tol_source(res.checks)
+        assert not missing, f"{res.name}: these checks do not say where their tolerance comes from: {missing}"
+    for c in res.compared:
+        if c.passed is not None and res.name in TOL_SOURCE_GAPS:
+            continue  # a passed= check of a module not yet converted (see TOL_SOURCE_GAPS)
+        m = c.mutated()  # ValueError for a passed= check: it must give its margin
+        assert m.status == "FAIL", (res.name, c.quantity, c.as_dict(), m.as_dict())
+    return res
+
 
 def passes(name: str) -> repro.Result:
-    """Run the registry entry ``name``; fail with the failing checks listed, else return its Result."""
+    """Run the registry entry ``name``; fail with the failing checks listed, else return its audited Result."""
     res = repro.run(name)
     assert res.error is None, res.error
-    failed = [c.as_dict() for c in res.checks if not c.ok()]
+    failed = [c.as_dict() for c in res.checks if c.status == "FAIL"]
     assert res.passed and not failed, failed
-    return res
+    return audit(res)
+
+
+def run_audited(name: str) -> repro.Result:
+    """Run ``name`` and audit it (for tests that look at a result which may hold a FAIL the paper explains)."""
+    res = repro.run(name)
+    assert res.error is None, res.error
+    return audit(res)

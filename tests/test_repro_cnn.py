@@ -3,12 +3,13 @@
 import numpy as np
 import pytest
 
+from tests.repro_check import run_audited
 from vilab import repro
 
 
 @pytest.mark.parametrize("name", ["tan2025-lenet-params", "bong-cnn-params"])
 def test_parameter_count_reproductions_pass(name):
-    res = repro.run(name)
+    res = run_audited(name)
     assert res.passed, res
 
 

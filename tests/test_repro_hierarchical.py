@@ -6,7 +6,8 @@ Each reproduction takes one to three minutes on two cores, so each runs in its o
 
 import pytest
 
-from vilab.repro import get, run
+from tests.repro_check import run_audited as run
+from vilab.repro import get
 
 
 def test_entries_registered_and_marked_qualitative():

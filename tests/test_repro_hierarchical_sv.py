@@ -2,7 +2,7 @@
 
 import pytest
 
-from vilab.repro import run
+from tests.repro_check import run_audited as run
 
 
 @pytest.mark.slow

@@ -49,7 +49,7 @@ def test_a_value_without_a_kind_in_a_mixed_entry_is_an_error():
 
 
 def test_kinds_are_checked_and_inherited():
-    with pytest.raises(ValueError, match="paper' or 'derived"):
+    with pytest.raises(ValueError, match="'paper', 'derived' or 'regression'"):
         Check("x", 1, 1, kind="printed")
     with pytest.raises(ValueError, match="must be one of"):
         repro.reproduction("zz-kinds-bad", paper="P", what="w", kind="guessed")

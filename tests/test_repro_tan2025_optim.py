@@ -2,13 +2,14 @@
 
 import pytest
 
+from tests.repro_check import run_audited
 from vilab import repro
 from vilab.repro import tan2025_optim as M
 
 
 def _assert_passed(res):
     assert res.error is None, res.error
-    bad = [c.as_dict() for c in res.checks if not c.ok()]
+    bad = [c.as_dict() for c in res.checks if c.status == "FAIL"]
     assert res.passed and not bad, bad
 
 
@@ -18,7 +19,7 @@ def test_registered_names():
 
 
 def test_fig3_counts_and_negative_sigma2():
-    res = repro.run("tan2025-fig3")
+    res = run_audited("tan2025-fig3")
     _assert_passed(res)
     counts = {c.quantity.split()[0]: c.computed for c in res.checks if "iterations from" in c.quantity}
     assert counts["Adam"] == (2197, 1261, 2591)
@@ -28,7 +29,7 @@ def test_fig3_counts_and_negative_sigma2():
 
 
 def test_fig4():
-    _assert_passed(repro.run("tan2025-fig4"))
+    _assert_passed(run_audited("tan2025-fig4"))
 
 
 @pytest.mark.slow
@@ -37,5 +38,5 @@ def test_loglinear_ordering_smaller_n():
     res = M.loglinear_comparison(n=20_000, batch=1000, epochs=60)
     checks = M.loglinear_checks(res)
     assert len(checks) == 8
-    bad = [c.as_dict() for c in checks if not c.ok()]
+    bad = [c.as_dict() for c in checks if c.status == "FAIL"]
     assert not bad, bad

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 from tests.repro_check import passes
-from vilab import repro
 
 NAMES = ["tanx-lemma1", "tanx-estimators", "tanx-gaussian-2d", "tanx-pd-1d"]
 

@@ -176,8 +176,8 @@ def _hall(args) -> int:
 
 
 def _print_table(rows: list[dict]) -> None:
-    cols = ["quantity", "reference", "paper", "computed", "tolerance", "pass"]
-    cells = [[str(r[c]) if c != "pass" else ("PASS" if r[c] else "FAIL") for c in cols] for r in rows]
+    cols = ["quantity", "reference", "paper", "computed", "tolerance", "status", "tolerance from"]
+    cells = [[str(r[c]) for c in cols] for r in rows]
     width = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
     print("  ".join(c.ljust(w) for c, w in zip(cols, width)))
     print("  ".join("-" * w for w in width))
@@ -215,7 +215,7 @@ def _repro(args) -> int:
         print(json.dumps(out[0] if len(out) == 1 else out, indent=2))
     else:
         for r in results:
-            print(f"\n{r.name}: {r.what} [{r.paper}]  ->  {'PASS' if r.passed else 'FAIL'} ({r.seconds:.1f} s)")
+            print(f"\n{r.name}: {r.what} [{r.paper}]  ->  {repro.verdict_text(r)} ({r.seconds:.1f} s)")
             print(f"reference values: {repro.kind_label(r.kind)}" + (f"; {r.source}" if r.source else ""))
             _print_table(repro.table_rows([r]))
             how: dict[str, int] = {}  # how the derived values were obtained, each source once
@@ -277,9 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("repro", help="run reproductions of the papers' numbers")
     r.add_argument("names", nargs="*", help="reproduction names, or 'all'")
     r.add_argument("--list", action="store_true", help="list the reproductions and what their reference values are")
-    r.add_argument("--kind", choices=("paper", "derived", "mixed"), default=None,
+    r.add_argument("--kind", choices=("paper", "derived", "regression", "mixed"), default=None,
                    help="with --list: only entries whose reference values are printed in the paper, derived by us, "
-                        "or both")
+                        "recorded from this same code (regression), or mixed")
     r.add_argument("--json", action="store_true", help="machine-readable output")
     r.set_defaults(fn=_repro)
     b = sub.add_parser("bench", help="run the benchmarks in benchmarks/")

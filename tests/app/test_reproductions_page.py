@@ -44,8 +44,9 @@ def test_run_button_shows_paper_and_computed_values():
     at.button(key="run").click().run()
     assert not at.exception
     table = _results(at)
-    assert {"paper", "computed", "tolerance", "pass"} <= set(table.columns)
-    assert (table["reproduction"] == name).all() and table["pass"].all()
+    assert {"paper", "computed", "tolerance", "status", "tolerance from"} <= set(table.columns)
+    assert (table["reproduction"] == name).all() and (table["status"] == "PASS").all()
+    assert (table["tolerance from"] != "(not stated)").all()
     assert at.success or at.error  # a verdict is shown
 
 
@@ -56,9 +57,10 @@ def fake_registry(monkeypatch):
     monkeypatch.setattr(repro, "_REGISTRY", reg)
     monkeypatch.setattr(repro, "_DISCOVERED", True)
 
-    @repro.reproduction("zz-pass", paper="Paper A", what="a passing entry")
+    @repro.reproduction("zz-pass", paper="Paper A", what="a passing entry", tol_source="round-off")
     def _a():
-        return [repro.Check("x", 1.0, 1.0 + 1e-9, tol=1e-6), repro.Check("n", 3, 3)]
+        return [repro.Check("x", 1.0, 1.0 + 1e-9, tol=1e-6), repro.Check("n", 3, 3, tol_source="exact"),
+                repro.Check("shown", 9.0, 7.0, reported=True)]
 
     @repro.reproduction("zz-fail", paper="Paper B", what="a failing entry")
     def _b():
@@ -85,9 +87,12 @@ def test_run_every_reproduction_lists_paper_computed_tolerance_and_verdict(fake_
     table = _results(at)
     assert set(table["reproduction"]) == {"zz-fail", "zz-pass"}  # the slow one needs the checkbox
     row = table[table["quantity"] == "y"].iloc[0]
-    assert (row["paper"], row["computed"], row["tolerance"], bool(row["pass"])) == ("2", "2.5", "0.1", False)
+    assert (row["paper"], row["computed"], row["tolerance"], row["status"]) == ("2", "2.5", "0.1", "FAIL")
+    assert row["tolerance from"] == "(not stated)"
+    shown = table[table["quantity"] == "shown"].iloc[0]  # a value for context: REPORTED, never PASS
+    assert (shown["status"], shown["tolerance"]) == ("REPORTED", "(reported)")
     verdicts = _verdicts(at)
-    assert verdicts["zz-pass"].startswith("PASS") and verdicts["zz-fail"].startswith("FAIL")
+    assert verdicts["zz-pass"].startswith("PASS (2 compared, 1 reported)") and verdicts["zz-fail"].startswith("FAIL")
     assert verdicts["zz-slow"] == "not run yet"
     assert len(at.error) == 1 and len(at.success) == 1
     at.checkbox(key="slow").check().run()
@@ -113,7 +118,7 @@ def test_shared_link_runs_the_named_reproduction_on_load(fake_registry):
     assert not at.exception
     assert at.selectbox(key="r").value == "zz-pass"
     table = _results(at)
-    assert set(table["reproduction"]) == {"zz-pass"} and table["pass"].all()
+    assert set(table["reproduction"]) == {"zz-pass"} and set(table["status"]) == {"PASS", "REPORTED"}
     # the result stays on screen for the selected entry (computed before on this server), above the registry
     at.toggle(key="auto").set_value(False).run()
     assert not at.exception
@@ -155,7 +160,11 @@ def test_reference_kind_column_and_filter():
     at = AppTest.from_file(PAGE, default_timeout=300).run()
     assert not at.exception
     cat = _catalogue(at)
-    assert set(cat["reference"]) <= {"paper", "derived", "paper + derived"} and len(set(cat["reference"])) == 3
+    kinds = {"paper", "derived", "regression (same code)", "paper + derived"}
+    assert set(cat["reference"]) <= kinds and len(set(cat["reference"])) == 4
+    at.radio(key="kind").set_value("regression").run()
+    assert not at.exception
+    assert (_catalogue(at)["reference"] == "regression (same code)").all()
     at.radio(key="kind").set_value("derived").run()
     assert not at.exception
     cat = _catalogue(at)
@@ -167,6 +176,8 @@ def test_reference_kind_column_and_filter():
     table = _results(at)
     assert list(table.columns[:3]) == ["quantity", "reference", "paper"] and (table["reference"] == "derived").all()
     assert "source" in table.columns and table["source"].str.contains("computed by us").all()
+    assert (table["status"] == "PASS").all() and table["tolerance from"].isin(["round-off", "printed precision: the "
+                                                                                "hand values to 6 decimals"]).all()
 
 
 def test_hostile_kind_filter_falls_back(fake_registry):

@@ -9,7 +9,18 @@ Every reference value says its **kind**:
 
 * ``"paper"``: printed in the paper; ``source`` names where (table / figure / equation, page or section);
 * ``"derived"``: not printed in the paper, computed by us for a setting the paper does not pin;
-  ``source`` says how (the formula, the independent computation, the setting chosen).
+  ``source`` says how (the formula, the independent computation, the setting chosen);
+* ``"regression"``: a value this same code produced before (no independent reference): it guards against
+  change, it does not reproduce anything, and it reads "regression (same code)" on screen.
+
+Every compared value also says where its **tolerance** comes from (``tol_source``, one of
+:data:`TOL_SOURCES`, e.g. "printed precision" or "Monte Carlo s.e.: 2 s.e."); one set after seeing the
+result says so ("set after seeing the result: ..."). An entry may state one ``tol_source`` for all its checks.
+A value shown only for context is ``reported=True``: it reads REPORTED, never PASS, and an entry's verdict
+counts only the compared values. A claim without a number to compare ("A beats B") gives its ``margin``
+(how far the claim holds by: it passes when the margin is > 0, so a tie fails, or >= 0 with ``ties=True`` where
+the paper's claim is "at most" / "at least"); :meth:`Check.mutated` moves any compared value past its
+tolerance, so a test can see that every PASS of the registry can fail.
 
 An entry declares ``kind="paper"`` or ``"derived"`` (every check inherits it and the entry's
 ``source``), or ``kind="mixed"``: then every check names its own ``kind`` and ``source``
@@ -36,29 +47,61 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-__all__ = ["KINDS", "ENTRY_KINDS", "Check", "Reproduction", "Result", "reproduction", "entries", "get", "run",
-           "table_rows", "format_value", "import_errors", "kind_label", "unlabelled"]
+__all__ = ["KINDS", "ENTRY_KINDS", "TOL_SOURCES", "Check", "Reproduction", "Result", "reproduction", "entries", "get", "run",
+           "table_rows", "format_value", "import_errors", "kind_label", "unlabelled", "without_tol_source",
+           "tol_source_error", "verdict_text", "PENDING_ITEMS", "entry_items", "inventory_markdown"]
 
 
-#: kinds of reference value: printed in the paper, or derived by us for a setting the paper does not pin
-KINDS = ("paper", "derived")
+#: kinds of reference value: printed in the paper, derived by us for a setting the paper does not pin, or a value
+#: recorded from this same code (a regression value, not a reproduction)
+KINDS = ("paper", "derived", "regression")
 #: what an entry may declare: one kind for all its checks, or "mixed" (each check says its own)
 ENTRY_KINDS = KINDS + ("mixed",)
 
 
 def kind_label(kind: str | None) -> str:
     """How a kind reads on screen."""
-    return {"paper": "paper", "derived": "derived", "mixed": "paper + derived"}.get(kind or "", "(not stated)")
+    return {"paper": "paper", "derived": "derived", "regression": "regression (same code)",
+            "mixed": "paper + derived"}.get(kind or "", "(not stated)")
+
+
+#: where a tolerance may come from: a check's ``tol_source`` starts with one of these (then ": " and details)
+TOL_SOURCES = {
+    "exact": "compared exactly: integers, labels, or an identity that holds to the last bit",
+    "round-off": "two computations of the same number agree to floating-point round-off",
+    "solver tolerance": "an iterative solver / quadrature stops at this accuracy",
+    "printed precision": "half a unit of the paper's last printed digit (or the digits it prints)",
+    "Monte Carlo s.e.": "a multiple of a Monte Carlo standard error",
+    "modelling difference": "our setting differs from the paper's in a stated way",
+    "chosen threshold": "a threshold chosen by us, with the reason stated (not from the paper or an error estimate)",
+    "the paper's claim": "an ordering or bound the paper states, with no slack (a tie fails unless the claim is "
+                         "'at most' / 'at least')",
+    "set after seeing the result": "chosen after the computed value was seen: a weak check",
+}
+
+
+def tol_source_error(text: str) -> str | None:
+    """Why ``text`` is not a valid ``tol_source`` (None when it is)."""
+    t = str(text or "").strip()
+    if not t:
+        return "it is empty"
+    if not any(t == k or t.startswith(k + ":") for k in TOL_SOURCES):
+        return (f"{t!r} does not start with one of: {', '.join(TOL_SOURCES)} (then ': ' and details)")
+    return None
 
 
 @dataclass(frozen=True)
 class Check:
     """One compared quantity.
 
-    ``paper`` and ``computed`` are numbers, strings or tuples of numbers. The check passes
-    when ``passed`` is given and true; otherwise numbers pass when
-    ``|computed - paper| <= tol`` (or ``<= tol * |paper|`` with ``rel=True``), element by
-    element for tuples, and anything else passes when equal.
+    ``paper`` and ``computed`` are numbers, strings or tuples of numbers. With ``margin`` given
+    (how far a claim holds by), the check passes when ``margin > 0`` (``>= 0`` with ``ties=True``);
+    with ``passed`` given, when it is true (such a check cannot be mutated: prefer ``margin``);
+    otherwise numbers pass when ``|computed - paper| <= tol`` (or ``<= tol * |paper|`` with
+    ``rel=True``), element by element for tuples, and anything else passes when equal.
+
+    ``reported=True``: the value is shown for context, not compared (status REPORTED).
+    ``tol_source``: where the tolerance (or the margin's threshold) comes from, see :data:`TOL_SOURCES`.
 
     ``kind`` says what the reference value ``paper`` is: ``"paper"`` (printed in the paper;
     ``source`` says where) or ``"derived"`` (computed by us; ``source`` says how). Left empty,
@@ -75,15 +118,62 @@ class Check:
     note: str = ""
     kind: str | None = None
     source: str = ""
+    tol_source: str = ""
+    reported: bool = False
+    margin: float | None = None
+    ties: bool = False
 
     def __post_init__(self):
         if self.kind is not None and self.kind not in KINDS:
-            raise ValueError(f"A check's reference kind is 'paper' or 'derived', not {self.kind!r}.")
+            raise ValueError(f"A check's reference kind is 'paper', 'derived' or 'regression', not {self.kind!r}.")
+        if self.passed is not None and self.margin is not None:
+            raise ValueError(f"Check {self.quantity!r}: give either passed or margin, not both.")
+        if self.reported and (self.passed is not None or self.margin is not None):
+            raise ValueError(f"Check {self.quantity!r} is reported (not compared): it takes no passed or margin.")
+        if self.tol_source and tol_source_error(self.tol_source):
+            raise ValueError(f"The tolerance source of check {self.quantity!r}: {tol_source_error(self.tol_source)}.")
+
+    @property
+    def status(self) -> str:
+        """REPORTED (shown for context), PASS or FAIL."""
+        if self.reported:
+            return "REPORTED"
+        return "PASS" if self._holds() else "FAIL"
 
     def ok(self) -> bool:
+        """True when this is a compared value and it passes (a reported value is never a PASS)."""
+        return self.status == "PASS"
+
+    def _holds(self) -> bool:
+        if self.margin is not None:
+            m = float(self.margin)  # +inf: the claim holds against a run that diverged; nan never holds
+            return not math.isnan(m) and (m >= 0 if self.ties else m > 0)
         if self.passed is not None:
             return bool(self.passed)
         return _close(self.paper, self.computed, self.tol, self.rel)
+
+    def tolerance_text(self) -> str:
+        """The tolerance as it reads in a table."""
+        if self.reported:
+            return "(reported)"
+        if self.margin is not None:
+            return f"margin {float(self.margin):.4g} {'>=' if self.ties else '>'} 0"
+        if self.passed is not None:
+            return ""
+        return f"{self.tol:g} (rel)" if self.rel else f"{self.tol:g}"
+
+    def mutated(self) -> Check:
+        """A copy whose computed value (or margin) lies past the tolerance: it must read FAIL.
+
+        ValueError for a reported value (nothing is compared) and for a check given as ``passed=``
+        (its quantity and threshold are not known: give ``margin`` instead)."""
+        if self.reported:
+            raise ValueError(f"Check {self.quantity!r} is reported, not compared: there is nothing to mutate.")
+        if self.margin is not None:
+            return replace(self, margin=-abs(float(self.margin)) - 1.0)
+        if self.passed is not None:
+            raise ValueError(f"Check {self.quantity!r} is given as passed=...: give its margin so it can be mutated.")
+        return replace(self, computed=_past(self.paper, self.computed, self.tol, self.rel))
 
     def as_dict(self) -> dict:
         return {
@@ -93,9 +183,12 @@ class Check:
             "tol": self.tol,
             "rel": self.rel,
             "pass": self.ok(),
+            "status": self.status,
+            "margin": None if self.margin is None else float(self.margin),
             "note": self.note,
             "kind": self.kind,
             "source": self.source,
+            "tol_source": self.tol_source,
         }
 
 
@@ -124,6 +217,24 @@ def _close(paper, computed, tol, rel) -> bool:
     return paper == computed
 
 
+def _past(paper, computed, tol, rel):
+    """``computed`` moved past the tolerance around ``paper`` (the first element of a tuple)."""
+    paper, computed = _plain(paper), _plain(computed)
+    if isinstance(computed, list):
+        if not computed:
+            return ["(mutated)"]
+        first = _past(paper[0] if isinstance(paper, list) and paper else paper, computed[0], tol, rel)
+        return [first] + computed[1:]
+    if isinstance(computed, bool):
+        return not computed
+    if isinstance(computed, (int, float)) and isinstance(paper, (int, float)) and not isinstance(paper, bool):
+        bound = tol * abs(paper) if rel else tol
+        return float(paper) + 2.0 * bound + 1e-3 * max(abs(float(paper)), 1.0)
+    if isinstance(computed, (int, float)):
+        return float(computed) + 1e-3 * max(abs(float(computed)), 1.0) + 1.0
+    return f"{computed} (mutated)"
+
+
 @dataclass(frozen=True)
 class Reproduction:
     """A registered reproduction: what it checks and how to compute it."""
@@ -136,6 +247,8 @@ class Reproduction:
     settings: str = ""
     kind: str | None = None
     source: str = ""
+    tol_source: str = ""
+    items: tuple[str, ...] = ()
 
 
 @dataclass
@@ -152,8 +265,30 @@ class Result:
     source: str = ""
 
     @property
+    def compared(self) -> list[Check]:
+        """The checks that are compared (not reported for context)."""
+        return [c for c in self.checks if not c.reported]
+
+    @property
+    def status(self) -> str:
+        """ERROR, FAIL, PASS, or REPORTED (only values shown for context: nothing compared)."""
+        if self.error is not None or not self.checks:
+            return "ERROR" if self.error is not None else "FAIL"
+        if not self.compared:
+            return "REPORTED"
+        return "PASS" if all(c.ok() for c in self.compared) else "FAIL"
+
+    @property
     def passed(self) -> bool:
-        return self.error is None and bool(self.checks) and all(c.ok() for c in self.checks)
+        """Every compared value passes (reported ones do not count) and at least one is compared."""
+        return self.status == "PASS"
+
+    def counts(self) -> dict[str, int]:
+        """How many checks read PASS, FAIL, REPORTED."""
+        out = {"PASS": 0, "FAIL": 0, "REPORTED": 0}
+        for c in self.checks:
+            out[c.status] += 1
+        return out
 
     def as_dict(self) -> dict:
         return {
@@ -163,6 +298,7 @@ class Result:
             "kind": self.kind,
             "source": self.source,
             "pass": self.passed,
+            "status": self.status,
             "seconds": round(self.seconds, 3),
             "error": self.error,
             "checks": [c.as_dict() for c in self.checks],
@@ -175,20 +311,27 @@ _IMPORT_ERRORS: dict[str, str] = {}
 
 
 def reproduction(name: str, *, paper: str, what: str, slow: bool = False, settings: str = "",
-                 kind: str | None = None, source: str = ""):
+                 kind: str | None = None, source: str = "", tol_source: str = "", items: tuple[str, ...] = ()):
     """Decorator registering ``fn() -> list[Check]`` under ``name``.
 
     ``kind``: "paper" (every reference value is printed in the paper, ``source`` says where),
-    "derived" (computed by us, ``source`` says how) or "mixed" (each Check says its own).
-    Every entry of vilab/repro states both (tests/test_repro_registry.py checks it).
+    "derived" (computed by us, ``source`` says how), "regression" (recorded from this code) or "mixed"
+    (each Check says its own). Every entry of vilab/repro states both (tests/test_repro_registry.py checks it).
+    ``tol_source``: the tolerance source of every check that states none (see :data:`TOL_SOURCES`).
+    ``items``: the paper items this entry exercises, as keys of ``vilab.repro._inventory.ITEMS``
+    (DEVELOPING.md's inventory is generated from them).
     """
     if kind is not None and kind not in ENTRY_KINDS:
         raise ValueError(f"The kind of reproduction {name!r} must be one of {', '.join(ENTRY_KINDS)}, not {kind!r}.")
+    if tol_source and tol_source_error(tol_source):
+        raise ValueError(f"The tolerance source of reproduction {name!r}: {tol_source_error(tol_source)}.")
+    if isinstance(items, str):
+        items = (items,)
 
     def deco(fn: Callable[[], list[Check]]):
         if name in _REGISTRY and _REGISTRY[name].compute.__qualname__ != fn.__qualname__:
             raise ValueError(f"Two reproductions are named {name!r}; names must be unique.")
-        _REGISTRY[name] = Reproduction(name, paper, what, fn, slow, settings, kind, source)
+        _REGISTRY[name] = Reproduction(name, paper, what, fn, slow, settings, kind, source, tol_source, tuple(items))
         return fn
 
     return deco
@@ -234,12 +377,18 @@ def _with_kind(rep: Reproduction, c: Check) -> Check:
     # a paper value of a mixed entry may cite the entry's table; a derived one says its own how
     inherit = kind == rep.kind or (rep.kind == "mixed" and kind == "paper")
     source = c.source or (rep.source if inherit else "")
-    return replace(c, kind=kind, source=source)
+    tol_source = c.tol_source or ("" if c.reported else rep.tol_source)
+    return replace(c, kind=kind, source=source, tol_source=tol_source)
 
 
 def unlabelled(rep: Reproduction, checks: list[Check]) -> list[str]:
     """Quantities of ``checks`` whose reference value says no kind (paper / derived) or no source."""
     return [c.quantity for c in checks if c.kind not in KINDS or not str(c.source).strip()]
+
+
+def without_tol_source(checks: list[Check]) -> list[str]:
+    """Quantities of the compared ``checks`` that do not say where their tolerance comes from."""
+    return [c.quantity for c in checks if not c.reported and tol_source_error(c.tol_source)]
 
 
 def run(name: str) -> Result:
@@ -260,6 +409,51 @@ def run(name: str) -> Result:
     return Result(rep.name, rep.paper, rep.what, checks, time.perf_counter() - t0, err, rep.kind, rep.source)
 
 
+#: the items of the entries in vilab/repro/kumar2025.py, which another session was editing when entries began to
+#: declare items: the lead moves each into that entry's ``@reproduction(..., items=...)`` and empties this dict
+#: (tests/test_inventory.py::test_no_items_are_pending fails until it is empty; the inventory does not change).
+PENDING_ITEMS: dict[str, tuple[str, ...]] = {
+    "kumar2025-fig1": ("kumar-vn-srvn",),
+    "kumar2025-vn-srvn-order2": ("kumar-vn-srvn",),
+    "kumar2025-t1": ("kumar-vn-srvn",),
+    "kumar2025-vn-one-step": ("kumar-vn-srvn",),
+    "kumar2025-srvn-1d-quadratic": ("kumar-vn-srvn",),
+    "kumar2025-sign-flip": ("kumar-vn-srvn",),
+    "kumar2025-t2-steps": ("kumar-vn-srvn", "kumar-bwgd-fbgvi-svgd"),
+    "kumar2025-t3": ("kumar-vn-srvn", "kumar-bwgd-fbgvi-svgd"),
+    "kumar2025-gd-pd": ("kumar-gd-eq4",),
+    "kumar2025-lemma1": ("kumar-lemma1",),
+    "kumar2025-ngflow-rate": ("kumar-ngflow",),
+    "kumar2025-thm2": ("kumar-thm2",),
+    "kumar2025-thm3": ("kumar-thm3",),
+}
+
+
+def entry_items(rep: Reproduction) -> tuple[str, ...]:
+    """The paper items ``rep`` declares it exercises (keys of ``vilab.repro._inventory.ITEMS``)."""
+    return rep.items or PENDING_ITEMS.get(rep.name, ())
+
+
+def inventory_markdown() -> str:
+    """DEVELOPING.md's section "Inventory: the papers' items in vilab", generated: one row per paper item, its
+    reproduction column the entries that declare the item. ValueError for an entry declaring an unknown item."""
+    from ._inventory import HEADING, INTRO, ITEMS
+
+    by_item: dict[str, list[str]] = {i.key: [] for i in ITEMS}
+    for e in entries():
+        for k in entry_items(e):
+            if k not in by_item:
+                raise ValueError(f"Reproduction {e.name!r} declares the item {k!r}, which is not in "
+                                 "vilab/repro/_inventory.py's ITEMS.")
+            by_item[k].append(e.name)
+    lines = [HEADING, "", INTRO, "", "| Paper | Item | Package | Page | Reproduction | Missing |",
+             "|---|---|---|---|---|---|"]
+    for i in ITEMS:
+        names = ", ".join(f"`{n}`" for n in by_item[i.key]) or "—"
+        lines.append(f"| {i.paper} | {i.item} | {i.package} | {i.page} | {names} | {i.missing} |".replace("|  |", "| |"))
+    return "\n".join(lines) + "\n"
+
+
 def format_value(v) -> str:
     """A short readable form of a paper or computed value (7 significant digits)."""
     v = _plain(v)
@@ -276,10 +470,19 @@ def table_rows(results: list[Result]) -> list[dict]:
     for r in results:
         if r.error:
             rows.append({"reproduction": r.name, "quantity": "(error)", "reference": "", "paper": "",
-                         "computed": r.error, "tolerance": "", "pass": False, "source": ""})
+                         "computed": r.error, "tolerance": "", "status": "ERROR", "tolerance from": "",
+                         "source": ""})
         for c in r.checks:
-            tol = "" if c.passed is not None else (f"{c.tol:g} (rel)" if c.rel else f"{c.tol:g}")
             rows.append({"reproduction": r.name, "quantity": c.quantity, "reference": kind_label(c.kind),
-                         "paper": format_value(c.paper), "computed": format_value(c.computed), "tolerance": tol,
-                         "pass": c.ok(), "source": c.source})
+                         "paper": format_value(c.paper), "computed": format_value(c.computed),
+                         "tolerance": c.tolerance_text(), "status": c.status,
+                         "tolerance from": "" if c.reported else (c.tol_source or "(not stated)"),
+                         "source": c.source})
     return rows
+
+
+def verdict_text(r: Result) -> str:
+    """An entry's verdict with its counts, e.g. "PASS (5 compared, 2 reported)"."""
+    n = r.counts()
+    parts = [f"{len(r.compared)} compared"] + ([f"{n['REPORTED']} reported"] if n["REPORTED"] else [])
+    return f"{r.status} ({', '.join(parts)})"

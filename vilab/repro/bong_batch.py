@@ -45,7 +45,7 @@ def _linear_data(seed: int, n: int, p: int, noise_var: float):
 
 
 @reproduction(
-    "bong-batch-blr-vogn",
+    "bong-batch-blr-vogn", items=('bong-batch-blr',), tol_source='round-off',
     paper=PAPER,
     what="batch blr-diag with M = 1 equals VOGN (mc-ef) and VON (mc-hess), App. E.6",
     settings="logistic regression, N = 20, P = 3, lambda = 2, alpha = 0.3, 8 iterations, one draw per iteration; VON-diag on "
@@ -91,7 +91,7 @@ def _():
 
 
 @reproduction(
-    "bong-batch-blr-exact",
+    "bong-batch-blr-exact", items=('bong-batch-blr',), tol_source='round-off',
     paper=PAPER,
     what="batch blr-lin-hess-fc on a linear-Gaussian model converges to the exact posterior (App. E.6, Eqs. 360-361)",
     settings="N = 40, P = 3, noise variance 0.7, lambda = 0.8; alpha = 0.5, 80 iterations, full batch and alpha = 1, "
@@ -120,7 +120,8 @@ def _():
         Check("max |Sigma_80 - Sigma_exact| (alpha = 0.5)", 0.0,
               float(np.max(np.abs(np.asarray(tr.state.belief.Sigma) - S))), tol=1e-10),
         Check("|mu_1 - mu_exact| after one pass (alpha = 0.5): needs many passes", 0.0, float(err[1]),
-              passed=bool(err[1] > 1e-3), note="expected clearly above 0"),
+              margin=float(err[1]) - 1e-3, note="expected clearly above 0",
+              tol_source="chosen threshold: 1e-3, far above round-off (one pass of a damped step is not exact)"),
         Check("|mu_1 - mu_exact| with alpha = 1 (one Newton step on a quadratic)", 0.0,
               float(np.linalg.norm(np.asarray(one.state.belief.mu) - m)), tol=1e-10),
         Check("diagonal family: |mu - mu_exact|", 0.0, float(np.linalg.norm(np.asarray(d.state.belief.mu) - m)), tol=1e-8),
@@ -130,7 +131,7 @@ def _():
 
 
 @reproduction(
-    "bong-implicit-rvga",
+    "bong-implicit-rvga", items=('bong-implicit',), tol_source='round-off',
     paper=PAPER,
     what="implicit RVGA (Eq. 77) vs BONG (explicit, Eq. 75): equal (and exact) in a linear-Gaussian model, different for "
          "logistic regression, the gap shrinking as the prior tightens (digest item 17)",
@@ -177,9 +178,11 @@ def _():
         gaps.append(float(np.max(np.abs(np.asarray(post.mu) - np.asarray(ex.mu)))))
     out += [
         Check("logistic: largest residual of Eq. 77 at the implicit solution", 0.0, res, tol=1e-10),
-        Check("logistic: |mu(implicit) - mu(BONG)| with prior variance 2", 0.0, gaps[0], passed=bool(gaps[0] > 1e-2),
+        Check("logistic: |mu(implicit) - mu(BONG)| with prior variance 2", 0.0, gaps[0], margin=gaps[0] - 1e-2,
+              tol_source="chosen threshold: 1e-2, far above round-off (the non-conjugate updates differ)",
               note="expected clearly above 0 (non-conjugate)"),
         Check("logistic: the gap for prior variances 2, 0.5, 0.1, 0.02 (each less than half the last)", "decreasing",
-              tuple(float(f"{g:.3g}") for g in gaps), passed=bool(all(a > 2 * b for a, b in zip(gaps[:-1], gaps[1:])))),
+              tuple(float(f"{g:.3g}") for g in gaps), margin=min(a - 2 * b for a, b in zip(gaps[:-1], gaps[1:])),
+              tol_source="chosen threshold: each gap below half the last (the gap vanishes as the prior tightens)"),
     ]
     return out

@@ -24,7 +24,7 @@ ONLINE_SETTINGS = dict(model="bong-cnn 8x8 (digits-CNN, P = 11,642)", T=300, see
                        dtype="float64")
 
 
-@reproduction("tan2025-lenet-params", paper="Tan (2025)",
+@reproduction("tan2025-lenet-params", items=('tan-table9',), tol_source='exact', paper="Tan (2025)",
               what="LeNet-5 variant of Sec. 8.3: d = 61,706 (MNIST 28x28x1) and 83,126 (CIFAR-10 32x32x3)",
               settings="ReLU, max pooling, first 5x5 convolution padded by 2 (Tan (2025) Sec. 5.7)",
               kind="mixed", source="Sec. 8.3: d = 61,706 (MNIST) and 83,126 (CIFAR-10)")
@@ -44,7 +44,7 @@ def _lenet_params():
     ]
 
 
-@reproduction("bong-cnn-params", paper="Jones, Chang & Murphy",
+@reproduction("bong-cnn-params", items=('bong-mnist',), tol_source='exact', paper="Jones, Chang & Murphy",
               what="the MNIST CNN of Sec. 5 has 57,722 parameters (digits-CNN on 8x8: 11,642)",
               settings="Conv16 5x5 SAME, ReLU, avgpool 2; Conv16 5x5 SAME, ReLU, avgpool 2; Dense 64, ReLU; Dense 10",
               kind="mixed", source="Sec. 5: 'for a total of 57,722 parameters'")
@@ -98,7 +98,7 @@ def online_ordering(T: int = ONLINE_SETTINGS["T"], seeds=ONLINE_SETTINGS["seeds"
     return out
 
 
-@reproduction("cnn-digits-ordering", paper="Tan (2025); Jones, Chang & Murphy", slow=True,
+@reproduction("cnn-digits-ordering", items=('tan-table9-mnist', 'bong-mnist'), paper="Tan (2025); Jones, Chang & Murphy", slow=True,
               what="digits analogue, 3 seeds: SNNGM ELBO above Adam's (Table 9 direction); "
                    "bong-lin-hess-dlr-10 NLPD below bong-mc-ef-diag's (Figs 1-2 direction)",
               settings=(f"VI: {VI_SETTINGS['model']}, diagonal Gaussian, prior N(0, 100 I), {VI_SETTINGS['epochs']} epochs, "
@@ -121,11 +121,15 @@ def _ordering():
     fmt3 = lambda v: ", ".join(f"{x:.3f}" for x in v)  # noqa: E731
     return [
         Check("final ELBO: SNNGM - Adam (mean of 3 seeds; paper's direction > 0)", "> 0",
-              float(s.mean() - a.mean()), passed=vi_ok,
+              float(s.mean() - a.mean()),
+              margin=float(s.mean() - a.mean()) if np.all(np.isfinite(a)) and np.all(np.isfinite(s)) else -1.0,
+              tol_source="the paper's claim: Table 9's direction (a tie fails)",
               note=(f"SNNGM {fmt(s)} vs Adam {fmt(a)}; direction {'holds' if vi_ok else 'does NOT hold'} here "
                     "(Tan Table 9 MNIST: SNNGM -42936 vs Adam -50535)")),
         Check("test NLPD at t = T: dlr-10 lin-hess - diag mc-ef (mean of 3 seeds; paper's direction < 0)", "< 0",
-              float(lin.mean() - mc.mean()), passed=on_ok,
+              float(lin.mean() - mc.mean()),
+              margin=float(mc.mean() - lin.mean()) if np.all(np.isfinite(lin)) and np.all(np.isfinite(mc)) else -1.0,
+              tol_source="the paper's claim: the direction of Figs. 1-2 (a tie fails)",
               note=(f"bong-lin-hess-dlr-10 {fmt3(lin)} vs bong-mc-ef-diag {fmt3(mc)}; direction "
                     f"{'holds' if on_ok else 'does NOT hold'} here")),
     ]

@@ -101,7 +101,7 @@ def _row_note(f, summ):
 
 
 @reproduction(
-    "tan2025-table11-epilepsy",
+    "tan2025-table11-epilepsy", items=('tan-table11', 'tan-thm4-alg2s'),
     paper="Tan (2025)",
     what="Table 11, Epilepsy GVA (Epi II, arrow precision factor, Alg. 2S): SNNGM reaches the highest lower bound, "
          "at least Adam's",
@@ -128,26 +128,32 @@ def _table11():
     lyf, prior = epilepsy_constants(m)
     checks = [
         Check("L (SNNGM) >= L (Adam), same iterations", "3138.7 >= 3134.3", f"{ls:.1f} >= {la:.1f}",
-              passed=ls >= la - 2 * (ss + sa), kind="paper",
+              margin=ls - la + 2 * (ss + sa), ties=True, kind="paper",
+              tol_source="Monte Carlo s.e.: 2 s.e. of each final L",
               note=f"Monte Carlo s.e. {ss:.2f} / {sa:.2f}; tolerance 2 s.e."),
         Check("SNNGM has the highest L of the five GVA methods", "3138.7 = max", f"{ls:.1f} vs {best_other:.1f}",
-              passed=ls >= best_other - 2 * ss, kind="paper"),
+              margin=ls - best_other + 2 * ss, ties=True, kind="paper",
+              tol_source="Monte Carlo s.e.: 2 s.e. of SNNGM's final L"),
         Check("L (SNNGM), with the two constants Tan leaves out added to ours", 3138.7, round(ls, 1), tol=5.0,
-              kind="paper", note=f"tolerance ours; status {fs.status}; with sum log y! alone (the prior normaliser "
+              kind="paper", tol_source="set after seeing the result: 5 (the paper gives no iteration count or SNNGM "
+                                       "step size)", note=f"tolerance ours; status {fs.status}; with sum log y! alone (the prior normaliser "
                                  f"kept in ours): {ls - prior:.1f}, i.e. {3138.7 - (ls - prior):.1f} below the paper"),
     ]
     for k in ("gva-adam", "gva-pga", "gva-nadam", "gva-vogn"):
         L, se, f = res[k]
-        checks.append(Check(f"L ({METHODS[k]['label']}), reported only", TAN_TABLE11[k], round(L, 1), passed=True,
+        checks.append(Check(f"L ({METHODS[k]['label']}), reported only", TAN_TABLE11[k], round(L, 1), reported=True,
                             kind="paper",
                             note=f"s.e. {se:.2f}; {f.extra['seconds'][-1]:.1f} s; status {f.status}; "
                                  "slower to converge here than in the paper (its iteration count is not given)"))
     checks.append(Check("constant 1: sum over the 236 counts of log y_ij!", round(lyf, 2), round(m.info["log_y_factorial"], 2),
-                        tol=0.01, kind="derived", source=CONSTANT_SOURCES[0]))
+                        tol=0.01, kind="derived", source=CONSTANT_SOURCES[0],
+                        tol_source="printed precision: two decimals"))
     checks.append(Check("constant 2: (g/2) log(2 pi sigma0^2), g = 9 global parameters, sigma0^2 = 100", round(prior, 2),
-                        round(m.info["prior_normaliser"], 2), tol=0.01, kind="derived", source=CONSTANT_SOURCES[1]))
+                        round(m.info["prior_normaliser"], 2), tol=0.01, kind="derived", source=CONSTANT_SOURCES[1],
+                        tol_source="printed precision: two decimals"))
     checks.append(Check("both constants together = what is added to our L", round(lyf + prior, 2), round(c, 2), tol=0.01,
-                        kind="derived", source="the sum of constants 1 and 2", note=m.constant_note))
+                        kind="derived", source="the sum of constants 1 and 2", note=m.constant_note,
+                        tol_source="printed precision: two decimals"))
     return checks
 
 
@@ -157,7 +163,7 @@ TAN_TABLE11_TOENAIL = {"gva-adam": -645.2, "gva-pga": -644.8, "gva-nadam": -644.
 
 
 @reproduction(
-    "tan2025-table11-toenail",
+    "tan2025-table11-toenail", items=('tan-table11', 'tan-thm4-alg2s'),
     paper="Tan (2025)",
     what="Table 11, Toenail GVA (logistic random intercept, arrow precision factor, Alg. 2S): the lower bounds of "
          "SNNGM and PGA, and Adam and NAdam held much longer at a poor mode (Sec. 8.5, Fig. 10)",
@@ -184,25 +190,27 @@ def _table11_toenail():
         L, se, f = res[k]
         checks.append(Check(f"L ({METHODS[k]['label']}), with the prior's normaliser added", TAN_TABLE11_TOENAIL[k],
                             round(L, 1), tol=2.0, kind="paper",
+                            tol_source="set after seeing the result: 2 (the paper gives no iteration count)",
                             note=f"tolerance ours; s.e. {se:.2f}; without the constant {L - prior:.1f}; "
                                  f"{f.extra['seconds'][-1]:.1f} s, status {f.status}"))
     top = max(res["gva-snngm"][0], res["gva-pga"][0])
     stuck = {k: res[k][0] for k in ("gva-adam", "gva-nadam")}
     checks.append(Check(f"Adam and NAdam still far below SNNGM and PGA after {TOENAIL_ITERS} iterations", "yes",
                         ", ".join(f"{METHODS[k]['label']} {v:.1f}" for k, v in stuck.items()) + f" vs {top:.1f}",
-                        passed=all(v < top - 50 for v in stuck.values()), kind="paper",
+                        margin=min(top - 50 - v for v in stuck.values()), kind="paper",
+                        tol_source="chosen threshold: 'stuck at a poor local mode' read as more than 50 below",
                         source="Sec. 8.5: \"Adam and NAdam [are] stuck at a poor local mode much longer (Toenail, "
                                "Hers)\" (Fig. 10); Table 11 shows them at -645.2 and -644.8 at termination, after an "
                                "iteration count the paper does not give"))
     for k in ("gva-adam", "gva-nadam", "gva-vogn"):
         L, se, f = res[k]
         checks.append(Check(f"L ({METHODS[k]['label']}) at {TOENAIL_ITERS} iterations, reported only",
-                            TAN_TABLE11_TOENAIL[k], round(L, 1), passed=True, kind="paper",
+                            TAN_TABLE11_TOENAIL[k], round(L, 1), reported=True, kind="paper",
                             note=f"s.e. {se:.2f}; {f.extra['seconds'][-1]:.1f} s; status {f.status}"
                                  + ("; VOGN at our step size is held at the same poor mode (the paper: it escapes "
                                     "sooner)" if k == "gva-vogn" else "")))
     checks.append(Check("constant: (g/2) log(2 pi sigma0^2), g = 5 global parameters, sigma0^2 = 100", round(prior, 2),
-                        round(m.paper_constant, 2), tol=0.01, kind="derived",
+                        round(m.paper_constant, 2), tol=0.01, kind="derived", tol_source="printed precision: two decimals",
                         source="computed by us: the log normaliser of the N(0, 100 I) prior of the 4 + 1 global "
                                "parameters; the constant identified on the Epilepsy column (tan2025-table11-epilepsy), "
                                "not stated by the paper; a Bernoulli likelihood has no log y! to leave out"))
@@ -210,7 +218,7 @@ def _table11_toenail():
 
 
 @reproduction(
-    "chen2025-glmm-ordering",
+    "chen2025-glmm-ordering", items=('chen-stochastic',),
     paper="Chen, Nott & Tan",
     what="Table 7, Epi I: M* of SDb and KLD well above FDr and SDr (MCMC reference by NUTS); FDb in between",
     slow=True,
@@ -235,14 +243,16 @@ def _glmm_ordering():
     M = {k: v[1][0][0] for k, v in res.items()}
     good, bad = min(M["kld"], M["sdb"]), max(M["fdr"], M["sdr"])
     checks = [Check("min M*(KLD, SDb) - max M*(FDr, SDr) >= 2", "6.37 - 0.04 = 6.33", round(good - bad, 2),
-                    passed=good - bad >= 2.0),
+                    margin=good - bad - 2.0, ties=True,
+                    tol_source="chosen threshold: 'well above' read as 2 units of M* (the paper's gap is 6.33; M*'s "
+                               "scale depends on a kernel bandwidth the paper does not give)"),
               Check("M* ordering KLD, SDb > FDb > FDr, SDr", "6.37, 6.48 > 2.89 > 0.04, -0.06",
                     f"{M['kld']:.2f}, {M['sdb']:.2f} > {M['fdb']:.2f} > {M['fdr']:.2f}, {M['sdr']:.2f}",
-                    passed=good > M["fdb"] > bad)]
+                    margin=min(good - M["fdb"], M["fdb"] - bad), tol_source="the paper's claim: Table 7's order")]
     for k, lab in (("kld", "KLD"), ("sdb", "SDb"), ("fdb", "FDb"), ("fdr", "FDr"), ("sdr", "SDr")):
         f, summ = res[k]
         checks.append(Check(f"{lab}: M*, mode error, s.d. ratio (reported)", paper[k],
-                            (round(summ[0][0], 2), round(summ[1][0], 2), round(summ[2][0], 2)), passed=True,
+                            (round(summ[0][0], 2), round(summ[1][0], 2), round(summ[2][0], 2)), reported=True,
                             note=_row_note(f, summ)))
     return checks
 
@@ -254,11 +264,14 @@ TOENAIL_CHEN = {  # Chen, Nott & Tan Table 7, Toenail: (M*, normalised mode erro
     "fdr": ((0.35, 0.01), (1.20, 1.30), (0.35, 0.14)),
     "sdr": ((0.11, 0.01), (1.57, 2.17), (0.10, 0.05)),
 }
+#: where the windows of the Toenail rows come from: the paper's +/- s.d. is a spread, not an uncertainty
+SPREAD_WINDOW = ("chosen threshold: the paper's mean +/- s.d. over the model's variables, a spread over parameters, "
+                 "not an uncertainty of the mean: a weak check (a wide window passes values far from the mean)")
 TOENAIL_CHEN_ITERS = {"kld": 11_000, "sdb": 10_000}  # Table 7's bracketed counts (thousands) of the two that stop
 
 
 @reproduction(
-    "chen2025-table7-toenail",
+    "chen2025-table7-toenail", items=('chen-stochastic',),
     paper="Chen, Nott & Tan",
     what="Table 7, Toenail (logistic random intercept, d = 299): the M* ordering KLD > SDb > FDb > FDr > SDr, every "
          "normalised mode error and s.d. ratio within the paper's spread, and the iterations KLD and SDb need",
@@ -283,7 +296,8 @@ def _table7_toenail():
     order = ("kld", "sdb", "fdb", "fdr", "sdr")
     checks = [Check("M* ordering KLD > SDb > FDb > FDr > SDr", "4.17 > 2.53 > 1.42 > 0.35 > 0.11",
                     " > ".join(f"{M[k]:.2f}" for k in order),
-                    passed=all(M[a] > M[b] for a, b in zip(order, order[1:])),
+                    margin=min(M[a] - M[b] for a, b in zip(order, order[1:])),
+                    tol_source="the paper's claim: Table 7's order",
                     note="M*'s scale depends on a kernel bandwidth the paper does not give: only its order is compared")]
     for k in order:
         f, summ = res[k]
@@ -291,17 +305,20 @@ def _table7_toenail():
         lab = k.upper() if k == "kld" else k[:2].upper() + k[2:]
         me, sr = summ[1][0], summ[2][0]
         checks.append(Check(f"{lab}: normalised mode error, within the paper's mean +/- 1 s.d.", (pe, pes),
-                            round(me, 2), passed=abs(me - pe) <= pes, note=_row_note(f, summ)))
+                            round(me, 2), margin=pes - abs(me - pe), ties=True, note=_row_note(f, summ),
+                            tol_source=SPREAD_WINDOW))
         checks.append(Check(f"{lab}: s.d. ratio, within the paper's mean +/- 2 s.d.", (pr, prs), round(sr, 2),
-                            passed=abs(sr - pr) <= 2 * prs))
+                            margin=2 * prs - abs(sr - pr), ties=True, tol_source=SPREAD_WINDOW))
         if k in TOENAIL_CHEN_ITERS:
             checks.append(Check(f"{lab}: iterations to the stopping rule", TOENAIL_CHEN_ITERS[k], f.n_steps,
-                                tol=2000))
+                                tol=2000, tol_source="chosen threshold: Table 7 prints thousands (half a unit: "
+                                                     "500); 2000 allows for the Adadelta constants and seeds the "
+                                                     "paper does not give"))
     return checks
 
 
 @reproduction(
-    "chen2025-sv-modes",
+    "chen2025-sv-modes", items=('chen-stochastic',),
     paper="Chen, Nott & Tan",
     what="Table 8, stochastic volatility on GBP (n = 945, banded precision factor): SDb's normalised mode error is "
          "no larger than KLD's",
@@ -322,10 +339,10 @@ def _sv_modes():
     sk, ss = _summary(fk, ref, k_eval, n_rep=3), _summary(fs, ref, k_eval, n_rep=3)
     ek, es = sk[1][0], ss[1][0]
     return [
-        Check("mode error SDb <= KLD (mean over variables)", "0.04 <= 0.07", f"{es:.3f} <= {ek:.3f}",
-              passed=es <= ek),
-        Check("KLD: M*, mode error (reported)", (3.83, 0.07), (round(sk[0][0], 2), round(ek, 3)), passed=True,
+        Check("mode error SDb < KLD (mean over variables; a tie fails)", "0.04 < 0.07", f"{es:.3f} < {ek:.3f}",
+              margin=ek - es, tol_source="the paper's claim: Table 8, SDb's mode error below KLD's"),
+        Check("KLD: M*, mode error (reported)", (3.83, 0.07), (round(sk[0][0], 2), round(ek, 3)), reported=True,
               note=_row_note(fk, sk) + "; paper: 27,000 iterations"),
-        Check("SDb: M*, mode error (reported)", (3.26, 0.04), (round(ss[0][0], 2), round(es, 3)), passed=True,
+        Check("SDb: M*, mode error (reported)", (3.26, 0.04), (round(ss[0][0], 2), round(es, 3)), reported=True,
               note=_row_note(fs, ss) + "; paper: 16,000 iterations"),
     ]

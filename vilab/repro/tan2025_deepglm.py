@@ -93,7 +93,9 @@ def deepglm_checks(name: str, runs: dict) -> list[Check]:
                     "every relevant input below every irrelevant one",
                     f"{len(full)} of {len(ok)} methods separate all {k} ({per} relevant inputs below the smallest "
                     "irrelevant gamma)",
-                    passed=len(ok) > 0 and 2 * len(full) >= len(ok), kind="paper", source="Fig. 9 and Sec. 8.4",
+                    margin=float(2 * len(full) - len(ok)) if ok else -1.0, ties=True, kind="paper",
+                    source="Fig. 9 and Sec. 8.4",
+                    tol_source="chosen threshold: at least half of the methods that ran separate every relevant input",
                     note=("relevant inputs left among the irrelevant ones (by how many methods): "
                           + ", ".join(f"x{j} ({c})" for j, c in missed.items()) if missed
                           else "every method separates them")
@@ -101,7 +103,9 @@ def deepglm_checks(name: str, runs: dict) -> list[Check]:
     rises = {m: float(r["elbo"][-1] - r["elbo"][0]) for m, r in ok.items()}
     checks.append(Check("every method raises its average lower bound (first epoch -> last)", "all rise",
                         ", ".join(f"{method_label(m)} {v:+.0f}" for m, v in rises.items()),
-                        passed=len(ok) == len(runs) and all(v > 0 for v in rises.values()), kind="derived",
+                        margin=min(rises.values()) if ok and len(ok) == len(runs) else -1.0, kind="derived",
+                        tol_source="chosen threshold: any rise (every method ran and its last epoch's bound is above "
+                                   "its first)",
                         source=f"computed by us at the reduced setting ({SETTING_TEXT})",
                         note="diverged: " + ", ".join(method_label(m) for m in runs if m not in ok) if len(ok) < len(runs)
                         else ""))
@@ -111,20 +115,20 @@ def deepglm_checks(name: str, runs: dict) -> list[Check]:
         final = float(r["elbo"][-1]) if len(r["elbo"]) else float("nan")
         lb, secs = TABLE10[name][m]
         checks.append(Check(f"{method_label(m)}: lower bound at termination (ours, for context)", "finite",
-                            round(final, 1), passed=bool(np.isfinite(final)) and m in ok, kind="derived",
+                            round(final, 1), reported=True, kind="derived",
                             source=f"computed by us at the reduced setting ({SETTING_TEXT})",
                             note=f"Table 10 (n = 1e5, {secs} s): {lb}; not comparable in scale; "
                                  f"ours took {float(r['seconds'][-1]) if len(r['seconds']) else float('nan'):.1f} s"))
     checks.append(Check("order of the final lower bounds (for context, not checked)",
                         " > ".join(method_label(m) for m in paper_order),
-                        " > ".join(method_label(m) for m in order), passed=True, kind="paper",
+                        " > ".join(method_label(m) for m in order), reported=True, kind="paper",
                         source="Table 10 (Sec. 8.4: 'the highest lower bounds were achieved by PGA and Nagm')",
                         note="the paper's order at n = 1e5 with tuned step sizes; ours at the reduced setting with "
                              "untuned SNNGM / NAGM / VOGN step sizes: a different order is not a failure of either"))
     return checks
 
 
-@reproduction("tan2025-deepglm-binary", paper="Tan (2025)",
+@reproduction("tan2025-deepglm-binary", items=('tan-deepglm',), paper="Tan (2025)",
               what="Deep GLM, simulated binary data (Sec. 8.4): gamma_j shrink the irrelevant inputs (Fig. 9); "
                    "Table 10's six optimizers at a reduced setting",
               slow=True, settings=SETTING_TEXT, kind="mixed", source="Sec. 8.4, Table 10 and Fig. 9")
@@ -132,7 +136,7 @@ def _binary():
     return deepglm_checks("binary", deepglm_runs("binary"))
 
 
-@reproduction("tan2025-deepglm-real", paper="Tan (2025)",
+@reproduction("tan2025-deepglm-real", items=('tan-deepglm',), paper="Tan (2025)",
               what="Deep GLM, simulated real-valued data (Sec. 8.4): gamma_j shrink the irrelevant inputs (Fig. 9); "
                    "Table 10's six optimizers at a reduced setting",
               slow=True, settings=SETTING_TEXT, kind="mixed", source="Sec. 8.4, Table 10 and Fig. 9")

@@ -55,7 +55,7 @@ def _count(tr) -> int:
 
 
 @reproduction(
-    "tan2025-fig3",
+    "tan2025-fig3", items=('tan-table5',),
     paper="Tan (2025)",
     what="Fig. 3: Adam vs SNNGM on the 1-D crab toy; Adam with natural gradients hits sigma^2 < 0",
     settings="lambda = (mu, sigma^2), exact gradients, Adam alpha = 0.001, SNNGM alpha = 0.001 sqrt(2), beta = 0.9, "
@@ -71,29 +71,36 @@ def _fig3():
         label = optim.OPTIMIZERS[name]["label"]
         checks.append(Check(f"{label} iterations from (0, 0.1), (0.5, 0.02), (2, 0.01) (our reference counts)",
                             FIG3_PAPER[name], counts, tol=2, kind="derived", source=FIG3_SOURCE,
+                            tol_source="chosen threshold: 2 iterations (a run stopping near the rule's threshold "
+                                       "moves its count by one or two)",
                             note="the paper's legend numbers are not in its text"))
     ratios = tuple(_count(a) / _count(s) for a, s in zip(runs["adam"], runs["snngm"]))
     checks.append(Check("SNNGM needs about a third of Adam's iterations (ratio Adam/SNNGM in [2, 4.5])",
-                        "about 3", tuple(round(r, 2) for r in ratios), passed=all(2.0 <= r <= 4.5 for r in ratios),
+                        "about 3", tuple(round(r, 2) for r in ratios),
+                        margin=min(min(r - 2.0, 4.5 - r) for r in ratios), ties=True,
+                        tol_source="chosen threshold: 'by about three times' read as a ratio from 2 to 4.5",
                         kind="paper", source="Sec. 6.1: SNNGM reduced the number of iterations 'by about three times'"))
     nat = runs["adam-natural"]
     checks.append(Check("Adam (natural) from (0, 0.1), (0.5, 0.02): more iterations than Adam",
                         "more", tuple(_count(t) for t in nat[:2]),
-                        passed=all(_count(n) > _count(a) for n, a in zip(nat[:2], runs["adam"][:2])),
+                        margin=float(min(_count(n) - _count(a) for n, a in zip(nat[:2], runs["adam"][:2]))),
+                        tol_source="the paper's claim: more iterations (a tie fails)",
                         kind="paper", source="Sec. 6.1: natural gradients did not improve Adam (more iterations)"))
     checks.append(Check("Adam (natural) from (2, 0.01)", "diverged: negative sigma^2", nat[2].status, kind="paper",
+                        tol_source="exact",
                         source="Sec. 6.1: the run from (2, 0.01) was terminated after a negative sigma^2 update"))
     checks.append(Check("Adam (natural) from (2, 0.01): iteration at which sigma^2 < 0 (our reference count)", 14,
-                        nat[2].extra["failed_at"], kind="derived", source=FIG3_SOURCE,
+                        nat[2].extra["failed_at"], kind="derived", source=FIG3_SOURCE, tol_source="exact",
                         note="the paper only says the run was terminated"))
     opt_mu = tuple(round(float(t.mean[-1, 0]), 3) for t in runs["snngm"])
     checks.append(Check("SNNGM final mu from the three starts (optimum mu* = 1.07)", (1.07,) * 3, opt_mu, tol=0.01,
-                        kind="paper", source="Sec. 4.1: optimum (1.07, 0.002), marked in Fig. 1"))
+                        kind="paper", tol_source="printed precision: 1.07 (two decimals), with one unit for the "
+                                                 "stopping rule's early stop", source="Sec. 4.1: optimum (1.07, 0.002), marked in Fig. 1"))
     return checks
 
 
 @reproduction(
-    "tan2025-fig4",
+    "tan2025-fig4", items=('tan-thm3-fig4',),
     paper="Tan (2025)",
     what="Fig. 4: weights 1 - beta^(N-j+1) of the random index tau of Thm 3",
     settings="N = 10000, beta = 0.9",
@@ -104,10 +111,12 @@ def _fig4():
     w = optim.tau_weights(10000, 0.9)
     C = w.sum()
     return [
-        Check("number of weights <= 0.99", 43, int(np.sum(w <= 0.99)), kind="paper"),
+        Check("number of weights <= 0.99", 43, int(np.sum(w <= 0.99)), kind="paper", tol_source="exact"),
         Check("normaliser C = N - beta (1 - beta^N)/(1 - beta)", 10000 - 0.9 / 0.1 * (1 - 0.9**10000), float(C),
-              tol=1e-8, kind="derived", source="computed by us: the geometric sum of the weights 1 - beta^(N-j+1)"),
-        Check("C >= N - beta/(1 - beta)", True, bool(C >= 10000 - 9.0), kind="derived",
+              tol=1e-8, kind="derived", source="computed by us: the geometric sum of the weights 1 - beta^(N-j+1)",
+              tol_source="round-off"),
+        Check("C >= N - beta/(1 - beta)", ">= 9991", float(C), margin=float(C) - (10000 - 9.0), ties=True,
+              kind="derived", tol_source="exact: a bound (equality allowed)",
               source="computed by us: beta (1 - beta^N)/(1 - beta) <= beta/(1 - beta)"),
     ]
 
@@ -186,14 +195,16 @@ def loglinear_checks(res, rel: float = 1e-3, paper_setting: bool = False) -> lis
         if paper_setting:
             checks.append(Check(f"{cov}: exact-ELBO optimum L* (direct optimisation of the tractable ELBO)",
                                 DIGEST_OPTIMUM_D50[diagonal], round(Lstar, 1), tol=0.5, kind="derived",
+                                tol_source="chosen threshold: 0.5 on |L*| of 1e5 (printed to one decimal)",
                                 source="computed by us, independently, by direct optimisation of the tractable ELBO "
                                        "for our simulated draw (n = 1e5, d = 50, seed 0); the paper prints no optimum"))
         for name in ("snngm", "nagm", "vogn"):
-            ok = abs(fin[name] - Lstar) <= rel * abs(Lstar)
             paper = TABLE7_D50[diagonal][name] if paper_setting else f"L* = {Lstar:.1f} +- {rel:.1%}"
             label = optim.OPTIMIZERS[name]["label"]
             checks.append(Check(f"{cov}: {label} final ELBO (passes within {rel:.1%} of L* = {Lstar:.1f})",
-                                paper, round(fin[name], 1), passed=bool(ok), kind="paper" if paper_setting else "derived",
+                                paper, round(fin[name], 1), margin=rel * abs(Lstar) - abs(fin[name] - Lstar),
+                                ties=True, tol_source=f"chosen threshold: {rel:.1%} of |L*|",
+                                kind="paper" if paper_setting else "derived",
                                 source=("Table 7 (d = 50; the paper's own simulated draw, so the value is shown, the "
                                         "criterion is the distance to our optimum)") if paper_setting else
                                        "computed by us: the exact-ELBO optimum of this draw",
@@ -201,14 +212,15 @@ def loglinear_checks(res, rel: float = 1e-3, paper_setting: bool = False) -> lis
         best_ng = min(fin[k] for k in ("snngm", "nagm", "vogn"))
         paper = TABLE7_D50[diagonal]["adam"] if paper_setting else "below SNNGM, NAGM and VOGN"
         checks.append(Check(f"{cov}: Adam final ELBO (passes below SNNGM, NAGM and VOGN: Table 7 ordering)",
-                            paper, round(fin["adam"], 1), passed=bool(fin["adam"] < best_ng), kind="paper",
+                            paper, round(fin["adam"], 1), margin=best_ng - fin["adam"], kind="paper",
+                            tol_source="the paper's claim: Table 7's order (a tie fails)",
                             source="Table 7 (d = 50): Adam below SNNGM, NAGM and VOGN",
                             note=f"lowest of the three: {best_ng:.1f}"))
     return checks
 
 
 @reproduction(
-    "tan2025-loglinear-d50",
+    "tan2025-loglinear-d50", items=('tan-table7',),
     paper="Tan (2025)",
     what="Table 7 ordering: loglinear model d = 50, SNNGM/NAGM/VOGN reach the exact-ELBO optimum, Adam lags",
     slow=True,

