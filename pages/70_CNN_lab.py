@@ -3,7 +3,6 @@
 import hashlib
 import os
 import re
-import time
 
 import numpy as np
 import pandas as pd
@@ -14,7 +13,7 @@ import vilab_ui as ui
 from vilab.cnn import data as cdata
 from vilab.cnn import devices, models, results, train
 from vilab import plots
-from vilab.core import Trace, as_key
+from vilab.core import Job, Trace, as_key, run_batch
 from vilab.plots import cnn as pcnn
 
 ui.page(
@@ -333,33 +332,27 @@ if stop_btn:
     else:
         status_slot.info("No training was running.")
 
-if go_btn and methods:
-    data_run = data_full.subset(n_train if not online else None, None if online else min(len(data_full.y_test), 2000))
-    bar = status_slot.progress(0.0, text="Starting...")
-    t_press, skipped = time.monotonic(), []
-    for i, m in enumerate(methods):
+def train_job(m, data_run, bar, cut) -> Job:
+    """The batch's job of method ``m``: its finished run with these settings from the store, else trained now
+    within what is left of the budget (``progress`` and ``max_time`` from the batch), drawn live and kept in the
+    store; ``cut[m]`` says how far a run cut short by the budget got."""
+    lab = plots.label(m)
+
+    def fit(progress, max_time, **_):
         key = settings_key(m)
-        lab = plots.label(m)
         if key in store:  # finished before with the same settings: reuse
             st.session_state["cnn_shown"] = [k for k in st.session_state["cnn_shown"] if k != key] + [key]
-            continue
-        budget = TRAIN_BUDGET_S - (time.monotonic() - t_press)
-        if budget <= 0:
-            skipped.append(lab)
-            continue
+            return store[key]
         partial_key = key + ("partial",)
         st.session_state["cnn_running"] = key
+        i = methods.index(m)
         bar.progress(i / len(methods), text=f"{lab}: compiling the network's training step (10-20 s on a CPU the "
                                             "first time these shapes are used), then training...")
 
-        def prog(f, i=i, lab=lab):
-            what = f"{epochs} epochs" if not online else f"the stream of {T} examples"
-            bar.progress(min(1.0, (i + float(f)) / len(methods)), text=f"Training {lab}: {100 * float(f):.0f}% of {what}")
-
-        with ui.guard(f"training {lab}"):
+        try:
             if not online:
-                def on_epoch(partial, key=partial_key, m=m):
-                    s = summarise_vi(partial, key)
+                def on_epoch(partial):
+                    s = summarise_vi(partial, partial_key)
                     n_ep = len(s["elbo_epoch"])
                     s["label"] += f" (stopped after epoch {n_ep})"
                     s["rows"] = [dict(row, run=s["label"]) for row in s["rows"]]
@@ -374,15 +367,15 @@ if go_btn and methods:
 
                 b = key[5]  # the batch size (VOGN: at most 16)
                 r = train.vi_train(net, data_run, m, key=as_key(seed), alpha=alphas[m], epochs=epochs, batch_size=b,
-                                   progress=prog, on_chunk=on_epoch, eval_samples=10, elbo_draws=10, max_time=budget)
+                                   progress=progress, on_chunk=on_epoch, eval_samples=10, elbo_draws=10, max_time=max_time)
                 if r.status == "max_time":  # shown as far as it got (on_epoch kept it), not as finished
-                    skipped.append(f"{lab} (stopped after {len(train.per_epoch(r)['elbo_epoch'])} of {epochs} epochs)")
+                    cut[m] = f"{lab} (stopped after {len(train.per_epoch(r)['elbo_epoch'])} of {epochs} epochs)"
                 else:
                     store[key] = summarise_vi(r, key)
             else:
                 drawn = [-1]
 
-                def on_chunk(so_far, m=m, drawn=drawn, key=key):
+                def on_chunk(so_far):
                     if so_far.n_rows == drawn[0]:  # redraw only when a checkpoint was added
                         return
                     drawn[0] = so_far.n_rows
@@ -397,22 +390,47 @@ if go_btn and methods:
                 r = train.online_train(net, data_run, m, key=as_key(seed), T=T, sigma0_2=s02,
                                        alpha=None if alg == "bong" else lr,
                                        n_iter=n_iter if alg in ("blr", "bbb") else 1, n_checkpoints=8,
-                                       n_test=min(500, len(data_run.y_test)), n_mc=20, progress=prog,
-                                       on_chunk=on_chunk, max_time=budget)
+                                       n_test=min(500, len(data_run.y_test)), n_mc=20, progress=progress,
+                                       on_chunk=on_chunk, max_time=max_time)
                 if r.status == "max_time":  # shown as far as it got, not as finished
                     s = summarise_online(r, key)
                     s["label"] += f" (stopped at t = {r.n_steps})"
                     s["rows"] = [dict(row, run=s["label"]) for row in s["rows"]]
                     store[partial_key] = s
                     show_run(partial_key)
-                    skipped.append(f"{lab} (stopped at t = {r.n_steps})")
+                    cut[m] = f"{lab} (stopped at t = {r.n_steps})"
                 else:
                     store[key] = summarise_online(r, key)
             if key in store:
                 store.pop(partial_key, None)
                 st.session_state["cnn_shown"] = [k for k in st.session_state["cnn_shown"] if k != partial_key]
                 show_run(key)
-        st.session_state.pop("cnn_running", None)
+            return r
+        finally:
+            st.session_state.pop("cnn_running", None)
+
+    return Job.of(m, fit)
+
+
+def train_progress(bar):
+    """The batch's progress on ``bar``, while a run trains (a finished run reused draws nothing)."""
+    def show(p):
+        if st.session_state.get("cnn_running") == settings_key(p.name):
+            what = f"{epochs} epochs" if not online else f"the stream of {T} examples"
+            bar.progress(p.fraction, text=f"Training {plots.label(p.name)}: {100 * p.job_fraction:.0f}% of {what}")
+    return show
+
+
+if go_btn and methods:
+    data_run = data_full.subset(n_train if not online else None, None if online else min(len(data_full.y_test), 2000))
+    bar = status_slot.progress(0.0, text="Starting...")
+    cut = {}  # method -> how far a run cut short by the budget got
+    out = run_batch([train_job(m, data_run, bar, cut) for m in methods], progress=train_progress(bar),
+                    time_budget_s=TRAIN_BUDGET_S)
+    for m in out.errors:  # a method that failed warns; the others are kept
+        with ui.guard(f"training {plots.label(m)}"):
+            out.trace(m)
+    skipped = [cut[m] if m in cut else plots.label(m) for m in methods if m in cut or m in out.not_run]
     bar.progress(1.0, text="Done: " + ", ".join(plots.label(m) for m in methods) + ".")
     if skipped:
         status_slot.warning(f"One press of Train trains for at most {TRAIN_BUDGET_S:g} seconds; cut short or not run: "
