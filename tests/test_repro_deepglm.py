@@ -4,7 +4,6 @@ reports, honestly, the one claim it does not reproduce at the reduced n (about t
 import pytest
 
 from tests.repro_check import passes, run_audited
-from vilab import repro
 
 
 @pytest.mark.slow
