@@ -1,6 +1,6 @@
 """Adam vs SNNGM: the optimizers of Tan (2025) Sec. 6, their paths, and comparisons on real data."""
 
-import time
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -8,7 +8,7 @@ import streamlit as st
 
 import vilab_ui as ui
 from vilab import fields, optim, snngm_theory, tabular
-from vilab.core import as_key
+from vilab.core import Job, as_key, run_batch
 from vilab.plots import optim as oplots
 from vilab.plots import trajectories as tplots
 from vilab.repro import tan2025_optim as rep
@@ -109,6 +109,20 @@ def _run2d_now(m, name, alpha, param, estimator, n_iter, seed, progress=None, ma
                 final=tr.extra["final_elbo"], it=tr.extra["iterations"])
 
 
+def _run2d_job(name, alpha, param, estimator, n_iter, seed, **_):
+    """One run of the 2-D view or its step-size sweep: :func:`_run2d` (cached, so a run made before is drawn at
+    once)."""
+    return _run2d(name, alpha, param, estimator, n_iter, seed)
+
+
+def _sweep_progress(bar):
+    """The sweep's progress bar: the share of runs done and the run going."""
+    def show(p):
+        if p.job_fraction == 0.0:  # a run starts
+            bar.progress(p.index / p.n_jobs, text=p.name)
+    return show
+
+
 _FIT_WORDS = dict(what="the chosen optimizers", noun="runs", fewer="optimizers or iterations",
                   status=lambda r: r["status"])  # fit_on_press on the dicts of _fit2d
 FIT_CHUNK_2D = 50  # iterations between two reports of a fit on the user's data: Stop and the budget act this often
@@ -205,6 +219,26 @@ def _run_columns(store, covs, key_of, run, start_text):
                 bar.progress(min(1.0, (i + f) / len(covs)), text=f"{cov} covariance: {what}")
             store[key_of(diag)] = run(diag, _prog)
     bar.empty()
+
+
+def _rd_label(name, order, diag):
+    return f"{oplots.run_label(name, order)}, {'diagonal' if diag else 'full'}"
+
+
+def _rd_job(label, model, name, order, diag, alphas, n_epochs, bsize, seed):
+    """One run of the real-data comparison (the batch's stop flag and what is left of its budget passed on)."""
+    return Job.of(label, lambda progress, should_stop, max_time: optim.run(
+        model, name, key=as_key(seed), alpha=alphas[name], diagonal=diag, estimator=order or "second",
+        n_epochs=n_epochs, batch_size=bsize, progress=progress, chunk_iters=200, should_stop=should_stop,
+        max_seconds=max_time))
+
+
+def _rd_progress(bar):
+    """The comparison's progress bar: the batch's fraction, the run going and how far it is."""
+    def show(p):
+        if p.started:
+            bar.progress(p.fraction, text=f"run {p.index + 1} of {p.n_jobs}: {p.name} ({p.job_fraction:.0%})")
+    return show
 
 
 def _report_statuses(ours):
@@ -328,7 +362,11 @@ elif view == VIEWS[1]:
     mdl = csv2.model if csv2 is not None else None
     with fig_box, ui.guard("2-D logistic regression" if csv2 is None else "your data"):
         if csv2 is None:
-            runs = {name: _run2d(name, alphas[name], param, est, n_iter, ui.seed()) for name in chosen}
+            two = run_batch([Job.of(name, partial(_run2d_job, name, alphas[name], param, est, n_iter, ui.seed()))
+                             for name in chosen])
+            for name in two.errors:  # a failure leaves the view undrawn, as a warning
+                two.trace(name)
+            runs = dict(two.traces)
         else:  # your data: fitted when Fit is pressed, within a time budget (the CNN lab's Train)
             def _fit_one(name, progress=None, max_time=None):
                 return _fit2d(name, alphas[name], param, est, n_iter, ui.seed(), mkey, mdl, progress, max_time)
@@ -419,14 +457,14 @@ elif view == VIEWS[1]:
     elif st.button("Run the sweep", key="sweep_btn"):
         with ui.guard("sweep"):
             bar = st.progress(0.0, text="sweeping ...")
-            results = {}
-            for i, name in enumerate(chosen):
-                for j, a in enumerate(grid):
-                    bar.progress((i * len(grid) + j) / (len(chosen) * len(grid)),
-                                 text=f"{LABEL[name]}, α = {a:.2g}")
-                    results[(name, float(a))] = _run2d(name, float(a), param, est, n_iter, ui.seed())
+            jobs = {f"{LABEL[name]}, α = {a:.2g}": (name, float(a)) for name in chosen for a in grid}
+            swept = run_batch([Job.of(label, partial(_run2d_job, *job, param, est, n_iter, ui.seed()))
+                               for label, job in jobs.items()], progress=_sweep_progress(bar))
             bar.empty()
-            st.session_state["sweep_result"] = (sweep_config, _sweep_out(results))
+            for label in swept.errors:  # a failure leaves the sweep undrawn, as a warning
+                swept.trace(label)
+            st.session_state["sweep_result"] = (sweep_config,
+                                                _sweep_out({jobs[lab]: r for lab, r in swept.traces.items()}))
     if "sweep_result" in st.session_state:
         cfg, out = st.session_state["sweep_result"]
         if cfg != sweep_config:
@@ -541,30 +579,20 @@ elif view == VIEWS[3]:
                 bsize = {"full batch": None, "n/4": max(1, model.n // 4), "n/16": max(1, model.n // 16)}[batch]
                 store["config"], store["runs"] = config, {}
                 bar = st.progress(0.0, text="starting ... (the first run of each configuration compiles)")
-                t_press, cut, not_run = time.monotonic(), [], []
-                budget = FIT_BUDGET_S if csv3 is not None else None  # your data: one press computes at most this
-                for i, (name, order, diag) in enumerate(specs):
-                    if st.session_state.get("rd_stop"):
-                        break
-                    left = None if budget is None else budget - (time.monotonic() - t_press)
-                    label = f"{oplots.run_label(name, order)}, {'diagonal' if diag else 'full'}"
-                    if left is not None and left <= 0:
-                        not_run.append(label)
-                        continue
-
-                    def _prog(f, i=i, label=label):
-                        bar.progress(min(1.0, (i + f) / len(specs)),
-                                     text=f"run {i + 1} of {len(specs)}: {label} ({f:.0%})")
-
-                    tr = optim.run(model, name, key=as_key(ui.seed()), alpha=alphas3[name], diagonal=diag,
-                                   estimator=order or "second", n_epochs=n_epochs, batch_size=bsize, progress=_prog,
-                                   chunk_iters=200, should_stop=lambda: bool(st.session_state.get("rd_stop")),
-                                   max_seconds=left)
-                    if tr.status == "max_time":  # cut short by the budget: said, not shown as a result
-                        cut.append(label)
-                        continue
-                    store["runs"][(name, order, diag)] = oplots.comparison_summary(tr)
+                jobs = {_rd_label(*spec): spec for spec in specs}
+                out = run_batch([_rd_job(label, model, *spec, alphas3, n_epochs, bsize, ui.seed())
+                                 for label, spec in jobs.items()],
+                                progress=_rd_progress(bar), should_stop=lambda: bool(st.session_state.get("rd_stop")),
+                                time_budget_s=FIT_BUDGET_S if csv3 is not None else None)  # your data: at most this
+                # cut short by the budget: said, not shown as a result; a run the Stop button cut is shown
+                store["runs"] = {jobs[label]: oplots.comparison_summary(tr) for label, tr in out.traces.items()
+                                 if tr.status != "max_time"}
+                cut = [label for label in out.cut if out.status[label] == "max_time"]
+                not_run = [label for label in out.not_run if out.status[label] == "max_time"]
                 bar.empty()
+                for label in out.errors:
+                    with ui.guard("real data"):
+                        out.trace(label)
                 if cut or not_run:
                     st.warning(f"One press of Run comparison on your data computes for at most {FIT_BUDGET_S:g} "
                                "seconds: " + (f"cut short: {', '.join(cut)}. " if cut else "")
