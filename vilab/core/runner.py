@@ -168,14 +168,22 @@ def _loop(algorithm: Algorithm, n_buf: int, n_rows: int, batch_fn, rel_on: str, 
             return dict(c, i=i + 1, state=st2, key=jnp.where(failed, c["key"], key), k=k2, code=new_code,
                         prev=prev, obs=obs, infos=infos, pending=record, best=best)
 
-        def to_next_row(c):
-            """Steps until a row is due (or the run stops), then that row: thinned runs pay the
+        def to_row(c):
+            """Steps until a row is due (``pending``) or the run stops; thinned runs pay the
             bookkeeping of a row once per row, not once per step."""
-            c = jax.lax.while_loop(lambda c: running(c) & ~c["pending"], one_step, dict(c, pending=jnp.asarray(False)))
+            return jax.lax.while_loop(lambda c: running(c) & ~c["pending"], one_step, dict(c, pending=jnp.asarray(False)))
+
+        def write_row(c):
+            """The row that is due (the loop below enters this only when ``pending``)."""
             record = c["pending"]
             obs, code, best = c["obs"], c["code"], c["best"]
-            if not track:  # observe only the rows that are recorded (observe may be expensive)
-                obs = jax.lax.cond(record, algorithm.observe, lambda _: c["obs"], c["state"])
+            if not track:
+                # observe only the rows that are recorded (observe may be expensive), and outside a
+                # lax.cond: XLA hoists observe's loop-invariant work (a target's constants, e.g. the
+                # inverse and log-determinant of a Gaussian target's precision: three d x d
+                # factorisations) out of the loop, which it cannot do inside a conditional (there a
+                # row cost them every time: at d = 50 a recorded row cost more than the step)
+                obs = algorithm.observe(c["state"])
                 bad = record & ~fail_tab[code] & ~_finite_row(obs)  # a non-finite state found at a row
                 code = jnp.where(bad, NONFINITE, code)
                 # a blow-up found at a row: a collapsed / exploded covariance (scalar checks on what
@@ -193,7 +201,9 @@ def _loop(algorithm: Algorithm, n_buf: int, n_rows: int, batch_fn, rel_on: str, 
                         last=jnp.where(record, c["k"], c["last"]), pending=jnp.asarray(False), best=best)
 
         c0["rows"]["__iteration"] = jnp.zeros((n_rows,), jnp.int64)
-        out = jax.lax.while_loop(running, to_next_row, c0)
+        # steps to the first row, then (row, steps to the next row) while a row is due: every pass
+        # of the outer loop writes a row, so observe runs unconditionally (no lax.cond)
+        out = jax.lax.while_loop(lambda c: c["pending"], lambda c: to_row(write_row(c)), to_row(c0))
         steps = out["i"] - fail_tab[out["code"]].astype(jnp.int32)  # a rejected step is not taken
         carry_out = {k: out[k] for k in ("state", "key", "k", "code", "prev", "obs", "last", "best", "scale")}
         return carry_out, out["rows"], out["nrow"], out["infos"], steps
