@@ -158,15 +158,18 @@ def main(argv=None) -> None:
     p.add_argument("--epochs", type=int, default=300)
     p.add_argument("--vogn-epochs", type=int, default=7)
     p.add_argument("--optimizers", nargs="+", default=list(train.VI_OPTIMIZERS), choices=train.VI_OPTIMIZERS)
-    p.add_argument("--elbo-draws", type=int, default=100)
+    p.add_argument("--elbo-draws", type=int, default=100,
+                   help="draws of the final ELBO (ours: Tan 2025 does not state it)")
     p.add_argument("--methods", nargs="+", default=list(dict.fromkeys(FIG1 + FIG2)))
     p.add_argument("--T", type=int, default=2000)
-    p.add_argument("--n-test", type=int, default=1000)
+    p.add_argument("--n-test", type=int, default=1000,
+                   help="test images (the BONG authors' code default; not stated in the paper)")
     p.add_argument("--n-samples", type=int, default=100, help="M, samples of the mc-ef approximation")
     p.add_argument("--n-mc", type=int, default=100, help="S, samples of the MC predictive")
     p.add_argument("--sigma0-2", type=float, default=0.1)
     p.add_argument("--alpha", type=float, default=0.1)
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
+                   help="seeds (the paper: 3 trials; the seed values are ours)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--allow-cpu", action="store_true",
                    help="run the experiments without a GPU (at a reduced scale: fewer epochs, a shorter stream)")

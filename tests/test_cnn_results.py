@@ -31,7 +31,7 @@ def test_scale_notes_say_how_a_record_differs_from_the_paper():
     assert results.scale_notes(full) == []
     small = {"kind": "tan", "settings": dict(full["settings"], epochs=3, vogn_epochs=1, elbo_draws=10)}
     assert results.scale_notes(small) == ["3 epochs (paper: 300)", "1 VOGN epochs (paper: 7)",
-                                          "10 draws of the final ELBO (paper: 100)"]
+                                          "10 draws of the final ELBO (ours: 100)"]
     bong = {"kind": "bong", "settings": {"data": "digits", "T": 1000, "n_samples": 100, "n_mc": 100, "n_test": 1000,
                                          "seeds": [0]}}
     assert results.scale_notes(bong) == ["data digits (paper: mnist)", "1,000 stream length T (paper: 2,000)",

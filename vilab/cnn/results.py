@@ -29,13 +29,18 @@ __all__ = ["RECORDS", "ORDERING", "PAPER_SETTINGS", "assets_dir", "read", "recor
            "tan_rows", "tan_curves", "on_one_scale", "tan_notice", "bong_notice", "bong_rows", "bong_curves", "bong_figures", "ordering_rows", "HEADER_KEYS"]
 
 RECORDS = {"tan2025-table9-mnist": "tan", "bong-figs12-mnist": "bong"}  # file name stem -> kind
-# the papers' settings (Tan 2025 Sec. 8.3 / Table 9; Jones, Chang & Murphy Sec. 5.1, Figs 1-2), as
-# (setting key in the record, the paper's value, how to say it)
+# the full-scale settings (Tan 2025 Sec. 8.3 / Table 9; Jones, Chang & Murphy Sec. 5.1, Figs 1-2), as
+# (setting key in the record, the value, how to say it[, where the value comes from: "paper" when left out]). Three
+# are not printed in the papers: the final ELBO's draws (Tan states none: 100 is ours), BONG's test images (the
+# authors' code default) and the seed values (BONG's paper says 3 trials, not which seeds)
 PAPER_SETTINGS = {
     "tan": [("data", "mnist", "data"), ("n_train", 60000, "training images"), ("epochs", 300, "epochs"),
-            ("vogn_epochs", 7, "VOGN epochs"), ("batch", 128, "batch size"), ("elbo_draws", 100, "draws of the final ELBO")],
+            ("vogn_epochs", 7, "VOGN epochs"), ("batch", 128, "batch size"),
+            ("elbo_draws", 100, "draws of the final ELBO", "ours, not stated in the paper")],
     "bong": [("data", "mnist", "data"), ("T", 2000, "stream length T"), ("n_samples", 100, "samples M (mc-ef)"),
-             ("n_mc", 100, "draws of the MC predictive"), ("n_test", 1000, "test images"), ("seeds", [0, 1, 2], "seeds")],
+             ("n_mc", 100, "draws of the MC predictive"),
+             ("n_test", 1000, "test images", "authors' code default, not stated in the paper"),
+             ("seeds", [0, 1, 2], "seeds", "paper: 3 trials; the seed values are ours")],
 }
 ORDERING = "digits-ordering.json"
 HEADER_KEYS = ("experiment", "script", "date", "device", "settings", "results")
@@ -84,16 +89,18 @@ def scale_notes(rec: dict) -> list[str]:
     empty at the paper's setting."""
     st = rec.get("settings", {})
     notes = []
-    for key, paper, what in PAPER_SETTINGS.get(rec.get("kind", ""), []):
+    for key, paper, what, *origin in PAPER_SETTINGS.get(rec.get("kind", ""), []):
         v = st.get(key, paper if key == "n_train" else None)
         if v is None or v == paper:
             continue
+        said = origin[0].split(":")[0] if origin else "paper"  # "paper", "ours", "authors' code default"
+        said = said.split(",")[0]
         if isinstance(paper, list):
-            notes.append(f"{len(v)} {what} (paper: {len(paper)})")
+            notes.append(f"{len(v)} {what} ({said}: {len(paper)})")
         elif isinstance(paper, str):
-            notes.append(f"{what} {v} (paper: {paper})")
+            notes.append(f"{what} {v} ({said}: {paper})")
         else:
-            notes.append(f"{v:,} {what} (paper: {paper:,})")
+            notes.append(f"{v:,} {what} ({said}: {paper:,})")
     return notes
 
 
