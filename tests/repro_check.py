@@ -4,14 +4,9 @@ reads FAIL). Every test that runs a registry entry goes through :func:`audit`, s
 
 from vilab import repro
 
-#: entries whose module does not yet state tolerance sources (vilab/repro/kumar2025.py, owned by another session
-#: when the rest was labelled): they are audited for mutation but not for tolerance sources. The lead empties this
-#: list; tests/test_repro_registry.py::test_no_entry_is_exempt_from_the_tolerance_audit fails until it is empty.
-TOL_SOURCE_GAPS: set[str] = {
-    "kumar2025-fig1", "kumar2025-gd-pd", "kumar2025-lemma1", "kumar2025-ngflow-rate", "kumar2025-sign-flip",
-    "kumar2025-srvn-1d-quadratic", "kumar2025-t1", "kumar2025-t2-steps", "kumar2025-t3", "kumar2025-thm2",
-    "kumar2025-thm3", "kumar2025-vn-one-step", "kumar2025-vn-srvn-order2",
-}
+#: entries audited for mutation but not for tolerance sources, for a module whose tolerance sources are not yet
+#: stated; empty (tests/test_repro_registry.py::test_no_entry_is_exempt_from_the_tolerance_audit fails unless it is).
+TOL_SOURCE_GAPS: set[str] = set()
 
 
 def audit(res: repro.Result) -> repro.Result:
