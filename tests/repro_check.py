@@ -4,19 +4,11 @@ reads FAIL). Every test that runs a registry entry goes through :func:`audit`, s
 
 from vilab import repro
 
-#: entries audited for mutation but not for tolerance sources, for a module whose tolerance sources are not yet
-#: stated; empty (tests/test_repro_registry.py::test_no_entry_is_exempt_from_the_tolerance_audit fails unless it is).
-TOL_SOURCE_GAPS: set[str] = set()
-
-
 def audit(res: repro.Result) -> repro.Result:
     """Fail unless every compared check of ``res`` names its tolerance's source and reads FAIL when mutated."""
-    if res.name not in TOL_SOURCE_GAPS:
-        missing = repro.without_tol_source(res.checks)
-        assert not missing, f"{res.name}: these checks do not say where their tolerance comes from: {missing}"
+    missing = repro.without_tol_source(res.checks)
+    assert not missing, f"{res.name}: these checks do not say where their tolerance comes from: {missing}"
     for c in res.compared:
-        if c.passed is not None and res.name in TOL_SOURCE_GAPS:
-            continue  # a passed= check of a module not yet converted (see TOL_SOURCE_GAPS)
         m = c.mutated()  # ValueError for a passed= check: it must give its margin
         assert m.status == "FAIL", (res.name, c.quantity, c.as_dict(), m.as_dict())
     return res

