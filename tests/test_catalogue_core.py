@@ -328,3 +328,23 @@ def test_each_family_member_gets_an_algorithm_that_shares_the_compiled_loop():
     tb = core.run(b, key, b.init(key, start, rho=0.3), 200)
     assert tb.timings["compiled"] is False  # the family's loop, compiled for t1, serves t2
     np.testing.assert_allclose(tb.cov[-1], t2.cov, atol=1e-8)  # and it ran on t2
+
+
+def test_srvn_at_d50_spans_several_calls_with_the_numbers_of_one():
+    # a d = 50 row (mean, cov, factor: 40 kB) fills the runner's row buffer after ~126 rows, so 300
+    # recorded steps take three compiled calls; thinned to its end, the run is one call
+    from vilab.core import runner
+    from vilab.targets import gaussian_target
+
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((50, 50))
+    target = gaussian_target(rng.standard_normal(50), cov=A @ A.T / 50 + np.eye(50))
+    start = MeanCov(np.zeros(50), np.eye(50))
+    every = run("srvn", target, start, 300, 0.3)
+    assert runner._call_sizes(2 * 50 * 50 * 8 + 50 * 8 + 4 * 8, 1, True)[2] < 150
+    thin = run("srvn", target, start, 300, 0.3, record_every=300)
+    assert thin.iterations.tolist() == [0, 300] and every.iterations.tolist() == list(range(301))
+    np.testing.assert_array_equal(thin.mean[-1], every.mean[-1])
+    np.testing.assert_array_equal(thin.cov[-1], every.cov[-1])
+    np.testing.assert_array_equal(thin.extra["elbo"][-1], every.extra["elbo"][-1])
+    assert every.status == "max_steps" and every.objective[-1] < 1e-8 < every.objective[0]

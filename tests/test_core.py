@@ -304,3 +304,37 @@ def test_nan_info_values_mean_unknown_not_diverged():
     alg = Algorithm(ALG.init, lambda k, s, b: (ALG.step(k, s, b)[0], {"code": 0, "step_size": jnp.nan}), ALG.observe)
     tr = run(alg, key, alg.init(key, START), 20)
     assert tr.status == "max_steps" and tr.n_steps == 20 and np.all(np.isnan(tr.step_sizes))
+
+
+def test_a_new_run_length_or_thinning_never_compiles_again():
+    # the loop's buffers depend on the size of a row only: one compiled program for every n_steps
+    alg = make_gd(M + 0.25, P)  # a fresh Algorithm: its first run compiles
+    key = jax.random.PRNGKey(0)
+    s0 = alg.init(key, START)
+    assert run(alg, key, s0, 5).timings["compiled"] is True
+    for n, every in ((40, 1), (700, 1), (3000, 1), (21, 4), (2999, 250)):
+        tr = run(alg, key, s0, n, record_every=every)
+        assert tr.timings["compiled"] is False, (n, every)
+        assert tr.n_steps == n and tr.iterations.tolist() == list(range(0, n + 1, every)) + ([n] if n % every else [])
+
+
+def test_a_run_longer_than_one_call_equals_a_python_loop_and_host_chunks():
+    # a 2-D row is far below ROW_BUFFER_BYTES, so a call takes STEPS_PER_CALL - 2 recorded steps:
+    # 2,500 steps are three compiled calls
+    from vilab.core import runner
+
+    key = jax.random.PRNGKey(2)
+    s0 = ALG.init(key, START, rho=0.01)
+    n = 2500
+    assert runner._call_sizes(7 * 8 + 8, 1, True)[2] < n // 2
+    tr = run(ALG, key, s0, n)
+    ref, last = _manual(ALG, key, s0, n)
+    np.testing.assert_allclose(tr.mean, ref, rtol=0, atol=1e-14)  # eager steps round as compiled ones may not
+    assert tr.iterations.tolist() == list(range(n + 1)) and tr.step_sizes.shape == (n,)
+    np.testing.assert_allclose(np.asarray(tr.state.Sigma), np.asarray(last.Sigma), rtol=0, atol=1e-14)
+    host = run(ALG, key, s0, n, chunk_size=333)
+    thin = run(ALG, key, s0, n, record_every=7)
+    np.testing.assert_array_equal(host.mean, tr.mean)
+    np.testing.assert_array_equal(host.objective, tr.objective)
+    np.testing.assert_array_equal(thin.mean, tr.mean[thin.iterations])
+    np.testing.assert_array_equal(thin.objective, tr.objective[thin.iterations])

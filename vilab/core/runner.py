@@ -5,10 +5,13 @@ algorithm, rejects a diverging step, applies the stopping rules and writes rows 
 buffers (an inner loop takes the steps between two rows, so a thinned run pays for a row once).
 Two ways to use it:
 
-* **compiled** (default): the whole run is one call of the compiled loop. Buffers are sized to the
-  next power of two above ``n_steps``, so moving a slider reuses the compiled program; a 1,000-step
+* **compiled** (default): the run is one call of the compiled loop, or a few for a long run: the
+  loop's buffers depend on the size of a row only (:func:`_call_sizes`: at most
+  :data:`ROW_BUFFER_BYTES` of rows and :data:`STEPS_PER_CALL` steps a call), never on ``n_steps``
+  or ``record_every``, so a new run length or thinning reuses the compiled program; a 1,000-step
   2-D run takes a few milliseconds once compiled. :func:`run_many` vmaps the same loop over a batch
-  of starting states (step-size sweeps, many starting points).
+  of starting states (step-size sweeps, many starting points; its buffers are sized to the next
+  power of two above ``n_steps``).
 * **host**: given ``chunk_size``, ``max_time``, ``progress``, ``should_stop``, ``host_stop`` or
   ``on_chunk``, the runner calls the compiled loop on chunks of steps and, between chunks, reports
   progress, hands the Trace so far to live figures, honours a stop button and a time budget, and
@@ -471,6 +474,27 @@ def _rows_for(n_buf: int, record_every: int) -> int:
     return bucket(n_buf // int(record_every) + 3, least=4)
 
 
+#: The most bytes of rows one compiled call of :func:`run` holds (its row buffer): with rows of
+#: ``b`` bytes a call records up to the largest power of two <= ROW_BUFFER_BYTES / b rows (at least
+#: 8, at most STEPS_PER_CALL); a longer run takes several calls.
+ROW_BUFFER_BYTES = 8 * 2**20
+#: The most steps one compiled call of :func:`run` takes when it keeps per-step info or reads a
+#: batch array (the length of those buffers).
+STEPS_PER_CALL = 1024
+
+
+def _call_sizes(row_bytes: int, record_every: int, step_buffers: bool) -> tuple[int, int, int]:
+    """(step-buffer length, row-buffer length, most steps a call takes) of :func:`run`'s compiled
+    loop: they depend on the size of a row only, not on n_steps or record_every, so one compiled
+    program serves every run length. A call of n steps records at most n // record_every + 2 rows
+    (the multiples of record_every, and the end)."""
+    fit = max(1, ROW_BUFFER_BYTES // max(1, int(row_bytes)))
+    n_rows = max(8, min(STEPS_PER_CALL, 1 << (fit.bit_length() - 1)))
+    n_buf = STEPS_PER_CALL if step_buffers else 8
+    per_call = (n_rows - 2) * int(record_every)
+    return n_buf, n_rows, int(min(per_call, n_buf if step_buffers else MAX_STEPS))
+
+
 def _compiled(algorithm, n_buf, n_rows, batches, rel_on, below_on, track, vmapped, keep_info=True, moves=False):
     mode = "none" if batches is None else ("fn" if callable(batches) else "arrays")
     key = (_identity(algorithm), n_buf, n_rows, mode, rel_on, below_on, track, vmapped, keep_info, moves,
@@ -587,15 +611,16 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
         if fn is not None and not callable(fn):
             raise ValueError(f"{name} must be a function (or None); got {fn!r}.")
     chunk = int(chunk_size or 500) if host else max(int(n_steps), 1)
-    n_buf = bucket(chunk)
     settings = {**dict(algorithm.settings), "n_steps": int(n_steps), "record_every": int(record_every),
                 "rel_tol": None if rel_tol == _NEG_INF else rel_tol, "below": None if below == _NEG_INF else below}
     t0 = time.perf_counter()
     carry, start_obs = _start_carry(algorithm, key, state, start_iteration, rel_tol_on, below, below_on)
     track = rel_tol != _NEG_INF or below != _NEG_INF
-    n_rows = _rows_for(n_buf, record_every)
-    if not keep_info and (batches is None or callable(batches)):
-        n_buf = 8  # no per-step buffer: runs of any length with the same row count share one loop
+    # the compiled loop's buffers do not depend on n_steps (nor on record_every): a run longer than
+    # one call's buffers takes several calls (same keys, same numbers), so a new run length never
+    # compiles again
+    n_buf, n_rows, per_call = _call_sizes(_nbytes(start_obs) + 8, int(record_every),
+                                          bool(keep_info) or not (batches is None or callable(batches)))
     fn = _compiled(algorithm, n_buf, n_rows, batches, rel_tol_on, below_on, track, False, bool(keep_info),
                    rel_tol != _NEG_INF)
     fail_tab = _failure_table(algorithm)[0]
@@ -608,18 +633,20 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
     rows_list, infos_list, taken = [], [], []
     done, host_status, first = 0, None, None
     args = (np.float64(rel_tol), np.float64(below), np.int64(record_every))
-    b_first = _loop_arg(_pad_batches(batches, 0, min(chunk, n_steps), n_buf)) if n_steps else None
+    n_first = min(chunk, per_call, n_steps)
+    b_first = _loop_arg(_pad_batches(batches, 0, n_first, n_buf)) if n_steps else None
     if n_steps:
-        _check_memory(fn, (carry, b_first, np.int32(min(chunk, n_steps)), n_total, *args), start_obs, n_steps,
+        _check_memory(fn, (carry, b_first, np.int32(n_first), n_total, *args), start_obs, n_steps,
                       record_every, keep_info, n_buf)
     t_run0 = time.perf_counter()
     while done < n_steps and int(carry["code"]) == 0:
-        n = min(chunk, n_steps - done)
+        # one compiled call: at most per_call steps, never past the end of the host chunk
+        n = min(per_call, min(n_steps, (done // chunk + 1) * chunk) - done)
         b = b_first if done == 0 else _loop_arg(_pad_batches(batches, done, n, n_buf))
         start = carry
         carry, rows, nrow, infos, steps = fn(start, b, np.int32(n), n_total, *args)
         if rejected(carry):
-            # a step was rejected: the loop kept the rejected state (see _loop); run the chunk again
+            # a step was rejected: the loop kept the rejected state (see _loop); run the call again
             # up to the last valid step (same keys, same numbers), which also records that iterate
             n_ok = int(steps)
             again, rows, nrow, _, _ = fn(start, b, np.int32(n_ok), np.int64(int(start["k"]) + n_ok), *args)
@@ -633,7 +660,7 @@ def run(algorithm: Algorithm, key, state, n_steps: int, *, batches=None, record_
         done += n
         if int(carry["code"]) != 0:
             break
-        if not host:
+        if not host or (done % chunk and done < n_steps):  # the host acts between chunks
             continue
         if progress is not None:
             progress(min(1.0, done / max(n_steps, 1)))
