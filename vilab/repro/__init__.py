@@ -49,7 +49,7 @@ from typing import Any, Callable
 
 __all__ = ["KINDS", "ENTRY_KINDS", "TOL_SOURCES", "Check", "Reproduction", "Result", "reproduction", "entries", "get", "run",
            "table_rows", "format_value", "import_errors", "kind_label", "unlabelled", "without_tol_source",
-           "tol_source_error", "verdict_text", "PENDING_ITEMS", "entry_items", "inventory_markdown"]
+           "tol_source_error", "verdict_text", "entry_items", "inventory_markdown"]
 
 
 #: kinds of reference value: printed in the paper, derived by us for a setting the paper does not pin, or a value
@@ -409,15 +409,9 @@ def run(name: str) -> Result:
     return Result(rep.name, rep.paper, rep.what, checks, time.perf_counter() - t0, err, rep.kind, rep.source)
 
 
-#: items of entries that do not yet declare them in ``@reproduction(..., items=...)`` (entry name -> item keys), for a
-#: module being edited elsewhere when items are added; empty now that every entry declares its own
-#: (tests/test_inventory.py::test_no_items_are_pending fails unless it is empty).
-PENDING_ITEMS: dict[str, tuple[str, ...]] = {}
-
-
 def entry_items(rep: Reproduction) -> tuple[str, ...]:
     """The paper items ``rep`` declares it exercises (keys of ``vilab.repro._inventory.ITEMS``)."""
-    return rep.items or PENDING_ITEMS.get(rep.name, ())
+    return rep.items
 
 
 def inventory_markdown() -> str:
