@@ -58,15 +58,56 @@ const FULL_SCREEN = {
 };
 
 // The height the page's CSS asks for (C2: --vilab-chart-height on an ancestor, any CSS length), in px, or null.
+// On the stage (lecture mode) the figure's caption, the first "what to notice" box right under it, ends on
+// the first screen: the figure gives up what the caption needs beyond the room the CSS left it, as long as it keeps
+// STAGE_SHARE of the screen (the stage's figure covers at least 60 %); a caption longer than that scrolls in its box.
+const CAPTION = '[data-testid="stAlertContainer"]';
+const CAPTION_PAD_PX = 6;
+const STAGE_SHARE = 0.62;
+const CAPTION_GAP_PX = 120;  // a caption starts at most this far under the figure (a button row may stand between)
 function stageHeight(parent) {
   const host = parent instanceof ShadowRoot ? parent.host : parent;
-  if (!getComputedStyle(host).getPropertyValue("--vilab-chart-height").trim()) return null;
+  if (!getComputedStyle(host).getPropertyValue("--vilab-chart-height").trim()) {
+    const main = document.querySelector(".st-key-main_figure");
+    if (!main || !getComputedStyle(main).getPropertyValue("--vilab-chart-height").trim()) {
+      for (const el of document.querySelectorAll("[data-vilab-fit]")) {  // lecture mode is off: as Streamlit drew it
+        el.style.maxHeight = ""; el.style.overflowY = ""; delete el.dataset.vilabFit;
+      }
+    }
+    return null;
+  }
   const probe = document.createElement("div");
   probe.style.cssText = "position:absolute;visibility:hidden;pointer-events:none;width:0;height:var(--vilab-chart-height)";
   parent.appendChild(probe);
-  const h = probe.getBoundingClientRect().height;
+  let h = probe.getBoundingClientRect().height;
   probe.remove();
-  return h > 0 ? Math.max(160, Math.floor(h)) : null;
+  if (!(h > 0)) return null;
+  const cap = captionOf(host);
+  const gd = parent.querySelector(":scope > .vilab-chart");
+  const below = cap && gd ? cap.getBoundingClientRect().top - gd.getBoundingClientRect().bottom : Infinity;
+  if (below >= 0 && below <= CAPTION_GAP_PX) {  // a caption right under the figure (not a note further down)
+    cap.style.maxHeight = "";  // its own height
+    const box = cap.getBoundingClientRect();
+    const top = box.top + window.scrollY - gd.getBoundingClientRect().height;  // with a figure of height 0
+    const room = window.innerHeight - CAPTION_PAD_PX - top;  // for the figure and its caption
+    const need = box.height;
+    const keep = Math.min(h, (STAGE_SHARE * window.innerWidth * window.innerHeight) / Math.max(1, gd.getBoundingClientRect().width));
+    const fig = Math.max(Math.min(h, room - need), keep);
+    cap.dataset.vilabFit = "1";
+    cap.style.maxHeight = Math.max(48, Math.floor(room - fig)) + "px";
+    cap.style.overflowY = "auto";
+    h = fig;
+  }
+  return Math.max(160, Math.floor(h));
+}
+
+function captionOf(host) {
+  const main = host.closest('[data-testid="stMain"]');
+  if (!main) return null;
+  for (const el of main.querySelectorAll(CAPTION)) {
+    if (host.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) return el;
+  }
+  return null;
 }
 
 // the frames' names are iterations: the number in a name, for order and for the position reported
@@ -168,8 +209,9 @@ function appendFrames(gd, Plotly, p, frames, play) {
   });
 }
 
-// A place (or window) that changes size is followed a moment later: when the page's run restyles it (lecture mode
-// toggled), the run's new figure comes within that moment and is drawn once, at the new size.
+// A place (or window, or the stage's column with the figure's caption) that changes size is followed a moment later:
+// when the page's run restyles it (lecture mode toggled), the run's new figure comes within that moment and is drawn
+// once, at the new size.
 function follow(gd, Plotly, parentElement, size) {
   if (gd.__vilabResize) return;
   const later = () => {
@@ -184,7 +226,13 @@ function follow(gd, Plotly, parentElement, size) {
     }, RESIZE_WAIT_MS);
   };
   gd.__vilabResize = { observer: typeof ResizeObserver !== "undefined" ? new ResizeObserver(later) : null, later };
-  if (gd.__vilabResize.observer) gd.__vilabResize.observer.observe(parentElement);
+  if (gd.__vilabResize.observer) {
+    gd.__vilabResize.observer.observe(parentElement);
+    // the stage's column: its caption comes after the figure is drawn, and is taller on a narrower screen
+    const host = parentElement instanceof ShadowRoot ? parentElement.host : parentElement;
+    const column = host.closest('[data-testid="stColumn"]');
+    if (column) gd.__vilabResize.observer.observe(column);
+  }
   window.addEventListener("resize", later);
 }
 
@@ -279,6 +327,8 @@ export default function (component) {
         startPlay(gd, Plotly, frames, play, setStateValue, base);
       }
     });
+  }).then(() => {  // on the stage the caption comes after the figure (or with a later message): fitted a moment later
+    if (seq === gd.__vilabSeq && gd.__vilabResize && !gd.__vilabPlay) gd.__vilabResize.later();
   }).catch((e) => {
     stopPlay(gd);
     gd.textContent = "This chart could not be drawn: " + e.message;
