@@ -348,3 +348,30 @@ def test_srvn_at_d50_spans_several_calls_with_the_numbers_of_one():
     np.testing.assert_array_equal(thin.cov[-1], every.cov[-1])
     np.testing.assert_array_equal(thin.extra["elbo"][-1], every.extra["elbo"][-1])
     assert every.status == "max_steps" and every.objective[-1] < 1e-8 < every.objective[0]
+
+
+@pytest.mark.parametrize("d", [2, 10, 50])
+def test_srvn_on_a_gaussian_computes_eq17_directly_and_agrees_with_the_general_path(d):
+    # Kumar et al. Eq. 17 with H = Lambda (catalogue.srvn_gaussian) against the general path: grad_C =
+    # tril(2 G C) from exact expectations (Sigma^-1 by Cholesky, the Hessian by autodiff) into Tan's
+    # Thm 1(i) (vilab.algorithms.step, which tan-1N shares)
+    from vilab.algorithms import catalogue, step
+    from vilab.targets import gaussian_target
+
+    rng = np.random.default_rng(d)
+    A = rng.standard_normal((d, d))
+    target = gaussian_target(rng.standard_normal(d), cov=A @ A.T / d + np.eye(d))
+    B = rng.standard_normal((d, d)) / np.sqrt(d)
+    C = np.tril(B) + np.diag(np.abs(np.diag(B)) + 0.5)
+    mu = rng.standard_normal(d)
+    ref = step("srvn", target, State(jnp.asarray(mu), jnp.asarray(C)), 0.3)
+    mu2, C2 = jax.jit(catalogue.srvn_gaussian)(mu, C, target.mean, target.info["precision"], 0.3)
+    np.testing.assert_allclose(mu2, ref.mu, rtol=1e-12, atol=1e-12 * np.max(np.abs(ref.mu)))
+    np.testing.assert_allclose(C2, ref.M, rtol=1e-12, atol=1e-12 * np.max(np.abs(ref.M)))
+    assert not np.array_equal(np.asarray(C2), np.asarray(C))
+    # whole runs: srvn (Eq. 17 directly) and tan-1N (the general path), the same status and iterates
+    start = MeanCov(np.zeros(d), np.eye(d))
+    a, b = run("srvn", target, start, 60, 0.3, kl_tol=1e-10), run("tan-1N", target, start, 60, 0.3, kl_tol=1e-10)
+    assert a.status == b.status and a.n_steps == b.n_steps
+    np.testing.assert_allclose(a.mean, b.mean, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a.cov, b.cov, rtol=0, atol=1e-12)
