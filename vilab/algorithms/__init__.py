@@ -36,8 +36,9 @@ steps, ``rel_tol`` (|dL| < tol |L|), ``kl_tol`` (Gaussian targets). A run that l
 Gaussian family (non-PD, singular factor, non-finite or exploding values) stops with status
 "diverged: <reason>" and keeps the iterates before the failure; bad input (step size <= 0, a
 start that is not a proper Gaussian or where log p is not finite, unknown options) raises
-ValueError. The runner's compiled loop is reused for new starts, step sizes, keys, tolerances and
-any ``n_steps`` up to the same power of two, and for every member of a target family
+ValueError. The runner's compiled loop is reused for new starts, step sizes, keys, tolerances, any
+``n_steps`` and any ``record_every`` (sweeps: ``n_steps`` up to the same power of two), and for every
+member of a target family
 (``Target.family``: Gaussian, Student-t, banana), whose parameters are run-time data in the state;
 ``trace_count()`` counts the catalogue steps traced so far.
 """

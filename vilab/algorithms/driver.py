@@ -4,8 +4,10 @@
 the method's chart point of a start. There is no loop here: the runner's is the only one.
 
 Compiled loops are the runner's, keyed on the Algorithm (one per method, target or target family and
-settings) and the buffer length (``n_steps`` rounded up to a power of two): the start, step size(s),
-key, ``n_steps`` and the tolerances are run-time values, so moving a slider reuses the compiled loop.
+settings) and the size of a row (their buffers do not depend on ``n_steps`` or ``record_every``):
+the start, step size(s), key, ``n_steps``, the thinning and the tolerances are run-time values, so
+moving a slider reuses the compiled loop (a sweep, :func:`run_sweep`, compiles per power of two of
+``n_steps``).
 A member of a parametric family (``target.family``) carries its ``params`` in the state, so a new
 member (a moved condition-number or degrees-of-freedom slider) reuses the family's loop.
 """
