@@ -470,7 +470,9 @@ class Live:
         if want and pl["end"] is None and pl["brk"] is None:
             self._extend(pl, draw, frame_step, want)
         _send(pl)
-        self._more = bool(_wanted(pl, self.it)) and pl["end"] is None and pl["brk"] is None
+        # the first message of a stretch ends its run (no rerun at once): the browser draws an element's new data
+        # when the run that sent it is over, and its first report asks for the next frames
+        self._more = bool(_wanted(pl, self.it)) and pl["end"] is None and pl["brk"] is None and start is None
         return _runs_at(pl, self.it)
 
     def _ended(self, msg: str | None) -> None:
