@@ -6,7 +6,7 @@ import streamlit as st
 
 import vilab
 import vilab_ui as ui
-from vilab.compile_cache import enable_for_server
+from vilab.core.compile_cache import enable_for_server
 from vilab_ui import decks, glossary
 
 # lecture mode is a stage: the sidebar starts closed (its button at the top left, or the keyboard, opens it)

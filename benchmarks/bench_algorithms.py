@@ -19,8 +19,8 @@ import numpy as np
 import vilab  # noqa: F401
 from vilab import core
 from vilab.algorithms import METHODS, algorithm, run, run_sweep
-from vilab.flows import flow
-from vilab.gaussian import CholCov
+from vilab.theory.flows import flow
+from vilab.family.gaussian import CholCov
 from vilab.targets import gaussian_target
 from vilab.targets.papers import horseshoe_crab_toy, kumar_t2, kumar_t3
 

@@ -5,7 +5,7 @@ app.py``), drives headless Chromium (/usr/bin/chromium) and, for every page in p
 pages are measured too):
 
 * **cold load**: the page opened first on a fresh server process, with JAX's persistent compilation
-  cache (vilab/compile_cache.py) and the pages' results kept on disk (Streamlit's ``persist="disk"`` folder,
+  cache (vilab/core/compile_cache.py) and the pages' results kept on disk (Streamlit's ``persist="disk"`` folder,
   vilab_ui/caching.py; the server's HOME points into the folder) in a folder of its own: once with the folder empty (``cold, empty cache``) and once with the folder filled
   by an earlier server that served every page (``cold, filled cache``: a restarted server, or a replica
   of ``vilab hall``);

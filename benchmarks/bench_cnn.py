@@ -1,4 +1,4 @@
-"""Examples per second of one VI training epoch (each optimizer of vilab.optim) and of BONG-family
+"""Examples per second of one VI training epoch (each optimizer of vilab.algorithms.optim) and of BONG-family
 stream steps (each method the CNN lab offers), on whatever device jax offers. Compilation and the
 test-set evaluations are excluded; the device is printed with the table (and recorded with --json).
 

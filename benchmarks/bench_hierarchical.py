@@ -4,7 +4,7 @@ Synthetic Epi II-shaped Poisson random-slope data with n = 10, 59, 200 subjects 
 
 * Tan (2025) Algorithm 2S with SNNGM. sparse: ``vilab.hierarchical.fit`` (block storage, Theorem 4 by
   blocks, O(n) per iteration); dense: the same iteration on the d x d factor with the dense Theorem 4
-  formula ``vilab.natgrad.natural_grad_chol_prec_arrow`` and dense triangular solves.
+  formula ``vilab.family.natgrad.natural_grad_chol_prec_arrow`` and dense triangular solves.
 * Chen, Nott & Tan KLD and SDb (B = 5), Adadelta. sparse: ``vilab.hierarchical.fit`` (low-rank masked
   gradients); dense: ``vilab.divergences.stochastic.grad_kl`` / ``grad_sdb`` on the d x d factor
   with the arrow mask (the paper's Tables 4-5 as written, O(d^3) per iteration for SDb).
@@ -29,9 +29,10 @@ import jax.numpy as jnp
 import numpy as np
 
 import vilab  # noqa: F401  (float64)
-from vilab import natgrad, optim
+from vilab.family import natgrad
+from vilab.algorithms import optim
 from vilab.divergences import stochastic as sto
-from vilab.hierarchical import families as fam
+from vilab.family import block as fam
 from vilab.hierarchical.fit import fit
 from vilab.hierarchical.models import synthetic_glmm
 

@@ -33,7 +33,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import vilab  # noqa: E402,F401
-from vilab.nets import make_mlp  # noqa: E402
+from vilab.models.nets import make_mlp  # noqa: E402
 from vilab.online import categorical, init_belief, make_method  # noqa: E402
 from vilab.online.digits import digits_model, load_digits_split  # noqa: E402
 from vilab.online.likelihoods import encode_all  # noqa: E402

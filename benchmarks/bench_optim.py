@@ -1,4 +1,4 @@
-"""Time per iteration of the optimizers of vilab.optim (jitted, lax.scan) against plain numpy.
+"""Time per iteration of the optimizers of vilab.algorithms.optim (jitted, lax.scan) against plain numpy.
 
 Problems (Tan (2025) Sec. 8):
   * full-covariance logistic regression on the breast cancer data (d = 31 with intercept,
@@ -7,7 +7,7 @@ Problems (Tan (2025) Sec. 8):
 The numpy reference implements the same update (estimator + optimizer) step by step below.
 Prints a table: ms per iteration (jax, best of 3 runs after compiling), ms per iteration
 (numpy, best of 3), the ratio numpy / jax (> 1: the jitted optax version is faster) and the
-compile time. tests/test_optim.py checks that NumpyStep and vilab.optim take the same steps.
+compile time. tests/test_optim.py checks that NumpyStep and vilab.algorithms.optim take the same steps.
 Run: python benchmarks/bench_optim.py [--quick]   (--quick: Adam, SNNGM, NAGM, VOGN only)
 """
 
@@ -21,7 +21,7 @@ import numpy as np
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 
 import vilab  # noqa: F401
-from vilab import optim
+from vilab.algorithms import optim
 from vilab.targets import regression as R
 
 
@@ -43,7 +43,7 @@ def unvech(v, d):
 
 
 class NumpyStep:
-    """One iteration of estimator + optimizer in numpy (same equations as vilab.optim)."""
+    """One iteration of estimator + optimizer in numpy (same equations as vilab.algorithms.optim)."""
 
     def __init__(self, model, name, alpha, param, batch, exact):
         self.m, self.name, self.alpha, self.param, self.B, self.exact = model, name, alpha, param, batch, exact
@@ -147,7 +147,7 @@ class NumpyStep:
 
 
 def bench(model, name, alpha, batch, exact, n_jax, n_np, repeat=3):
-    """ms per iteration of vilab.optim.run (jitted, compiled once) and of NumpyStep; best of ``repeat``."""
+    """ms per iteration of vilab.algorithms.optim.run (jitted, compiled once) and of NumpyStep; best of ``repeat``."""
     est = "exact" if exact else "second"
     param = "chol_prec" if name == "vogn" else "chol_cov"
     record = "epoch" if batch < model.n else "auto"

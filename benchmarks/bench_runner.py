@@ -33,7 +33,7 @@ import numpy as np
 
 import vilab
 from vilab import algorithms
-from vilab.gaussian import MeanCov
+from vilab.family.gaussian import MeanCov
 from vilab.targets import gaussian_target
 
 N_STEPS = {2: 400, 10: 400, 50: 200, 200: 50}

@@ -5,7 +5,7 @@ from pathlib import Path
 import streamlit as st
 
 import vilab_ui as ui
-from vilab import fields as vf
+from vilab.theory import fields as vf
 from vilab import plots
 from vilab.plots import fields as fplots
 from vilab.targets.papers import horseshoe_crab_toy

@@ -9,9 +9,9 @@ import streamlit as st
 import vilab_ui as ui
 from vilab_ui import live as ui_live
 from vilab_ui import starts as starts_ui
-from vilab import fields as vf
+from vilab.theory import fields as vf
 from vilab import plots
-from vilab.fields_live import run_1d_schedule
+from vilab.theory.fields_live import run_1d_schedule
 from vilab.plots import fields as fplots
 from vilab.targets import gaussian_target
 from vilab.targets.papers import horseshoe_crab_toy

@@ -5,10 +5,12 @@ import pandas as pd
 import streamlit as st
 
 import vilab_ui as ui
-from vilab import plots, stability, tabular
+from vilab import plots
+from vilab.theory import stability
+from vilab.targets import tabular
 from vilab.algorithms import algorithm, run
 from vilab.core import as_key
-from vilab.gaussian import CholCov
+from vilab.family.gaussian import CholCov
 from vilab.plots import density_contour
 from vilab.plots import trajectories as tplots
 from vilab.targets import banana, rotated_gaussian_2d, student_t_2d

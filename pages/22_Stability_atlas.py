@@ -8,7 +8,8 @@ import numpy as np
 import streamlit as st
 
 import vilab_ui as ui
-from vilab import guarantees, plots, stability
+from vilab.theory import guarantees, stability
+from vilab import plots
 from vilab.plots import atlas as aplots
 
 ui.page(

@@ -5,8 +5,8 @@ import pandas as pd
 import streamlit as st
 
 import vilab_ui as ui
-from vilab import definiteness
-from vilab import natgrad as ng
+from vilab.theory import definiteness
+from vilab.family import natgrad as ng
 from vilab.core import as_key
 from vilab.plots import pd as pdplots
 from vilab.targets.crabs import CRAB_MODELS, horseshoe_crabs

@@ -5,9 +5,9 @@ import pandas as pd
 import streamlit as st
 
 import vilab_ui as ui
-from vilab import discretisation, guarantees, stability
-from vilab.flows import flow
-from vilab.gaussian import CholCov
+from vilab.theory import discretisation, guarantees, stability
+from vilab.theory.flows import flow
+from vilab.family.gaussian import CholCov
 from vilab import plots
 from vilab.plots import density_contour
 from vilab.plots import flows as flplots
@@ -24,7 +24,7 @@ ui.page(
 
 TARGETS = ["Bayesian linear regression (T2)", "correlated Gaussian"]  # URL values
 TARGET_NAMES = {TARGETS[0]: "linear regression", TARGETS[1]: "correlated Gaussian"}
-# flow name -> (kind for vilab.flows.flow, the look of the methods it is the limit of)
+# flow name -> (kind for vilab.theory.flows.flow, the look of the methods it is the limit of)
 FLOWS = {"natural": ("natural-mv", "natural"), "Wasserstein": ("wasserstein", "wasserstein"),
          "Euclidean (m, V)": ("euclidean-mv", "gd-mv"), "Euclidean (m, C)": ("euclidean-mc", "gd-mc")}
 DISCRETE = ["vn", "srvn", "gd-mv", "gd-mc", "bwgd", "fbgvi"]
@@ -213,7 +213,7 @@ def gradient_flows():
 
 # ------------------------------------------------------------ below the flows: one row of tabs, only the open one
 # is computed and drawn (a new visitor's first load draws the KL figure and one tab, not every figure of the page)
-from vilab import kumar_logistic as klog  # noqa: E402
+from vilab.models import kumar_logistic as klog  # noqa: E402
 
 T3_HORIZON, T3_MAX_STEPS = 40.0, 200_000  # flow time rho k drawn; the most steps one run takes
 
@@ -406,7 +406,7 @@ with tab_th:
             st.markdown("Theorem 3 with biases ‖b‖² ≤ ζ_g², ‖ε C‖_F² ≤ ζ_H², as printed (its extra term is negative "
                         "wherever η > 0, so it cannot hold with a bias):")
             st.latex(r"\Delta_t\le(1-2\eta\delta)^t\Delta_0+\omega_m\zeta_g^2+\omega_C\zeta_H^2\ \text{(printed)}")
-            st.markdown("Ours, derived for a Gaussian target (see `vilab.guarantees.theorem3_bound`): the cross terms of "
+            st.markdown("Ours, derived for a Gaussian target (see `vilab.theory.guarantees.theorem3_bound`): the cross terms of "
                         "the biased step are handled exactly, at the price of a slower contraction; it holds whenever "
                         "ρ (M ξ_u² + 1) ≤ 1 (and ρ (M̂ ξ_u² − 1) ≤ 1, M̂ ≥ λ_max of the biased Hessian):")
             st.latex(r"\Delta_{t+1}\le\Big(1-\tfrac{\rho\,\delta\,\lambda_{\min}}{2}\Big)\Delta_t+"

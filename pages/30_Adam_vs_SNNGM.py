@@ -7,7 +7,9 @@ import pandas as pd
 import streamlit as st
 
 import vilab_ui as ui
-from vilab import fields, optim, snngm_theory, tabular
+from vilab.theory import fields, snngm_theory
+from vilab.algorithms import optim
+from vilab.targets import tabular
 from vilab.core import Job, as_key, run_batch
 from vilab.plots import optim as oplots
 from vilab.plots import trajectories as tplots

@@ -11,7 +11,8 @@ import streamlit as st
 
 import vilab_ui as ui
 from vilab.cnn import data as cdata
-from vilab.cnn import devices, models, results, train
+from vilab.cnn import devices, models, train
+from vilab.plots import cnn_results
 from vilab import plots
 from vilab.core import Job, Trace, as_key, run_batch
 from vilab.plots import cnn as pcnn
@@ -602,19 +603,19 @@ st.markdown(
 def recorded_figures(file: str, version: float):
     """The figures of one recorded experiment, as dicts: built once per version of its file (then redrawn
     in milliseconds). Tan: (ELBO, test error or None); BONG: one per group of methods."""
-    res = next(r for r in results.recorded() if r["file"] == file)
+    res = next(r for r in cnn_results.recorded() if r["file"] == file)
     if res["kind"] == "tan":
-        curves = results.tan_curves(res)
-        kept, _ = results.on_one_scale(curves)
+        curves = cnn_results.tan_curves(res)
+        kept, _ = cnn_results.on_one_scale(curves)
         return (pcnn.elbo_curves(kept, title="Average ELBO per epoch (Tan Fig. 8 style)").to_dict(),
                 pcnn.metric_curves(curves, "test_err", "Test error per epoch (MC predictive)", ylabel="test error"
                                    ).to_dict() if all(len(c["test_err"]) for c in curves) else None)
-    return tuple(pcnn.online_curves(group, title=title).to_dict() for title, group in results.bong_figures(res))
+    return tuple(pcnn.online_curves(group, title=title).to_dict() for title, group in cnn_results.bong_figures(res))
 
 
 def _version(res: dict) -> float:
     try:
-        return (results.assets_dir() / res["file"]).stat().st_mtime
+        return (cnn_results.assets_dir() / res["file"]).stat().st_mtime
     except OSError:
         return 0.0
 
@@ -628,7 +629,7 @@ def _record_tab(res: dict) -> str:
 
 recs = []
 with ui.guard("reading the recorded results"):
-    recs = results.recorded()
+    recs = cnn_results.recorded()
 if not any(r.get("device_info", {}).get("platform") == "gpu" for r in recs):
     st.info("No GPU run has been made yet, so there are no results at the papers' scale to show (none are "
             "invented)" + (": the records below were made on a CPU at a reduced scale. " if recs else ". ")
@@ -647,13 +648,13 @@ with rec_tabs[0]:
             f"{plots.label('bong-lin-hess-dlr-10')} reach a lower test NLPD than {plots.label('bong-mc-ef-diag')} "
             "(BONG Figs 1-2)? The outcome is shown whichever way it goes.")
         with ui.guard("reading the recorded reproduction"):
-            rec = results.ordering()
+            rec = cnn_results.ordering()
             if rec is None:
                 st.info("Not recorded yet: `python scripts/cnn_full_scale.py --only digits` (or `vilab repro "
                         "cnn-digits-ordering`, about 3 minutes on a CPU) runs it.")
             else:
                 st.caption(f"Recorded {rec['date']} on {rec['device']} by `{rec['script']}`.")
-                rows = results.ordering_rows(rec)
+                rows = cnn_results.ordering_rows(rec)
                 ui.table(_rounded(pd.DataFrame(rows)), hide_index=True, width="stretch")
                 for c in rows:
                     if not c["holds"]:
@@ -664,18 +665,18 @@ for i, (tab, res) in enumerate(zip(rec_tabs[1:], recs)):
             continue
         with ui.guard(f"showing {res['file']}"):
             st.markdown(f"**{res['experiment']}**: {res['device']}, {res['date'][:10]}, `{res['script']}`")
-            notes = results.scale_notes(res)
+            notes = cnn_results.scale_notes(res)
             if notes:
                 st.info("Reduced scale, so the numbers are not the paper's: " + "; ".join(notes) + ".")
             else:
                 st.caption("At the paper's setting.")
             if res["kind"] == "tan":
-                ui.table(_rounded(pd.DataFrame(results.tan_rows(res))), hide_index=True, width="stretch")
-                curves = results.tan_curves(res)
+                ui.table(_rounded(pd.DataFrame(cnn_results.tan_rows(res))), hide_index=True, width="stretch")
+                curves = cnn_results.tan_curves(res)
                 elbo_fig, err_fig = recorded_figures(res["file"], _version(res))
                 c1, c2 = st.columns(2)
                 with c1:
-                    _, far = results.on_one_scale(curves)
+                    _, far = cnn_results.on_one_scale(curves)
                     ui.show(ui.recipe(plots.figure, elbo_fig), key=f"tan-elbo-{i}")
                     for c in far:
                         st.caption(f"{c['label']} is left out of this chart: its ELBO (down to "
@@ -684,12 +685,12 @@ for i, (tab, res) in enumerate(zip(rec_tabs[1:], recs)):
                 with c2:
                     if err_fig is not None:
                         ui.show(ui.recipe(plots.figure, err_fig), key=f"tan-err-{i}")
-                text = results.tan_notice(res)
+                text = cnn_results.tan_notice(res)
             else:
-                ui.table(_rounded(pd.DataFrame(results.bong_rows(res))), hide_index=True, width="stretch")
+                ui.table(_rounded(pd.DataFrame(cnn_results.bong_rows(res))), hide_index=True, width="stretch")
                 for j, fig in enumerate(recorded_figures(res["file"], _version(res))):
                     ui.show(ui.recipe(plots.figure, fig), key=f"bong-fig-{i}-{j}")
-                text = results.bong_notice(res)
+                text = cnn_results.bong_notice(res)
             if text:
                 ui.notice(text)
             with st.expander("Every setting of this run"):

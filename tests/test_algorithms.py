@@ -7,7 +7,7 @@ import pytest
 
 import vilab  # noqa: F401
 from vilab.algorithms import METHODS, initial_state, list_methods, run, run_sweep, step
-from vilab.gaussian import CholCov, CholPrec, MeanCov
+from vilab.family.gaussian import CholCov, CholPrec, MeanCov
 from vilab.targets import Target, gaussian_target
 from vilab.targets.papers import bivariate_cauchy, horseshoe_crab_toy, kumar_t2, kumar_t3
 

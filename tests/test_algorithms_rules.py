@@ -10,7 +10,7 @@ import vilab  # noqa: F401
 from vilab.algorithms import State, initial_state, run, run_sweep, step
 from vilab.algorithms import oracle, trace_count
 from vilab.algorithms.core import logdet_sigma_of, sigma_of
-from vilab.gaussian import CholCov, MeanCov
+from vilab.family.gaussian import CholCov, MeanCov
 from vilab.targets import gaussian_target
 from vilab.targets.papers import bivariate_cauchy, horseshoe_crab_toy, kumar_t2
 

@@ -1,12 +1,12 @@
-"""The stability atlas (vilab.stability.atlas / atlas_limits, vilab.plots.atlas) and Kumar et al. (2025)
-Thm 2's eta (vilab.guarantees.theorem2_*), against direct runs, stability_thresholds and the digest's numbers."""
+"""The stability atlas (vilab.theory.stability.atlas / atlas_limits, vilab.plots.atlas) and Kumar et al. (2025)
+Thm 2's eta (vilab.theory.guarantees.theorem2_*), against direct runs, stability_thresholds and the digest's numbers."""
 
 import numpy as np
 import pytest
 
-from vilab import definiteness, guarantees, stability
+from vilab.theory import definiteness, guarantees, stability
 from vilab.algorithms import run
-from vilab.gaussian import CholCov
+from vilab.family.gaussian import CholCov
 from vilab.plots import atlas as aplots
 from vilab.plots import theme
 from vilab.targets import rotated_gaussian_2d
@@ -38,7 +38,7 @@ def test_each_cell_is_the_run_trajectories_makes(atlases, method):
             assert at.final_kl[i, j] == pytest.approx(float(tr.objective[-1]), rel=1e-9, abs=1e-300)
             if tr.status.startswith("diverged: objective exploded") and at.status[i, j] == "max_steps":
                 # chaotic: the KL jumps over orders of magnitude without converging; the end-of-run check sees
-                # the atlas's rows (every n/32 steps), not every step (see vilab.stability.atlas)
+                # the atlas's rows (every n/32 steps), not every step (see vilab.theory.stability.atlas)
                 assert np.ptp(np.log10(tr.objective[-40:])) > 2, (method, k, r)
                 continue
             assert at.status[i, j] == tr.status, (method, k, r)

@@ -2,7 +2,7 @@
 that finds no ascent step ends "stalled" (issue 18, item 4); bad run settings raise ValueError.
 
 The reproducers are the tester's (step sizes past the linear-stability limits of
-vilab.stability.stability_thresholds); the sweep checks every catalogue method past its limit, and
+vilab.theory.stability.stability_thresholds); the sweep checks every catalogue method past its limit, and
 below it (no false alarms).
 """
 
@@ -16,17 +16,19 @@ import numpy as np
 import pytest
 
 import vilab  # noqa: F401  (x64)
-import vilab.fields as vf
-from vilab import core, natgrad, optim
+import vilab.theory.fields as vf
+from vilab import core
+from vilab.family import natgrad
+from vilab.algorithms import optim
 from vilab.algorithms import algorithm, run, run_sweep
 from vilab.algorithms.core import valid_code
 from vilab.core import CODES, COLLAPSED, COV_EXPLODED, OBJ_EXPLODED, STATUSES, Algorithm, Trace
 from vilab.core.trace import blowup_code, check_status, first_failure
 from vilab.divergences.stochastic import run_sgd
-from vilab.families import GaussianFamily, MomentFamily
-from vilab.families_lowrank import DLRPrecFamily
-from vilab.gaussian import CholCov, MeanCov
-from vilab.stability import stability_thresholds
+from vilab.family.dense import GaussianFamily, MomentFamily
+from vilab.family.lowrank import DLRPrecFamily
+from vilab.family.gaussian import CholCov, MeanCov
+from vilab.theory.stability import stability_thresholds
 from vilab.targets import regression as R
 from vilab.targets.basic import gaussian_target, rotated_gaussian_2d
 

@@ -10,7 +10,7 @@ import pytest
 
 import vilab
 from vilab.algorithms import run
-from vilab.gaussian import MeanCov
+from vilab.family.gaussian import MeanCov
 from vilab.targets import gaussian_2d
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
@@ -69,12 +69,12 @@ def test_all_program_caches_together_stay_under_the_total_limit(monkeypatch):
     pc.clear()
 
 
-# ----------------------------------------------------------------- vilab.compile_cache: the folder after a crash
+# ----------------------------------------------------------------- vilab.core.compile_cache: the folder after a crash
 def test_trim_counts_every_file_of_the_compilation_cache_folder(tmp_path):
     """XLA's own caches (a subfolder, on a GPU) are inside the bound too, oldest first."""
     import os
 
-    from vilab import compile_cache
+    from vilab.core import compile_cache
 
     for i in range(4):
         p = tmp_path / f"k{i}-cache"
@@ -97,7 +97,7 @@ def test_a_truncated_compiled_program_is_removed_when_the_cache_is_switched_on(t
     import subprocess
     import zlib
 
-    from vilab import compile_cache
+    from vilab.core import compile_cache
 
     code = ("import sys, jax, jax.numpy as jnp; from vilab import compile_cache as cc; cc.enable_persistent_cache(sys.argv[1]); "
             "print(float(jax.jit(lambda x: jnp.sin(x) @ x.T)(jnp.ones((7, 5)))[0, 0]))")

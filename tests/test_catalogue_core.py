@@ -15,10 +15,10 @@ import pytest
 from vilab import core
 from vilab.algorithms import METHODS, CatalogueState, algorithm, run, run_sweep
 from vilab.algorithms.core import State, sigma_of
-from vilab.expectations import gaussian_cubature5
-from vilab.flows import flow
-from vilab.gaussian import CholCov, MeanCov
-from vilab.natgrad import arrow_mask, block_mask
+from vilab.gradients.expectations import gaussian_cubature5
+from vilab.theory.flows import flow
+from vilab.family.gaussian import CholCov, MeanCov
+from vilab.family.natgrad import arrow_mask, block_mask
 from vilab.targets import student_t_2d
 from vilab.targets.papers import horseshoe_crab_toy, kumar_t2
 
@@ -288,7 +288,7 @@ def test_a_flow_is_a_trace_with_its_times():
 
 
 def test_thinned_runs_record_every_k_steps_through_the_runner():
-    from vilab.discretisation import thinned_run
+    from vilab.theory.discretisation import thinned_run
 
     tr = thinned_run("srvn", kumar_t2(), T2_INIT, 0.01, 1000, n_record=100)
     assert tr.settings["record_every"] == 16 and np.all(np.diff(tr.iterations)[:-1] == 16)
@@ -299,8 +299,8 @@ def test_thinned_runs_record_every_k_steps_through_the_runner():
 # --------------------------------------------------------------------------- one loop
 
 MOVED = ["vilab/algorithms/catalogue.py", "vilab/algorithms/driver.py", "vilab/algorithms/core.py",
-         "vilab/fields.py", "vilab/flows.py", "vilab/definiteness.py", "vilab/discretisation.py",
-         "vilab/stability.py", "vilab/guarantees.py"]
+         "vilab/theory/fields.py", "vilab/theory/flows.py", "vilab/theory/definiteness.py", "vilab/theory/discretisation.py",
+         "vilab/theory/stability.py", "vilab/theory/guarantees.py"]
 
 
 def test_no_driver_loop_is_left_in_the_modules_moved_onto_the_runner():
@@ -316,7 +316,7 @@ def test_no_driver_loop_is_left_in_the_modules_moved_onto_the_runner():
 def test_each_family_member_gets_an_algorithm_that_shares_the_compiled_loop():
     from vilab import core
     from vilab.algorithms import algorithm
-    from vilab.gaussian import MeanCov
+    from vilab.family.gaussian import MeanCov
     from vilab.targets import gaussian_2d
 
     t1, t2 = gaussian_2d(0.5), gaussian_2d(0.8)

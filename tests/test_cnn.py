@@ -1,4 +1,4 @@
-"""vilab.nets / vilab.cnn: parameter counts, forward passes against numpy, data loaders, one step of
+"""vilab.models.nets / vilab.cnn: parameter counts, forward passes against numpy, data loaders, one step of
 every method, the training loops, batch sharding over two host devices."""
 
 import gzip
@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from vilab import nets
+from vilab.models import nets
 from vilab.cnn import data, devices, models, train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -579,7 +579,7 @@ def test_alpha_in_the_state_steps_like_a_python_float(optimizer):
     """alpha lives in state.hyper (float64, changeable by set_hyper without recompiling); the step
     is bit for bit the one of the optax transformation built with alpha as a Python float (float32
     arithmetic, as before alpha became a run-time setting), for a fresh state and a switched one."""
-    from vilab import optim
+    from vilab.algorithms import optim
     from vilab.core import set_hyper
 
     X, y, n = _tiny_batches(2)
@@ -734,7 +734,7 @@ def test_vi_step_reports_the_core_codes_of_an_invalid_iterate():
     nan = s0._replace(lam=s0.lam.at[0].set(jnp.nan))
     _, info = alg.step(jax.random.PRNGKey(1), nan, (X[0], y[0]))
     assert int(info["code"]) == 2
-    from vilab.optim import Layout
+    from vilab.algorithms.optim import Layout
 
     assert int(Layout(P, "chol_cov", True).validity(s0.lam.at[P].set(0.0))) == 5  # what the step passes on
 

@@ -1,4 +1,4 @@
-"""vilab.compile_cache: the persistent compilation cache is created on first use and shared by processes."""
+"""vilab.core.compile_cache: the persistent compilation cache is created on first use and shared by processes."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from vilab import compile_cache
+from vilab.core import compile_cache
 
 # a fresh process: switch the cache on, compile one program, report the cache hits JAX counted
 CHILD = textwrap.dedent("""
     import json, sys
     import jax, jax.numpy as jnp
-    from vilab.compile_cache import enable_persistent_cache
+    from vilab.core.compile_cache import enable_persistent_cache
 
     hits = []
     jax.monitoring.register_event_listener(
@@ -75,7 +75,7 @@ def test_trim_removes_the_oldest_entries_first(tmp_path):
 def test_a_folder_that_cannot_be_created_is_a_clear_error(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    code = ("from vilab.compile_cache import enable_persistent_cache\n"
+    code = ("from vilab.core.compile_cache import enable_persistent_cache\n"
             "try:\n    enable_persistent_cache(__import__('sys').argv[1])\n"
             "except ValueError as e:\n    print('ValueError:', e)\n")
     out = subprocess.run([sys.executable, "-c", code, str(blocker / "jax")], capture_output=True, text=True,
@@ -86,7 +86,7 @@ def test_a_folder_that_cannot_be_created_is_a_clear_error(tmp_path):
 def test_the_server_reports_a_folder_that_cannot_be_created_and_goes_on(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    code = "from vilab.compile_cache import enable_for_server\nprint(enable_for_server())\n"
+    code = "from vilab.core.compile_cache import enable_for_server\nprint(enable_for_server())\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, VILAB_JAX_CACHE=str(blocker / "jax")))
     assert out.returncode == 0, out.stderr[-1000:]
@@ -95,7 +95,7 @@ def test_the_server_reports_a_folder_that_cannot_be_created_and_goes_on(tmp_path
 
 
 def test_off_leaves_the_cache_off(tmp_path):
-    code = ("import jax\nfrom vilab.compile_cache import enable_persistent_cache\n"
+    code = ("import jax\nfrom vilab.core.compile_cache import enable_persistent_cache\n"
             "print(enable_persistent_cache(), jax.config.jax_compilation_cache_dir)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env=dict(os.environ, VILAB_JAX_CACHE="off"))

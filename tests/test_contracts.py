@@ -4,7 +4,7 @@ Bad input raises ValueError with a readable sentence that names the offending ar
 gives a finite result or a ValueError that explains the overflow. Each case below is a reproducer of a
 reported failure or a hand-made bad input (wrong shape, NaN / inf, not positive definite, negative
 variance, complex, text, lists, integers beyond float range, empty and 0-d arrays); the shared checks
-live in :mod:`vilab.checks`.
+live in :mod:`vilab.core.checks`.
 """
 
 from __future__ import annotations
@@ -14,13 +14,17 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from vilab import checks, expectations, flows, guarantees, linalg, nets
-from vilab import gaussian as G
-from vilab.discretisation import flow_times, thinned_run
+from vilab.core import checks
+from vilab.gradients import expectations
+from vilab.theory import flows, guarantees
+from vilab.family import linalg
+from vilab.models import nets
+from vilab.family import gaussian as G
+from vilab.theory.discretisation import flow_times, thinned_run
 from vilab.divergences import gaussian as D
 from vilab.divergences import gradvar, univariate
 from vilab.hierarchical import fit as hfit
-from vilab.hierarchical import metrics as hmetrics
+from vilab.targets import metrics as hmetrics
 from vilab.hierarchical import models as hmodels
 from vilab.online import categorical, conjugate, linear_gaussian, init_belief, make_method
 from vilab.online import gaussian as gauss_lik

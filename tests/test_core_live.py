@@ -9,7 +9,7 @@ from vilab.algorithms import algorithm
 from vilab.core import as_key, resume, run
 from vilab.core.live import (format_schedule, merge, parse_schedule, record, run_schedule, truncate, valid_prefix,
                              value_at)
-from vilab.gaussian import CholCov
+from vilab.family.gaussian import CholCov
 from vilab.targets.papers import kumar_t2
 
 START = CholCov(np.array([-2.0, 2.5]), 0.2 * np.eye(2))

@@ -5,7 +5,7 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import gammaln
 
-from vilab.definiteness import FIG2_METHODS, backtracking_step_sizes
+from vilab.theory.definiteness import FIG2_METHODS, backtracking_step_sizes
 from vilab.plots.pd import step_size_figure
 from vilab.targets.crabs import CRAB_MODELS, crab_table, horseshoe_crabs
 from vilab.targets.papers import CRAB_N, CRAB_SUM_LOG_Y_FACT, CRAB_SUM_Y

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from vilab import deepglm as dg
+from vilab.models import deepglm as dg
 from vilab.core import as_key
 
 M = dg.HIDDEN

@@ -60,7 +60,7 @@ def test_api_pages_render_signatures_and_docstrings(site):
     assert 'status "diverged: <reason>"' in core
     assert "<pre" in (site / "api/core/index.html").read_text()
     assert "resume(algorithm: Algorithm, trace: Trace, n_steps: int" in core
-    natgrad = _text(site / "api/natgrad/index.html")
+    natgrad = _text(site / "api/family/index.html")
     assert "update_cor1(mu, T, grad_mu, grad_T, rho)" in natgrad and "Corollary 1" in natgrad
     # the reStructuredText roles of the docstrings became links (docs/_hooks/rst_roles.py)
     raw = (site / "api/core/index.html").read_text()
@@ -70,9 +70,9 @@ def test_api_pages_render_signatures_and_docstrings(site):
 
 def test_paper_pages_link_to_the_api(site):
     raw = (site / "papers/tan2025/index.html").read_text()
-    for ident in ("vilab.natgrad.update_cor1", "vilab.natgrad.natural_grad_chol_cov", "vilab.optim.snngm"):
+    for ident in ("vilab.family.natgrad.update_cor1", "vilab.family.natgrad.natural_grad_chol_cov", "vilab.algorithms.optim.snngm"):
         assert re.search(rf'href="[^"]*api/[a-z_]+/#{re.escape(ident)}"', raw), ident
-    for page, ident in (("kumar2025", "vilab.guarantees.lemma1_check"),
+    for page, ident in (("kumar2025", "vilab.theory.guarantees.lemma1_check"),
                         ("chen-nott-tan", "vilab.divergences.gaussian.score_nqp"),
                         ("bong", "vilab.online.reference.kalman_filter")):
         assert re.search(rf'href="[^"]*#{re.escape(ident)}"', (site / f"papers/{page}/index.html").read_text()), ident
@@ -114,7 +114,7 @@ def test_nav_lists_every_page_and_registers_existing_hooks():
 def test_a_broken_reference_fails_the_strict_build(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "index.md").write_text("# Broken\n\nSee [`nothing`][vilab.linalg.no_such_function].\n\n::: vilab.linalg\n")
+    (docs / "index.md").write_text("# Broken\n\nSee [`nothing`][vilab.family.linalg.no_such_function].\n\n::: vilab.family.linalg\n")
     (tmp_path / "mkdocs.yml").write_text(textwrap.dedent(f"""\
         site_name: broken
         docs_dir: docs
@@ -126,7 +126,7 @@ def test_a_broken_reference_fails_the_strict_build(tmp_path):
                   paths: ["{ROOT.as_posix()}"]
         """))
     rc, log = _mkdocs(["build", "--strict", "--site-dir", str(tmp_path / "site")], tmp_path)
-    assert rc != 0 and "vilab.linalg.no_such_function" in log
+    assert rc != 0 and "vilab.family.linalg.no_such_function" in log
 
 
 def _python_blocks(page: Path) -> list[str]:

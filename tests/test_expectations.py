@@ -2,7 +2,7 @@ import jax
 import numpy as np
 import pytest
 
-from vilab.expectations import expected_grad_hess
+from vilab.gradients.expectations import expected_grad_hess
 from vilab.targets import banana, gaussian_2d, logistic_regression
 
 
@@ -62,7 +62,7 @@ def test_method_errors():
 def test_gauss_hermite_is_traceable_and_exact_for_polynomials(logreg):
     """The quadrature runs inside jit (the update-rule loops call it there); the nodes integrate
     polynomials of degree 2n - 1 exactly under N(0, 1)."""
-    from vilab.expectations import gauss_hermite_glm, hermite_nodes
+    from vilab.gradients.expectations import gauss_hermite_glm, hermite_nodes
 
     x, w = hermite_nodes(5)
     assert np.isclose(w @ x**4, 3.0) and np.isclose(w @ x**9, 0.0, atol=1e-12) and np.isclose(w.sum(), 1.0)

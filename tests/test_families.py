@@ -1,4 +1,4 @@
-"""Tests of vilab.families.GaussianFamily: storage, density, natural gradients, validity, Tan's Thm 2."""
+"""Tests of vilab.family.dense.GaussianFamily: storage, density, natural gradients, validity, Tan's Thm 2."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 import vilab  # noqa: F401  (x64)
-from vilab import gaussian, natgrad, optim
+from vilab.family import gaussian, natgrad
+from vilab.algorithms import optim
 from vilab.core import CODES
-from vilab.families import GaussianFamily
+from vilab.family.dense import GaussianFamily
 
 from .reference import fisher as ref
 
@@ -232,9 +233,9 @@ def test_thm2_dense_forms_are_natgrad_estimators(param):
 
 from scipy import stats  # noqa: E402
 
-from vilab import families  # noqa: E402
-from vilab.families import BlockPrecFamily, DLRPrecFamily, GaussianFamilyProtocol, MomentFamily  # noqa: E402
-from vilab.families_block import Structure, dense_mask, from_dense, to_dense  # noqa: E402
+from vilab.family import dense  # noqa: E402
+from vilab.family.dense import BlockPrecFamily, DLRPrecFamily, GaussianFamilyProtocol, MomentFamily  # noqa: E402
+from vilab.family.block import Structure, dense_mask, from_dense, to_dense  # noqa: E402
 
 STRUCTURES = [Structure(3, 2, 2, 0), Structure(5, 1, 2, 1)]
 
@@ -325,13 +326,13 @@ def test_block_family_against_the_dense_gaussian(st):
 @pytest.mark.parametrize("st", STRUCTURES, ids=["arrow", "banded"])
 def test_block_family_validity_codes(st):
     fam, q, lam, T = _block_q(st, 5)
-    assert int(fam.validity(lam)) == families.OK
-    assert int(fam.validity(lam.at[0].set(jnp.nan))) == families.NONFINITE  # mu
-    assert int(fam.validity(lam.at[-1].set(jnp.inf))) == families.NONFINITE  # T
+    assert int(fam.validity(lam)) == dense.OK
+    assert int(fam.validity(lam.at[0].set(jnp.nan))) == dense.NONFINITE  # mu
+    assert int(fam.validity(lam.at[-1].set(jnp.inf))) == dense.NONFINITE  # T
     for k in (0, -1):  # a local and a global diagonal entry of T
-        assert int(fam.validity(lam.at[fam.diag_index()[k]].set(0.0))) == families.SINGULAR_FACTOR
+        assert int(fam.validity(lam.at[fam.diag_index()[k]].set(0.0))) == dense.SINGULAR_FACTOR
     off = np.setdiff1d(np.arange(st.d, fam.size), fam.diag_index())[0]
-    assert int(fam.validity(lam.at[off].set(0.0))) == families.OK  # an off-diagonal zero is fine
+    assert int(fam.validity(lam.at[off].set(0.0))) == dense.OK  # an off-diagonal zero is fine
     with pytest.raises(ValueError, match="scalar states"):
         BlockPrecFamily(Structure(3, 2, 1, 1)).check()
 
@@ -353,11 +354,11 @@ def test_dlr_family_against_the_dense_gaussian(rank):
 def test_dlr_family_validity_codes():
     fam, q, _ = _dlr_q(4, 2, 1)
     mu, ups, W = q
-    assert int(fam.validity(q)) == families.OK
-    assert int(fam.validity((mu, ups, W.at[1, 0].set(jnp.nan)))) == families.NONFINITE
-    assert int(fam.validity((mu.at[0].set(jnp.inf), ups, W))) == families.NONFINITE
-    assert int(fam.validity((mu, ups.at[2].set(-0.1), W))) == families.NOT_PD
-    assert int(fam.validity((mu, ups.at[2].set(0.0), W))) == families.NOT_PD
+    assert int(fam.validity(q)) == dense.OK
+    assert int(fam.validity((mu, ups, W.at[1, 0].set(jnp.nan)))) == dense.NONFINITE
+    assert int(fam.validity((mu.at[0].set(jnp.inf), ups, W))) == dense.NONFINITE
+    assert int(fam.validity((mu, ups.at[2].set(-0.1), W))) == dense.NOT_PD
+    assert int(fam.validity((mu, ups.at[2].set(0.0), W))) == dense.NOT_PD
     with pytest.raises(ValueError, match="rank"):
         DLRPrecFamily(4, 0).check()
 
@@ -379,8 +380,8 @@ def test_moment_family_against_the_dense_gaussian(diagonal):
     np.testing.assert_allclose(fam.logpdf(lam, theta), kappa.logpdf(lam, theta), rtol=1e-12)
     _check_moments(fam, q, mu, S)
     bad = (q[0], q[1].at[0].set(-1.0) if diagonal else q[1].at[0, 0].set(-1.0))
-    assert int(fam.validity(bad)) == families.NOT_PD
-    assert int(fam.validity((q[0].at[1].set(jnp.nan), q[1]))) == families.NONFINITE
+    assert int(fam.validity(bad)) == dense.NOT_PD
+    assert int(fam.validity((q[0].at[1].set(jnp.nan), q[1]))) == dense.NONFINITE
 
 
 def test_moment_family_symmetrises_sigma():
@@ -394,25 +395,25 @@ def test_moment_family_symmetrises_sigma():
 
 
 def test_codes_are_shared_by_every_member():
-    from vilab import families_block, families_lowrank
+    from vilab.family import block, lowrank
 
-    assert (families.OK, families.NONFINITE, families.NOT_PD, families.SINGULAR_FACTOR) == (0, 2, 3, 5)
-    assert (families_block.OK, families_block.NONFINITE, families_block.SINGULAR_FACTOR) == (0, 2, 5)
-    assert (families_lowrank.OK, families_lowrank.NONFINITE, families_lowrank.NOT_PD) == (0, 2, 3)
-    assert "positive definiteness" in CODES[families.NOT_PD][0] and "singular" in CODES[families.SINGULAR_FACTOR][0]
+    assert (dense.OK, dense.NONFINITE, dense.NOT_PD, dense.SINGULAR_FACTOR) == (0, 2, 3, 5)
+    assert (block.OK, block.NONFINITE, block.SINGULAR_FACTOR) == (0, 2, 5)
+    assert (lowrank.OK, lowrank.NONFINITE, lowrank.NOT_PD) == (0, 2, 3)
+    assert "positive definiteness" in CODES[dense.NOT_PD][0] and "singular" in CODES[dense.SINGULAR_FACTOR][0]
 
 
 def test_subsystems_use_the_members():
     """vilab.online's beliefs are states of the members; vilab.hierarchical's log q, validity and
     sampling are the block family's (same numbers, same functions)."""
-    from vilab.hierarchical import families as hfam
+    from vilab.family import block as hfam
     from vilab.hierarchical import fit as hfit
     from vilab.online import families as ofam
 
-    from vilab import families_block, families_lowrank
+    from vilab.family import block, lowrank
 
-    assert hfam.BlockPrecFamily is BlockPrecFamily and hfam.solve_Tt is families_block.solve_Tt
-    assert ofam.dlr_solve is families_lowrank.dlr_solve and ofam.dlr_noise_map is families_lowrank.dlr_noise_map
+    assert hfam.BlockPrecFamily is BlockPrecFamily and hfam.solve_Tt is block.solve_Tt
+    assert ofam.dlr_solve is lowrank.dlr_solve and ofam.dlr_noise_map is lowrank.dlr_noise_map
     assert ofam.family_of(ofam.DLR(jnp.zeros(3), jnp.ones(3), jnp.zeros((3, 2)))) == DLRPrecFamily(3, 2)
     assert ofam.family_of(ofam.Diag(jnp.zeros(3), jnp.ones(3))) == MomentFamily(3, True)
     rng = np.random.default_rng(0)

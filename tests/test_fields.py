@@ -1,4 +1,4 @@
-"""vilab.fields: the 1-D ELBO landscape, its gradient fields in four charts, and the scalar 1-D runs
+"""vilab.theory.fields: the 1-D ELBO landscape, its gradient fields in four charts, and the scalar 1-D runs
 (Tan (2025) Table 2 and the digest's Cholesky table; agreement with vilab.algorithms.run)."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vilab import fields as vf
+from vilab.theory import fields as vf
 from vilab.algorithms import run
-from vilab.gaussian import MeanCov
+from vilab.family.gaussian import MeanCov
 from vilab.targets import gaussian_target
 from vilab.targets.papers import horseshoe_crab_toy, kumar_t2
 from vilab_ui import starts as starts_ui
@@ -52,7 +52,7 @@ def test_run_1d_reproduces_tan_table2_and_the_cholesky_table(crab):
 
 @pytest.mark.parametrize("rule", list(vf.RULES_1D))
 def test_run_1d_equals_the_matrix_updates_of_vilab_algorithms(rule, crab, gauss):
-    """The scalar 1-D forms are the d = 1 case of vilab.natgrad's matrix updates: same iterates (to
+    """The scalar 1-D forms are the d = 1 case of vilab.family.natgrad's matrix updates: same iterates (to
     round-off), same step sizes, same statuses, as vilab.algorithms.run."""
     cases = [(gauss, (-1.5, 2.25), "backtracking", 1.0), (gauss, (2.5, 0.0125), "constant", 0.1),
              (gauss, (-1.5, 2.25), "constant", 0.7)]

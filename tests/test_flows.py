@@ -1,13 +1,13 @@
-"""Continuous-time flows (vilab.flows) and 1-D vector fields (vilab.fields)."""
+"""Continuous-time flows (vilab.theory.flows) and 1-D vector fields (vilab.theory.fields)."""
 
 import numpy as np
 import pytest
 
 import vilab  # noqa: F401
 from vilab.algorithms import run, run_sweep
-from vilab.fields import elbo_grid_1d, gradient_field_1d
-from vilab.flows import flow
-from vilab.gaussian import CholCov
+from vilab.theory.fields import elbo_grid_1d, gradient_field_1d
+from vilab.theory.flows import flow
+from vilab.family.gaussian import CholCov
 from vilab.targets.papers import bivariate_cauchy, horseshoe_crab_toy, kumar_t2, kumar_t3
 
 INIT = CholCov(np.array([-2.0, 2.5]), 0.2 * np.eye(2))
@@ -122,10 +122,10 @@ def test_vector_fields_of_the_toy():
 
 
 def test_euclidean_kappa_ieee_reproduces_table2_and_agrees_with_the_xla_run():
-    """vilab.fields.euclidean_kappa_ieee: Tan (2025) Table 2's Euclidean column exactly; the same iterates
+    """vilab.theory.fields.euclidean_kappa_ieee: Tan (2025) Table 2's Euclidean column exactly; the same iterates
     as vilab.algorithms' gd-mv up to rounding for the first steps; bad input is a ValueError."""
     from vilab.algorithms import run
-    from vilab.fields import euclidean_kappa_ieee
+    from vilab.theory.fields import euclidean_kappa_ieee
     from vilab.targets.papers import horseshoe_crab_toy
 
     crab = horseshoe_crab_toy()

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import random_lower, random_spd
-from vilab import gaussian as g
-from vilab.linalg import commutation_matrix, elimination_matrix, unvech, vech, vech_length
+from vilab.family import gaussian as g
+from vilab.family.linalg import commutation_matrix, elimination_matrix, unvech, vech, vech_length
 
 
 @pytest.mark.parametrize("d", [1, 2, 4])

@@ -1,5 +1,5 @@
-"""The geometry pages' computations: vilab.definiteness (positive-definiteness example, Monte Carlo PD loss),
-vilab.guarantees (Kumar Thm 1 / Lemma 1), vilab.stability (thresholds), vilab.discretisation (thinned runs,
+"""The geometry pages' computations: vilab.theory.definiteness (positive-definiteness example, Monte Carlo PD loss),
+vilab.theory.guarantees (Kumar Thm 1 / Lemma 1), vilab.theory.stability (thresholds), vilab.theory.discretisation (thinned runs,
 VN vs SR-VN, flow times) and the plot windows of vilab.plots.trajectories."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import jax
 import numpy as np
 import pytest
 
-from vilab import definiteness as pd
-from vilab import discretisation as disc
-from vilab import guarantees as gu
-from vilab import stability as stab
+from vilab.theory import definiteness as pd
+from vilab.theory import discretisation as disc
+from vilab.theory import guarantees as gu
+from vilab.theory import stability as stab
 from vilab.plots import trajectories as tp
 
 from .reference import fisher as ref
@@ -200,7 +200,7 @@ def test_pd_loss_fraction_single_step_is_the_exact_threshold(cauchy):
 
 @pytest.fixture(scope="module")
 def t2():
-    from vilab.gaussian import CholCov
+    from vilab.family.gaussian import CholCov
     from vilab.targets.papers import kumar_t2
 
     return kumar_t2(), CholCov(np.array([-2.0, 2.5]), 0.2 * np.eye(2))
@@ -252,7 +252,7 @@ def test_vn_and_srvn_coincide_for_small_steps_and_differ_at_one(t2):
 def test_theorem1_report_on_t2_and_where_lemma1_fails(t2):
     """Kumar digest Sec. 6.8: on T2 the printed constant is mu = 5e-4 (lambda_min = 0.029,
     delta = 1.22) and both bounds hold; with lambda_min(V_t) > 1 the printed Lemma 1 fails."""
-    from vilab.flows import flow
+    from vilab.theory.flows import flow
 
     target, init = t2
     r = gu.theorem1_report(target, flow("natural-mv", target, init, 10.0, n_times=101))
@@ -261,7 +261,7 @@ def test_theorem1_report_on_t2_and_where_lemma1_fails(t2):
     assert r["holds"] == {"paper": True, "corrected": True} and not r["lemma_fails"]
     assert r["fisher_min_eig"] >= r["lemma_corrected_bound"]
     wide = rotated_gaussian_2d(2.0, 3.0)  # Sigma = 9 R diag(1, 1/2) R^T
-    from vilab.gaussian import CholCov
+    from vilab.family.gaussian import CholCov
 
     f = flow("natural-mv", wide, CholCov(np.array([-2.0, 2.5]), 3.0 * np.eye(2)), 10.0, n_times=101)
     r = gu.theorem1_report(wide, f)
@@ -277,7 +277,7 @@ def test_natural_kl_asymptote_is_the_e2t_slope_of_the_natural_flow(t2):
     """Kumar digest Sec. 9.4: on T2, KL_t e^{2t} tends to a constant (3.8625e3 at t = 12): the curve
     through the flow's last point above round-off meets the flow again at t = 12, and is None when
     no point is above the floor."""
-    from vilab.flows import flow
+    from vilab.theory.flows import flow
 
     target, init = t2
     f = flow("natural-mv", target, init, 14.0, n_times=141)
@@ -297,7 +297,7 @@ def test_natural_kl_asymptote_is_the_e2t_slope_of_the_natural_flow(t2):
 def test_flow_times_put_vn_iterates_on_the_natural_flow(t2):
     """Kumar digest Sec. 9.2: VN iterate k equals the natural flow at t_k = -k log(1 - rho) (not at rho k);
     other methods are drawn at rho k."""
-    from vilab.flows import flow
+    from vilab.theory.flows import flow
 
     target, init = t2
     rho = 0.5
@@ -341,7 +341,7 @@ def test_vn_srvn_gap_ratio_is_the_gap_over_rho_squared(t2):
 def test_local_precision_is_the_fixed_point_curvature(t2):
     """Gaussian target: its precision; logistic regression T3: V*^-1 at the Gaussian fixed point
     (Kumar digest Sec. 7, T3: diag V* = (0.16412, 0.39012))."""
-    from vilab.gaussian import CholCov
+    from vilab.family.gaussian import CholCov
     from vilab.targets.papers import kumar_t3
 
     target, init = t2

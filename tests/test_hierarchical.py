@@ -10,18 +10,19 @@ import numpy as np
 import pytest
 
 import vilab  # noqa: F401
-from vilab import core, natgrad
+from vilab import core
+from vilab.family import natgrad
 from vilab.divergences import stochastic as sto
-from vilab.expectations import gaussian_cubature5
-from vilab.hierarchical import families as fam
+from vilab.gradients.expectations import gaussian_cubature5
+from vilab.family import block as fam
 from vilab.hierarchical.data import load_epilepsy, load_exchange_returns, load_toenail
 from vilab.hierarchical.fit import (METHODS, algorithm, available_methods, chen_fdb_grad_T, chen_fdb_grad_mu,
                                     chen_kld_grads, chen_sdb_grads, final_elbo, final_q, fit, sample_q, start_state,
                                     validity_code)
-from vilab.hierarchical.metrics import m_star, mmd2_unbiased, mode_error, sd_ratio
+from vilab.targets.metrics import m_star, mmd2_unbiased, mode_error, sd_ratio
 from vilab.hierarchical.models import (_glmm_model, epilepsy_model, get_model, hessian_blocks, sparsity_patterns,
                                       sv_model)
-from vilab.hierarchical.reference import ASSET_DIR, load_reference, noncentred_state_space
+from vilab.targets.reference import ASSET_DIR, load_reference, noncentred_state_space
 
 from .reference import fisher as fisher_ref
 
@@ -164,7 +165,7 @@ def _alg2s_gradient(model, rng):
 
 @pytest.mark.parametrize("variant", ["I", "II"])
 def test_theorem4_blocks_equal_dense_formula_and_fisher_n3(variant):
-    """Tan (2025) Thm 4 by blocks == vilab.natgrad's dense formula == brute-force Fisher solve (n = 3 patients)."""
+    """Tan (2025) Thm 4 by blocks == vilab.family.natgrad's dense formula == brute-force Fisher solve (n = 3 patients)."""
     m = epilepsy_model(variant, 3)
     st, Td, F, mu, gmu, E = _alg2s_gradient(m, np.random.default_rng(3))
     sizes = (st.r,) * st.n

@@ -12,12 +12,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from vilab import gaussian as G
-from vilab import natgrad as ng
-from vilab import online, optim
+from vilab.family import gaussian as G
+from vilab.family import natgrad as ng
+from vilab import online
+from vilab.algorithms import optim
 from vilab.divergences import gaussian as D
 from vilab.divergences import stochastic as ST
-from vilab.families import GaussianFamily, MomentFamily
+from vilab.family.dense import GaussianFamily, MomentFamily
 from vilab.online import DLR, FC, Diag, predict
 from vilab.targets import from_log_density
 from vilab.targets.papers import horseshoe_crab_toy
@@ -203,7 +204,7 @@ def test_a_covariance_too_close_to_singular_to_factorise_is_called_that():
 
 def test_gaussian_kl_between_nearly_equal_distributions_is_not_negative():
     """KL(p || q) for q = p with its covariance scaled by 1 + 1e-15 (an ill-conditioned one) came out
-    -4.4e-16; every family's kl goes through vilab.gaussian.kl."""
+    -4.4e-16; every family's kl goes through vilab.family.gaussian.kl."""
     for rho in (1 - 2**-52, 1 - 2**-51, 1 - 2**-50, 1 - 1e-14):
         S = 1e8 * np.array([[1.0, rho], [rho, 1.0]])
         assert float(G.kl(G.MeanCov(Z2, S), G.MeanCov(Z2, S * (1 + 1e-15)))) >= 0.0
@@ -237,7 +238,7 @@ def test_deck_numbers_are_bounded_with_a_sentence(number, words):
 
 # ---------------------------------------------------------------------------------------------
 # the others of the same kind (a sweep of the public functions of vilab.online, vilab.targets,
-# vilab.natgrad, vilab.optim and vilab.divergences with text, NaN, negative numbers, None and
+# vilab.family.natgrad, vilab.algorithms.optim and vilab.divergences with text, NaN, negative numbers, None and
 # wrong shapes): each of these answered with TypeError, AttributeError, ZeroDivisionError or IndexError
 # in Python's or JAX's words, or returned NaN
 

@@ -1,4 +1,4 @@
-"""Kumar et al. (2025) Sec. 6, App. H, App. F.1 and Sec. 3.6 (vilab.kumar_logistic): independent checks of the
+"""Kumar et al. (2025) Sec. 6, App. H, App. F.1 and Sec. 3.6 (vilab.models.kumar_logistic): independent checks of the
 non-convex mean term (autodiff), the convexity closed forms (Monte Carlo, autodiff), the fixed point shared by
 VN, SR-VN and BW-GD (Eq. 22), the flop counts, and readable errors."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from jax.scipy.stats import norm
 
-from vilab import kumar_logistic as kl
+from vilab.models import kumar_logistic as kl
 from vilab.algorithms import oracle
 
 

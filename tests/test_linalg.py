@@ -3,8 +3,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vilab.linalg import (commutation_matrix, dim_from_vech_length, duplication_matrix, elimination_matrix,
-                          tril_half, unvec, unvech, vec, vech, vech_length)
+from vilab.family.linalg import (
+    commutation_matrix,
+    dim_from_vech_length,
+    duplication_matrix,
+    elimination_matrix,
+    tril_half,
+    unvec,
+    unvech,
+    vec,
+    vech,
+    vech_length,
+)
 
 
 @pytest.mark.parametrize("d", [1, 2, 3, 5])

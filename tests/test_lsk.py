@@ -1,15 +1,15 @@
 """Lin, Schmidt & Khan (2020): the VN step with a retraction term that keeps the precision positive definite
-(method "lsk", vilab.natgrad.update_lambda_pd), checked against the VN step, the affine-invariant geodesic
+(method "lsk", vilab.family.natgrad.update_lambda_pd), checked against the VN step, the affine-invariant geodesic
 it expands, and runs where VN loses positive definiteness."""
 
 import numpy as np
 import pytest
 import scipy.linalg as sla
 
-from vilab import natgrad as ng
+from vilab.family import natgrad as ng
 from vilab.algorithms import run
 from vilab.core import as_key
-from vilab.gaussian import CholCov
+from vilab.family.gaussian import CholCov
 from vilab.targets import student_t_2d
 from vilab.targets.papers import kumar_t2
 

@@ -1,4 +1,4 @@
-"""Brute-force verification of every natural gradient in vilab.natgrad.
+"""Brute-force verification of every natural gradient in vilab.family.natgrad.
 
 Each analytic natural gradient is compared with solve(F, euclidean gradient), where F is the
 dense Fisher matrix built by autodiff of log q (tests/reference/fisher.py) and the Euclidean
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import vilab  # noqa: F401  (x64)
-from vilab import natgrad as ng
-from vilab.expectations import gaussian_cubature5
-from vilab.linalg import duplication_matrix, tril_half, vech
+from vilab.family import natgrad as ng
+from vilab.gradients.expectations import gaussian_cubature5
+from vilab.family.linalg import duplication_matrix, tril_half, vech
 from vilab.targets import gaussian_target, logistic_regression
 
 from .reference import fisher as ref
@@ -291,7 +291,7 @@ def test_theorem2_estimators_unbiased_monte_carlo():
         se = diff.std(axis=0) / np.sqrt(n) + 1e-12
         assert np.all(np.abs(diff.mean(axis=0)) < 4 * se + 1e-10)
     # against Gauss-Hermite exact gradients
-    from vilab.expectations import gauss_hermite_glm
+    from vilab.gradients.expectations import gauss_hermite_glm
     Eg, EH = gauss_hermite_glm(tgt, jnp.asarray(mu), jnp.asarray(C @ C.T), 40)
     _, G_S = ng.elbo_grads_from_expectations(jnp.asarray(C @ C.T), Eg, EH)
     for est, exact in [(F1, ng.grad_chol_cov(C, G_S)), (F2, ng.grad_chol_prec(T, G_S))]:

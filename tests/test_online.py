@@ -11,7 +11,7 @@ import pytest
 from scipy import integrate, special
 
 import vilab  # noqa: F401  (x64)
-from vilab.nets import digits_cnn, digits_mlp, make_cnn, make_linear, make_mlp
+from vilab.models.nets import digits_cnn, digits_mlp, make_cnn, make_linear, make_mlp
 from vilab.online import conjugate as cj
 from vilab.online.families import (DLR, FC, Diag, dlr_noise_map, dlr_project, dlr_solve, init_belief,
                                    marginal_variances)

@@ -1,4 +1,4 @@
-"""Tests of vilab.optim (Tan (2025) Table 5, Supp. S5) and vilab.targets.regression."""
+"""Tests of vilab.algorithms.optim (Tan (2025) Table 5, Supp. S5) and vilab.targets.regression."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vilab  # noqa: F401  (x64)
-from vilab import core, optim
-from vilab.optim import Layout, VOGNInput
+from vilab import core
+from vilab.algorithms import optim
+from vilab.algorithms.optim import Layout, VOGNInput
 from vilab.plots import optim as oplots
 from vilab.targets import regression as R
 
@@ -398,7 +399,7 @@ def _numpy_reference():
 
 @pytest.mark.parametrize("name", list(optim.OPTIMIZERS))
 def test_optax_steps_equal_the_numpy_reference(name):
-    """Full-batch exact gradients (Poisson, Tan Supp. S2): 6 steps of vilab.optim == 6 numpy steps."""
+    """Full-batch exact gradients (Poisson, Tan Supp. S2): 6 steps of vilab.algorithms.optim == 6 numpy steps."""
     NumpyStep = _numpy_reference()
     m = _small_poisson(n=200)
     alpha = {"adam": 0.01, "adam-natural": 0.01, "snngm": 0.01, "nagm": 0.2, "pga": 0.01, "vogn": 0.1}[name]

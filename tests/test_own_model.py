@@ -92,7 +92,7 @@ def _point(method, d=3, seed=0):
     L = np.tril(rng.normal(size=(d, d)) * 0.1) + np.eye(d)
     M = L @ L.T if method.chart in ("mean_cov", "mean_prec") else L
     if method.name in STRUCT:
-        from vilab import natgrad as ng
+        from vilab.family import natgrad as ng
         o = STRUCT[method.name]
         M = M * (ng.block_mask(o["blocks"]) if "blocks" in o else ng.arrow_mask(o["local_sizes"], o["global_size"]))
     A = rng.normal(size=(d, d)) * 0.1
@@ -119,7 +119,7 @@ def test_consumes_column_agrees_with_what_the_step_reads(name):
         upper = np.triu(np.ones(G.shape, bool), 1)
         assert float(jnp.max(jnp.abs(J_G[:, upper]))) == 0.0
         poisoned = jnp.where(upper, jnp.nan, G)
-        f = jax.jit(out)  # traced: the host-side input checks of vilab.natgrad (which refuse NaN) step aside
+        f = jax.jit(out)  # traced: the host-side input checks of vilab.family.natgrad (which refuse NaN) step aside
         a, b = f(g_mu, G), f(g_mu, poisoned)
         assert bool(jnp.all(jnp.isfinite(b)))
         np.testing.assert_allclose(b, a, rtol=0, atol=0)
@@ -127,7 +127,7 @@ def test_consumes_column_agrees_with_what_the_step_reads(name):
 
 def test_your_own_gradient_estimates_in_one_step():
     """Feed one step of srvn (chart (mu, C)) with your own (grad_mu, tril grad_C)."""
-    from vilab import natgrad as ng
+    from vilab.family import natgrad as ng
     m = get_method("srvn")
     mu, C = jnp.zeros(2), jnp.eye(2)
     g_mu, G_S = jnp.array([1.0, -1.0]), jnp.array([[-0.5, 0.0], [0.0, -0.25]])
@@ -169,7 +169,7 @@ def test_the_page_examples_run_and_give_what_they_say():
 def test_cor1_coordinates_are_explicit():
     """coords="nu" (Tan Cor. 1) is the derivative of xi = (T^T mu, T) along the (mu, T)
     direction of coords="mu", which equals Thm 1(ii)'s natural gradient."""
-    from vilab import natgrad as ng
+    from vilab.family import natgrad as ng
     rng = np.random.default_rng(3)
     d = 3
     mu = jnp.asarray(rng.normal(size=d))

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from vilab import checks
-from vilab import gaussian as G
+from vilab.core import checks
+from vilab.family import gaussian as G
 from vilab.divergences import gaussian as D
-from vilab.linalg import unvech, vech
+from vilab.family.linalg import unvech, vech
 from vilab.online.likelihoods import categorical, encode_all
 from vilab.targets import regression
 
@@ -117,7 +117,7 @@ def test_closed_form_divergences_are_nonnegative_and_agree(pair):
     scale = 1.0 + max(abs(v) for v in vals.values())
     for name, v in vals.items():
         assert np.isfinite(v) and v >= -1e-9 * scale, (name, v)
-    # KL(q||p) of the divergence module is the same number as vilab.gaussian.kl(q, p)
+    # KL(q||p) of the divergence module is the same number as vilab.family.gaussian.kl(q, p)
     np.testing.assert_allclose(vals["kl"], float(G.kl(G.MeanCov(mu, S), G.MeanCov(nu, Sp))), rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(vals["forward_kl"], float(G.kl(G.MeanCov(nu, Sp), G.MeanCov(mu, S))), rtol=1e-7,
                                atol=1e-9)

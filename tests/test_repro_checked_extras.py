@@ -68,7 +68,7 @@ def test_german_mcmc_reference_was_made_by_its_script_and_converged():
     import json
     from pathlib import Path
 
-    from vilab.hierarchical.reference import ASSET_DIR, load_reference
+    from vilab.targets.reference import ASSET_DIR, load_reference
     from vilab.targets.german import german_credit
 
     spec = importlib.util.spec_from_file_location(

@@ -33,10 +33,10 @@ def test_recorded_ordering_matches_the_current_settings():
     """assets/cnn/digits-ordering.json (shown on the CNN lab page) was made with today's settings."""
     import json
 
-    from vilab.cnn import results
+    from vilab.plots import cnn_results
     from vilab.repro.cnn import ONLINE_SETTINGS, VI_SETTINGS
 
-    rec = results.ordering(results.assets_dir())
+    rec = cnn_results.ordering(cnn_results.assets_dir())
     if rec is None:
         pytest.skip("assets/cnn/digits-ordering.json has not been recorded")
     as_json = lambda d: json.loads(json.dumps(d))  # noqa: E731  (tuples -> lists)

@@ -24,8 +24,8 @@ def test_slow_reproductionpasses(name):
 
 
 def test_theorem2_formulas_against_a_hand_computation():
-    """Eq. 25 and App. C.5 (vilab.guarantees, which the kumar2025-thm2 entry uses) on round numbers, by hand."""
-    from vilab.guarantees import theorem2_eta, theorem2_steps
+    """Eq. 25 and App. C.5 (vilab.theory.guarantees, which the kumar2025-thm2 entry uses) on round numbers, by hand."""
+    from vilab.theory.guarantees import theorem2_eta, theorem2_steps
 
     # lam_min = 0.1, xi_l^2 = 0.5, xi_u^2 = 2 (lam_max = 2), M = 10, delta = 1
     xi_l, xi_u = np.sqrt(0.5), np.sqrt(2.0)

@@ -155,7 +155,7 @@ def test_import_vilab_does_not_import_streamlit():
     import subprocess
     import sys
 
-    code = "import sys, vilab, vilab.gaussian, vilab.targets, vilab.expectations, vilab.repro, vilab.plots; " \
+    code = "import sys, vilab, vilab.family.gaussian, vilab.targets, vilab.gradients.expectations, vilab.repro, vilab.plots; " \
            "vilab.repro.entries(); print('streamlit' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -16,7 +16,7 @@ import vilab  # noqa: F401  (x64)
 from vilab import algorithms, core, targets
 from vilab.core import CODES, OBJ_EXPLODED
 from vilab.core.runner import MAX_RECORD_BYTES
-from vilab.gaussian import MeanCov
+from vilab.family.gaussian import MeanCov
 from vilab.targets.basic import gaussian_target
 
 KEY = jax.random.PRNGKey(0)

@@ -1,4 +1,4 @@
-"""vilab.snngm_theory: Tan (2025) Theorem 3's bound, tau's law, the region constants and the SNNGM runs,
+"""vilab.theory.snngm_theory: Tan (2025) Theorem 3's bound, tau's law, the region constants and the SNNGM runs,
 each checked against an independent evaluation (exact fractions, Monte Carlo, autodiff, a plain-numpy SNNGM)."""
 
 import math
@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from vilab import snngm_theory as S
+from vilab.theory import snngm_theory as S
 from vilab.targets.papers import horseshoe_crab_toy
 
 
@@ -113,7 +113,7 @@ def test_region_constants_bound_a_dense_grid_of_the_box(name, box):
 
 
 def _snngm_numpy(t, lam0, alpha, beta, N):
-    """Tan (2025) Table 5's SNNGM written out in numpy (independent of vilab.optim)."""
+    """Tan (2025) Table 5's SNNGM written out in numpy (independent of vilab.algorithms.optim)."""
     lam, m, out = np.array(lam0, float), np.zeros(2), [np.array(lam0, float)]
     for k in range(1, N + 1):
         gm, gs = t.grad(lam[0], lam[1])

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tests.reference.fisher import fisher_matrix, free_indices
-from vilab import natgrad as ng
+from vilab.family import natgrad as ng
 from vilab.plots import pd as pdplots
 
 

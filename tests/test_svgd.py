@@ -7,7 +7,7 @@ import numpy as np
 
 from vilab.algorithms import run
 from vilab.algorithms.core import METHODS, State
-from vilab.gaussian import CholCov
+from vilab.family.gaussian import CholCov
 from vilab.targets.papers import kumar_t2
 
 

@@ -1,10 +1,10 @@
-"""vilab.tabular: a user's CSV file read, checked and turned into a logistic or Poisson regression."""
+"""vilab.targets.tabular: a user's CSV file read, checked and turned into a logistic or Poisson regression."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from vilab import tabular as T
+from vilab.targets import tabular as T
 from vilab.core import Trace
 
 

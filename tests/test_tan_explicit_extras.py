@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from tests.reference import fisher as ref
-from vilab import natgrad as ng
+from vilab.family import natgrad as ng
 from vilab.algorithms import run
-from vilab.gaussian import CholCov
-from vilab.linalg import tril_half
+from vilab.family.gaussian import CholCov
+from vilab.family.linalg import tril_half
 from vilab.targets.papers import kumar_t2
 
 

@@ -14,7 +14,7 @@ import pytest
 
 import vilab  # noqa: F401
 from vilab.algorithms import catalogue, list_methods, run, run_sweep, trace_count
-from vilab.gaussian import CholCov
+from vilab.family.gaussian import CholCov
 from vilab.targets import Target, banana, family_jits, gaussian_2d, gaussian_target, rotated_gaussian_2d, student_t_2d
 
 R = np.array([[1.0, -1.0], [1.0, 1.0]]) / np.sqrt(2.0)

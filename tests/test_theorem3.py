@@ -1,5 +1,5 @@
 """Kumar et al. (2025) Thm 3 (SR-VN with biased oracles): the printed bound and the heuristic bias floor are not
-bounds (the counterexample of the digest, Sec. 5.6); the bound derived in vilab.guarantees.theorem3_bound holds at
+bounds (the counterexample of the digest, Sec. 5.6); the bound derived in vilab.theory.guarantees.theorem3_bound holds at
 every step, on T2, on the counterexample and on random instances (d = 2..5, biases along the extreme eigenvectors,
 steps up to the largest its conditions allow)."""
 
@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from vilab import guarantees as gu
-from vilab import natgrad as ng
+from vilab.theory import guarantees as gu
+from vilab.family import natgrad as ng
 from vilab.algorithms.core import METHODS, State
 from vilab.targets.papers import kumar_t2
 
@@ -84,7 +84,7 @@ def test_biased_srvn_is_the_loop_above_and_without_bias_the_exact_srvn_run():
     vilab.algorithms.run("srvn", exact gradients) itself; its Assumption 4 constants are those of every step."""
     from vilab.algorithms import run
     from vilab.core import as_key
-    from vilab.gaussian import CholCov
+    from vilab.family.gaussian import CholCov
 
     tgt = kumar_t2()
     A, m_star = np.linalg.inv(tgt.cov), np.asarray(tgt.mean)

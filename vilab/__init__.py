@@ -6,7 +6,7 @@ every JAX array created without an explicit dtype, in vilab or in your own code,
 float64 (and int64). vilab needs it: the analytic layer reproduces the papers' iteration counts
 and tolerances (1e-7 relative ELBO changes, KL below 1e-8, chaotic Euclidean runs), which float32
 round-off would change. Nothing else is set globally at import. (Two opt-in calls change other
-settings when you call them: :func:`vilab.compile_cache.enable_persistent_cache` sets JAX's persistent compilation
+settings when you call them: :func:`vilab.core.compile_cache.enable_persistent_cache` sets JAX's persistent compilation
 cache options, and :func:`vilab.cnn.distributed.initialize` selects Gloo as JAX's CPU
 collectives.)
 

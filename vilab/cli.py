@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from vilab.compile_cache import plain_ui
+from vilab.core.compile_cache import plain_ui
 
 ROOT = Path(__file__).resolve().parents[1]
 ON_REQUEST = {"bench_hall", "bench_soak", "bench_browser"}  # benchmarks `vilab bench` runs only when asked by name

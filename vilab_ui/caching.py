@@ -32,8 +32,8 @@ from typing import Callable
 import numpy as np
 import streamlit as st
 
-from vilab.compile_cache import OFF, PLAIN_ENV, trim
-from vilab.compile_cache import plain_ui as plain
+from vilab.core.compile_cache import OFF, PLAIN_ENV, trim
+from vilab.core.compile_cache import plain_ui as plain
 
 __all__ = ["CACHE_MAX_ENTRIES", "CACHE_TTL_S", "DISK_ENV", "PLAIN_ENV", "SharedStore", "cache_data", "cache_resource",
            "code_version", "disk_folder", "kept_on_disk", "open_for_server", "plain"]

@@ -5,7 +5,7 @@ the response, the predictors, standardising, the intercept and what to do with m
 returns the fitted model's data as a :class:`CsvModel`, or None (with a message saying why) while no
 valid file is loaded: the page then keeps its default data. Every choice is URL-synced through the
 vilab_ui widgets; the file itself cannot be in a URL (the panel says so). Reading and checking are
-vilab.tabular's (ValueError sentences, shown as warnings).
+vilab.targets.tabular's (ValueError sentences, shown as warnings).
 
 Fits on a user's data run when the student presses Fit, as the CNN lab trains when Train is pressed:
 :func:`fit_buttons` draws Fit and Stop, :func:`fit_within_budget` runs the fits in turn for at most
@@ -26,7 +26,7 @@ from typing import Callable
 import streamlit as st
 
 import vilab_ui as ui
-from vilab import tabular
+from vilab.targets import tabular
 
 __all__ = ["CSV_CHOICE", "FIT_BUDGET_S", "CsvModel", "csv_panel", "coefficient_pair", "display_name", "fit_buttons", "fit_on_press",
            "fit_within_budget"]

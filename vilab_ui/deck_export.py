@@ -138,7 +138,7 @@ def _worker() -> None:
     stdout ({"event": "start", "i"} then {"event": "done", "i", "figures", "main", "error", "seconds", "notes"})."""
     os.environ.setdefault("VILAB_CHART", "plotly")  # st.plotly_chart: its spec is in the element tree as it is
     try:  # the lab's compiled programs, as the server uses them (before anything is compiled)
-        from vilab.compile_cache import enable_for_server
+        from vilab.core.compile_cache import enable_for_server
 
         enable_for_server(lambda text: print(text, file=sys.stderr))
     except ImportError:  # pragma: no cover - an older vilab

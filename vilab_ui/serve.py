@@ -4,7 +4,7 @@ results tidied.
 ``python -m vilab_ui.serve run app.py [streamlit options]`` is ``streamlit run app.py ...`` preceded by two
 steps, before the server accepts its first visitor:
 
-* JAX's persistent compilation cache is switched on (:func:`vilab.compile_cache.enable_for_server`), before
+* JAX's persistent compilation cache is switched on (:func:`vilab.core.compile_cache.enable_for_server`), before
   anything is compiled: JAX decides once per process, at its first compilation, whether it uses it;
 * the code version of the pages' results is computed and Streamlit's folder of results kept on disk is
   tidied and bounded (:func:`vilab_ui.caching.open_for_server`; the log says where it is).
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m vilab_ui.serve run app.py [options]``: the two steps above, then Streamlit's command line
     with the same arguments."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    from vilab.compile_cache import enable_for_server, plain_ui
+    from vilab.core.compile_cache import enable_for_server, plain_ui
 
     if argv[:1] == ["run"] and not plain_ui():
         enable_for_server(lambda text: print(text, flush=True))

@@ -8,7 +8,8 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app.charts import charts
 from tests.cnn_records import failing_ordering_record, smoke_records
-from vilab.cnn import data, results
+from vilab.cnn import data
+from vilab.plots import cnn_results
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "70_CNN_lab.py")
 
@@ -27,7 +28,7 @@ def test_default_view_is_mnist_with_device_and_honest_recorded_section():
             at.slider(key="ep").value) == ("lenet5", 10000, 64, 3)
     text = _text(at)
     assert "61,706 weights" in text and "60,000 training / 10,000 test images" in text and "Device: " in text
-    recs = results.recorded()
+    recs = cnn_results.recorded()
     if not any(r["device_info"]["platform"] == "gpu" for r in recs):
         assert any("No GPU run has been made yet" in i.value for i in at.info)
     tabs = [t.label for t in at.tabs]
@@ -39,7 +40,7 @@ def test_default_view_is_mnist_with_device_and_honest_recorded_section():
         opened.run()
         assert not opened.exception and any(r["experiment"] in m.value for m in opened.markdown)
         assert r["full"] or any("Reduced scale" in i.value and "(paper: " in i.value for i in opened.info)
-    if results.ordering() is not None:  # the recorded cnn-digits-ordering outcome is shown
+    if cnn_results.ordering() is not None:  # the recorded cnn-digits-ordering outcome is shown
         assert any("holds" in df.value.columns for df in at.dataframe)
 
 

@@ -286,7 +286,7 @@ def test_vector_fields_step_by_step_and_a_first_step_size_changed_mid_run():
     the URL and the Euclidean paths go on from their iterate with it (a star marks where)."""
     import json
 
-    from vilab.fields import run_1d
+    from vilab.theory.fields import run_1d
     from vilab.targets.papers import horseshoe_crab_toy
 
     at = _app("10_Vector_fields.py", live=1, starts="0,0.1", rules="Euclidean (kappa)")

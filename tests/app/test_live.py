@@ -17,7 +17,7 @@ from tests.app.live_helpers import arr as _arr
 from tests.app.live_helpers import ok as _ok
 from vilab.algorithms import algorithm, run
 from vilab.core import as_key, resume
-from vilab.gaussian import CholCov
+from vilab.family.gaussian import CholCov
 from vilab.targets.papers import kumar_t2
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "20_Trajectories.py")

@@ -15,7 +15,7 @@ from tests.app.charts import charts
 from tests.app.live_helpers import app as _app
 from tests.app.live_helpers import arr as _arr
 from tests.app.live_helpers import ok as _ok
-from vilab import optim
+from vilab.algorithms import optim
 from vilab.core import as_key, resume, run
 from vilab.divergences import stochastic as dvs
 from vilab.targets import gaussian_target

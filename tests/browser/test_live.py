@@ -99,7 +99,7 @@ def _drawn(page, code) -> int:
 def test_play_pause_step_and_a_step_size_change_bend_the_path_as_a_resumed_run(server, browser):
     from vilab.algorithms import algorithm, run
     from vilab.core import as_key, resume
-    from vilab.gaussian import CholCov
+    from vilab.family.gaussian import CholCov
     from vilab.targets.papers import kumar_t2
 
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -187,7 +187,7 @@ def test_play_runs_in_the_browser_past_several_chunks_and_a_step_size_change_whi
     was (the star) and the play goes on; Pause stops it where it is, and the address bar holds that step."""
     from vilab.algorithms import algorithm, run
     from vilab.core import as_key, resume
-    from vilab.gaussian import CholCov
+    from vilab.family.gaussian import CholCov
     from vilab.targets.papers import kumar_t2
 
     page = browser.new_page(viewport={"width": 1400, "height": 1000})

@@ -1,6 +1,6 @@
 """Brute-force reference implementations used only by the tests: the dense Fisher information of
 a Gaussian q in several coordinates, by jax autodiff of log q and an exact degree-5 cubature.
-Independent of every analytic formula of vilab.natgrad (which the tests check against it)."""
+Independent of every analytic formula of vilab.family.natgrad (which the tests check against it)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import solve_triangular
 
-from vilab.expectations import gaussian_cubature5
-from vilab.linalg import duplication_matrix
-from vilab.natgrad import arrow_mask, block_mask
+from vilab.gradients.expectations import gaussian_cubature5
+from vilab.family.linalg import duplication_matrix
+from vilab.family.natgrad import arrow_mask, block_mask
 
 __all__ = ["FISHER_KINDS", "free_indices", "flatten_params", "unflatten_params", "fisher_matrix"]
 

@@ -15,7 +15,7 @@ driven by the one runner of :mod:`vilab.core`; ``run`` and ``run_sweep`` are con
 Methods (``list_methods()`` returns them with chart, gradient modes and source; ``method_table()`` /
 ``method_table_markdown()`` add what each update consumes, and the Gaussian VI methods that live
 outside the catalogue: batch-and-match in vilab.divergences.stochastic, the BONG family in vilab.online,
-Tan's optimizers in vilab.optim, CNN training in vilab.cnn.train):
+Tan's optimizers in vilab.algorithms.optim, CNN training in vilab.cnn.train):
 
 * Tan (2025) Table 1: ``kappa`` (mu, Sigma), ``xi`` (mu, Sigma^-1), ``lambda`` (natural parameter).
 * Tan (2025) Algorithms: ``tan-1E``/``tan-1N`` in (mu, C); ``tan-2E``/``tan-2N`` in (mu, T)

@@ -43,11 +43,22 @@ import numpy as np
 from ..core import Algorithm
 from ..core.cache import ProgramCache, identity_key
 from ..core.runner import positive_number, whole_number
+from ..family import natgrad as ng
+from ..family.gaussian import (
+    KINDS,
+    CholCov,
+    CholPrec,
+    MeanCov,
+    check_factor,
+    check_mean_cov,
+    from_mean_cov,
+    to_mean_cov,
+)
 from ..targets import Target, check_point, check_positive
 from . import oracle
-from .core import State, get_method, gradients, logdet_sigma_of, sigma_of, sqrt_of, valid_code
+from .core import Method, State, get_method, gradients, logdet_sigma_of, sigma_of, sqrt_of, valid_code
 
-__all__ = ["algorithm", "CatalogueState", "Ahead", "SCHEDULES", "STALLED", "trace_count", "is_gaussian"]
+__all__ = ["algorithm", "CatalogueState", "Ahead", "SCHEDULES", "STALLED", "trace_count", "is_gaussian", "initial_state"]
 
 SCHEDULES = ("constant", "backtracking")
 STALLED = 10  # the backtracking ladder found no step size that increases the ELBO
@@ -202,8 +213,56 @@ def _sizes(options, key, d):
     return sizes
 
 
+def initial_state(method: Method | str, init, **options) -> State:
+    """The method's starting state from ``init``: a vilab.family.gaussian parameterization (MeanCov,
+    CholCov, CholPrec, Natural, ...) or a pair (mu, Sigma). A CholCov start is used as is by
+    (mu, C) methods, a CholPrec start by (mu, T) methods (so signs of the factor are kept).
+    Sparse methods project the start onto their pattern (block-diagonal C: Cholesky factors of
+    the diagonal blocks of Sigma; arrow T: the Cholesky factor of Sigma^-1 restricted to the
+    pattern). Raises ValueError for a non-PD or malformed start."""
+    m = get_method(method) if isinstance(method, str) else method
+    chart = m.chart
+    if isinstance(init, CholCov) and chart == "chol_cov":
+        mu, M = check_factor(init.mu, init.C, "C")
+    elif isinstance(init, CholPrec) and chart == "chol_prec":
+        mu, M = check_factor(init.mu, init.T, "T")
+    else:
+        if isinstance(init, tuple(KINDS.values())):
+            if isinstance(init, (CholCov, CholPrec)):
+                check_factor(*init, name="C" if isinstance(init, CholCov) else "T")
+            mu, Sigma = (np.asarray(a) for a in to_mean_cov(init))
+        elif isinstance(init, (tuple, list)) and len(init) == 2:
+            mu, Sigma = init
+        else:
+            raise ValueError(
+                "The start must be a Gaussian from vilab.family.gaussian (e.g. MeanCov(mu, Sigma)) or a pair (mu, Sigma)."
+            )
+        mu, Sigma = check_mean_cov(mu, Sigma)
+        if chart == "mean_cov":
+            M = Sigma
+        elif chart == "mean_prec":
+            M = np.linalg.inv(Sigma)
+            M = 0.5 * (M + M.T)
+        elif chart == "chol_cov":
+            if m.name == "tan-1S":
+                M = np.zeros_like(Sigma)
+                o = 0
+                for s in _sizes(options, "blocks", len(mu)):
+                    M[o:o + s, o:o + s] = np.linalg.cholesky(Sigma[o:o + s, o:o + s])
+                    o += s
+            else:
+                M = np.linalg.cholesky(Sigma)
+        else:
+            M = np.asarray(from_mean_cov(MeanCov(jnp.asarray(mu), jnp.asarray(Sigma)), "chol_prec").T)
+    if m.name == "tan-1S":
+        M = M * ng.block_mask(_sizes(options, "blocks", len(mu)))
+    if m.name == "tan-2S":
+        _sizes(options, "local_sizes", len(mu))
+        M = M * ng.arrow_mask(options["local_sizes"], options["global_size"])
+    return State(jnp.asarray(mu, jnp.float64), jnp.asarray(M, jnp.float64))
+
+
 def _build(method, target0: Target, cfg: dict, structure: dict) -> Algorithm:
-    from .driver import initial_state  # the host-side start (checks and chart conversion)
 
     chart, d = method.chart, target0.dim
     family = target0.family is not None
@@ -266,7 +325,7 @@ def _build(method, target0: Target, cfg: dict, structure: dict) -> Algorithm:
     start_jit = jax.jit(start)
 
     def init(key, start_point, rho: float = 1.0, target: Target | None = None) -> CatalogueState:
-        """The state at ``start_point`` (a vilab.gaussian parameterization or (mu, Sigma); host code:
+        """The state at ``start_point`` (a vilab.family.gaussian parameterization or (mu, Sigma); host code:
         checks the start and converts it to the method's chart) with step size ``rho``. ``target``:
         the family member to run on (needed when this Algorithm serves a family)."""
         if family and target is None:

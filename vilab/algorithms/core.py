@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
-from .. import natgrad as ng
+from ..family import natgrad as ng
 from ..core.algorithm import range_code, range_code_factor
 from . import oracle
 
@@ -130,7 +130,7 @@ REASONS = {
 
 
 def _plain(update):
-    """An update of vilab.natgrad taking (mu, M, grad_mu, grad_M, rho), as a method update."""
+    """An update of vilab.family.natgrad taking (mu, M, grad_mu, grad_M, rho), as a method update."""
     return lambda mu, M, gr, rho, o: update(mu, M, gr[0], gr[1], rho)
 
 

@@ -17,73 +17,19 @@ from __future__ import annotations
 from dataclasses import replace
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .. import core as vcore
-from .. import natgrad as ng
-from ..gaussian import KINDS, CholCov, CholPrec, MeanCov, check_factor, check_mean_cov, from_mean_cov, to_mean_cov
 from ..targets import Target, check_positive
 from ..core.trace import Trace
-from .catalogue import SCHEDULES, STALLED, _sizes, algorithm, is_gaussian, trace_count
-from .core import Method, State, get_method, gradients
+from .catalogue import SCHEDULES, STALLED, algorithm, initial_state, is_gaussian, trace_count
+from .core import State, get_method, gradients
 
 __all__ = ["run", "run_sweep", "step", "initial_state", "trace_count", "SCHEDULES"]
 
 _ALG_KEYS = ("grads", "schedule", "n_samples", "n_points", "backtrack_factor", "max_backtracks", "blocks",
              "local_sizes", "global_size")
 _RUN_KEYS = ("record_every", "chunk_size", "max_time", "progress", "should_stop", "on_chunk")
-
-
-def initial_state(method: Method | str, init, **options) -> State:
-    """The method's starting state from ``init``: a vilab.gaussian parameterization (MeanCov,
-    CholCov, CholPrec, Natural, ...) or a pair (mu, Sigma). A CholCov start is used as is by
-    (mu, C) methods, a CholPrec start by (mu, T) methods (so signs of the factor are kept).
-    Sparse methods project the start onto their pattern (block-diagonal C: Cholesky factors of
-    the diagonal blocks of Sigma; arrow T: the Cholesky factor of Sigma^-1 restricted to the
-    pattern). Raises ValueError for a non-PD or malformed start."""
-    m = get_method(method) if isinstance(method, str) else method
-    chart = m.chart
-    if isinstance(init, CholCov) and chart == "chol_cov":
-        mu, M = check_factor(init.mu, init.C, "C")
-    elif isinstance(init, CholPrec) and chart == "chol_prec":
-        mu, M = check_factor(init.mu, init.T, "T")
-    else:
-        if isinstance(init, tuple(KINDS.values())):
-            if isinstance(init, (CholCov, CholPrec)):
-                check_factor(*init, name="C" if isinstance(init, CholCov) else "T")
-            mu, Sigma = (np.asarray(a) for a in to_mean_cov(init))
-        elif isinstance(init, (tuple, list)) and len(init) == 2:
-            mu, Sigma = init
-        else:
-            raise ValueError(
-                "The start must be a Gaussian from vilab.gaussian (e.g. MeanCov(mu, Sigma)) or a pair (mu, Sigma)."
-            )
-        mu, Sigma = check_mean_cov(mu, Sigma)
-        if chart == "mean_cov":
-            M = Sigma
-        elif chart == "mean_prec":
-            M = np.linalg.inv(Sigma)
-            M = 0.5 * (M + M.T)
-        elif chart == "chol_cov":
-            if m.name == "tan-1S":
-                M = np.zeros_like(Sigma)
-                o = 0
-                for s in _sizes(options, "blocks", len(mu)):
-                    M[o:o + s, o:o + s] = np.linalg.cholesky(Sigma[o:o + s, o:o + s])
-                    o += s
-            else:
-                M = np.linalg.cholesky(Sigma)
-        else:
-            M = np.asarray(from_mean_cov(MeanCov(jnp.asarray(mu), jnp.asarray(Sigma)), "chol_prec").T)
-    if m.name == "tan-1S":
-        M = M * ng.block_mask(_sizes(options, "blocks", len(mu)))
-    if m.name == "tan-2S":
-        _sizes(options, "local_sizes", len(mu))
-        M = M * ng.arrow_mask(options["local_sizes"], options["global_size"])
-    return State(jnp.asarray(mu, jnp.float64), jnp.asarray(M, jnp.float64))
-
-
 
 
 def _split(options):

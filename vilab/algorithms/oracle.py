@@ -5,7 +5,7 @@ inside ``jax.lax`` loops. Modes:
 
 * ``"exact"``: E_q[log p], E_q[grad log p], E_q[hess log p] exactly: quadratic (Gaussian)
   targets in closed form, GLM targets by Gauss-Hermite quadrature along each x_i^T theta
-  (vilab.expectations.gauss_hermite_glm; the ELBO term likewise).
+  (vilab.gradients.expectations.gauss_hermite_glm; the ELBO term likewise).
 * ``"first"`` / ``"second"``: unbiased single-sample (or ``n_samples``-sample) estimates with
   h = log p - log q (Tan (2025) Sec. 5.1, Thm 2): first order uses grad h only (Stein / the
   reparameterisation trick), second order uses hess h (Price).
@@ -18,8 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import solve_triangular
 
-from .. import natgrad as ng
-from ..expectations import gauss_hermite_glm, hermite_nodes
+from ..family import natgrad as ng
+from ..gradients.expectations import gauss_hermite_glm, hermite_nodes
 from ..targets import Target
 
 MODES = ("exact", "first", "second")

@@ -33,7 +33,7 @@ OUTSIDE = (
      "where": "vilab.online.runner.algorithm / stream",
      "consumes": "per-observation log-likelihood gradient, and its Hessian or empirical Fisher",
      "paper": "Jones, Chang & Murphy"},
-    {"name": "Tan's optimizers (snngm, nagm, pga, adam, adam-natural, vogn)", "where": "vilab.optim.algorithm / run",
+    {"name": "Tan's optimizers (snngm, nagm, pga, adam, adam-natural, vogn)", "where": "vilab.algorithms.optim.algorithm / run",
      "consumes": "minibatch estimates of the ELBO gradient in the chosen chart (first or second order)",
      "paper": "Tan (2025) Sec. 6"},
     {"name": "CNN variational and online training", "where": "vilab.cnn.train.vi_algorithm / vi_train / online_train",

@@ -193,8 +193,8 @@ DATA_CACHE_ENV = "VILAB_DATA_CACHE"  # a folder, or "off"; default <user cache>/
 
 def data_cache_dir() -> Path | None:
     """Where decoded data sets are kept (:func:`load_mnist`): ``$VILAB_DATA_CACHE`` (``off`` switches it off),
-    else ``<user cache>/vilab/data`` (vilab.compile_cache.user_cache_folder); None when off."""
-    from vilab.compile_cache import user_cache_folder
+    else ``<user cache>/vilab/data`` (vilab.core.compile_cache.user_cache_folder); None when off."""
+    from vilab.core.compile_cache import user_cache_folder
 
     return user_cache_folder(DATA_CACHE_ENV, "data")
 

@@ -1,21 +1,21 @@
-"""The networks of the CNN lab, by name (the architectures themselves live in :mod:`vilab.nets`).
+"""The networks of the CNN lab, by name (the architectures themselves live in :mod:`vilab.models.nets`).
 
     net = build("lenet5", (28, 28, 1))     # Tan (2025) Sec. 8.3 LeNet-5, P = 61,706
     net = build("bong-cnn", (28, 28, 1))   # Jones, Chang & Murphy Sec. 5, P = 57,722
     net = build("lenet5-digits", (8, 8, 1))  # 8x8 LeNet-style analogue, P = 3,814
 
-See :mod:`vilab.nets` for the layer-by-layer definitions and parameter counts.
+See :mod:`vilab.models.nets` for the layer-by-layer definitions and parameter counts.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-from vilab.nets import Model, bong_cnn, layer_counts, lenet5, lenet5_digits, mlp
+from vilab.models.nets import Model, bong_cnn, layer_counts, lenet5, lenet5_digits, mlp
 
 __all__ = ["CNN", "lenet5", "bong_cnn", "lenet5_digits", "mlp", "MODELS", "build", "layer_counts", "models_for"]
 
-CNN = Model  # the CNN lab's name for vilab.nets.Model
+CNN = Model  # the CNN lab's name for vilab.models.nets.Model
 
 # name -> (builder for an input shape (H, W, C), one-line description)
 MODELS: dict[str, tuple[Callable, str]] = {

@@ -14,7 +14,7 @@
        grad_mu L ~ grad_theta h,                      grad_c L ~ grad_theta h * z      (diag of G1),
 
    with g = n/|B| sum_B grad log p(y_i | theta) - theta / sigma0^2. One step is this estimate
-   followed by the optax transformation of :mod:`vilab.optim` (Tan Table 5 and Supp. S5), fed as
+   followed by the optax transformation of :mod:`vilab.algorithms.optim` (Tan Table 5 and Supp. S5), fed as
    there:
 
    adam          Euclidean gradient of -L               lambda = (mu, c), sigma = |c|
@@ -60,6 +60,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import core
+from ..algorithms import optim
 from ..core.cache import ProgramCache, memoize
 from .data import ImageData
 from .devices import batch_sharding, check_batch_size, data_mesh, device_label, put_replicated
@@ -106,17 +107,8 @@ def _check_alpha(alpha) -> float:
     return a
 
 
-def _optim():
-    try:
-        from vilab import optim
-    except ImportError as e:  # pragma: no cover - vilab.optim is part of the package
-        raise ValueError("vilab.optim (Tan's optimizers) is not available in this installation.") from e
-    return optim
-
-
 def _layout(optimizer: str, P: int):
-    """Diagonal layout of vilab.optim: (mu, c) with C = diag(c), or (mu, t) with T = diag(t) for VOGN."""
-    optim = _optim()
+    """Diagonal layout of vilab.algorithms.optim: (mu, c) with C = diag(c), or (mu, t) with T = diag(t) for VOGN."""
     param = "chol_prec" if optimizer == "vogn" else "chol_cov"
     return optim.Layout(P, param, True)
 
@@ -140,26 +132,10 @@ def _loglik_sum(net: CNN, theta, Xb, yb):
     return jnp.sum(jnp.take_along_axis(jax.nn.log_softmax(logits), yb[:, None], axis=1))
 
 
-try:  # jax has no public spelling of a cast to a weakly typed value
-    from jax._src.lax.lax import _convert_element_type
-except ImportError:  # pragma: no cover - a jax without it: fall back to a float32 step size
-    _convert_element_type = None
-
-
-def _weak(x):
-    """``x`` as a weakly typed scalar: a float64 step size then multiplies float32 arrays in float32,
-    exactly as a Python float does (set_hyper returns strongly typed values; a strong float64 would
-    promote the float32 network parameters)."""
-    if _convert_element_type is None:  # pragma: no cover
-        return jnp.asarray(x, jnp.float32)
-    return _convert_element_type(x, jnp.asarray(x).dtype, weak_type=True)
-
-
 def vi_estimator(net: CNN, optimizer: str, n: int, prior_var: float = 100.0):
     """(estimate, layout): ``estimate(lam, Xb, yb, key) -> (h(theta), feed)``, Tan (2025) Thm 2's
     single-draw first-order estimate on a minibatch (module docstring), ``feed`` what the optimizer
-    of :mod:`vilab.optim` eats (optax loss convention: minus the ascent direction)."""
-    optim = _optim()
+    of :mod:`vilab.algorithms.optim` eats (optax loss convention: minus the ascent direction)."""
     _check_optimizer(optimizer)
     P = net.n_params
     layout = _layout(optimizer, P)
@@ -232,7 +208,6 @@ def vi_algorithm(net: CNN, optimizer: str, n: int, *, prior_var: float = 100.0, 
     * ``observe(state)``: mean mu, variances sigma^2, objective = -h of the last step (one draw on one
       minibatch: noisy; :func:`vi_train` records per-epoch averages instead).
     """
-    optim = _optim()
     _check_optimizer(optimizer)
     P = net.n_params
     estimate, layout = vi_estimator(net, optimizer, n, prior_var)
@@ -243,7 +218,7 @@ def vi_algorithm(net: CNN, optimizer: str, n: int, *, prior_var: float = 100.0, 
         if lam.shape != (2 * P,):
             raise ValueError(f"A starting lambda must have 2P = {2 * P} entries; got shape {lam.shape}.")
         opt = optim.make_transform(optimizer, a, layout).init(lam)
-        # float64 here (as set_hyper keeps it); step casts it to a weakly typed value (see _weak)
+        # float64 here (as set_hyper keeps it); step casts it to a weakly typed value (see vilab.algorithms.optim.weak_scalar)
         return VIState(lam, opt, jnp.asarray(jnp.nan, jnp.float32), {"alpha": jnp.asarray(a, jnp.float64)})
 
     def step(key, state, batch):
@@ -252,7 +227,7 @@ def vi_algorithm(net: CNN, optimizer: str, n: int, *, prior_var: float = 100.0, 
         if sharding is not None:
             Xb = jax.lax.with_sharding_constraint(Xb, sharding)
             yb = jax.lax.with_sharding_constraint(yb, sharding)
-        alpha = _weak(state.hyper["alpha"])
+        alpha = optim.weak_scalar(state.hyper["alpha"])
         tx = optim.make_transform(optimizer, alpha, layout)
         lam = state.lam
         h, fv = estimate(lam, Xb, yb, k)
@@ -404,7 +379,7 @@ def vi_train(
     # can be left out of the measured speed
     L = _chunks(nb, min(int(chunk_batches), max(1, nb // 2)))
     P = net.n_params
-    label = _optim().OPTIMIZERS[optimizer]["label"]
+    label = optim.OPTIMIZERS[optimizer]["label"]
 
     sharding = batch_sharding(mesh)
     alg = vi_algorithm(net, optimizer, n, prior_var=float(prior_var), sharding=sharding)
@@ -659,12 +634,10 @@ def online_train(
     float64 changing a DLR run's final NLL by up to 0.03 and recommends float64 on CPU for
     reproductions (pass ``dtype=jnp.float64``). One example per step: nothing to shard.
     """
-    try:
-        from vilab.online.families import init_belief
-        from vilab.online.grid import make_method
-        from vilab.online.runner import make_evaluator, stream
-    except ImportError as e:  # pragma: no cover
-        raise ValueError("vilab.online (the BONG grid) is not available in this installation.") from e
+    from vilab.online.families import init_belief
+    from vilab.online.grid import make_method
+    from vilab.online.runner import make_evaluator, stream
+
     core.check_key(key, "online_train")
     if tuple(data.shape) != tuple(net.in_shape):
         raise ValueError(f"The model {net.name} expects {net.in_shape} images but the data set has {data.shape}.")

@@ -5,7 +5,7 @@ Pages compare methods: Adam against SNNGM, BONG against BLR, a column of Tan's T
 batch is one run through the one runner (:func:`vilab.core.run`), either given as the runner's own
 arguments (an :class:`~vilab.core.Algorithm`, a key, a start state, a number of steps and ``run``'s
 options), or as a library fit that drives the runner itself and passes on ``progress``,
-``should_stop`` and ``max_time`` (``vilab.optim.run``, ``vilab.cnn.train.vi_train``,
+``should_stop`` and ``max_time`` (``vilab.algorithms.optim.run``, ``vilab.cnn.train.vi_train``,
 ``vilab.hierarchical.fit.fit``, ...). :func:`run_batch` never steps an algorithm itself: it hands
 each job the part of the budget that is left and a progress callback that maps the job's fraction
 onto the whole batch, checks the stop flag and the clock between jobs (the runner checks them

@@ -22,9 +22,9 @@ import numpy as np
 from jax.scipy.linalg import solve_triangular
 from scipy.optimize import nnls
 
-from ..checks import finite_result, integer, real_array, real_scalar
+from ..core.checks import finite_result, integer, real_array, real_scalar
 from ..core.keys import check_key
-from ..gaussian import check_mean_cov, kl_whitened
+from ..family.gaussian import check_mean_cov, kl_whitened
 
 __all__ = [
     "DIVERGENCES",
@@ -70,7 +70,7 @@ DIVERGENCES = {
 
 def check_precision(precision, name: str = "Lambda") -> np.ndarray:
     """Return ``precision`` as a float64 symmetric positive-definite matrix, else ValueError
-    (the checks of :func:`vilab.gaussian.check_mean_cov`: square, finite, symmetric, PD)."""
+    (the checks of :func:`vilab.family.gaussian.check_mean_cov`: square, finite, symmetric, PD)."""
     L = real_array(precision, f"The precision {name}")
     if L.ndim == 0:
         L = L.reshape(1, 1)
@@ -138,7 +138,7 @@ def kl_qp(mu, Sigma, nu, Lambda):
 
     Chen, Nott & Tan Sec. 1.1 (standard closed form):
     ``1/2 [tr(Lambda Sigma) + (mu-nu)^T Lambda (mu-nu) - d - log det(Lambda Sigma)]``, computed by
-    :func:`vilab.gaussian.kl_whitened` from A = F^T C (Sigma = C C^T, Lambda = F F^T): a sum of
+    :func:`vilab.family.gaussian.kl_whitened` from A = F^T C (Sigma = C C^T, Lambda = F F^T): a sum of
     non-negative terms, so that it stays >= 0 for ill-conditioned input (no explicit inverse).
     """
     mu, Sigma, nu, Lambda = _checked_qp(mu, Sigma, nu, Lambda)
@@ -150,7 +150,7 @@ def kl_pq(mu, Sigma, nu, Lambda):
     """Forward KL(p||q) for q = N(mu, Sigma), p = N(nu, Lambda^{-1}) (a reference, not in the paper).
 
     ``1/2 [tr(Sigma^{-1} Lambda^{-1}) + (mu-nu)^T Sigma^{-1} (mu-nu) - d + log det Sigma + log det Lambda]``,
-    computed by :func:`vilab.gaussian.kl_whitened` from A = C^-1 F^-T (triangular solves, no inverse), >= 0.
+    computed by :func:`vilab.family.gaussian.kl_whitened` from A = C^-1 F^-T (triangular solves, no inverse), >= 0.
     """
     mu, Sigma, nu, Lambda = _checked_qp(mu, Sigma, nu, Lambda)
     C, F = _factors(Sigma, Lambda)

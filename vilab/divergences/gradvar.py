@@ -20,9 +20,9 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import brentq
 
-from ..checks import integer, real_array, real_scalar
+from ..core.checks import integer, real_array, real_scalar
 from ..core import memoize
-from ..gaussian import check_factor
+from ..family.gaussian import check_factor
 from .gaussian import check_precision
 from .stochastic import grad_fdr, grad_kl, grad_sdr
 
@@ -236,7 +236,7 @@ def german_credit_gaussian() -> tuple[np.ndarray, np.ndarray]:
 
 @memoize("german-credit-gaussian", maxsize=1)
 def _german_credit_gaussian():
-    from ..hierarchical.reference import ASSET_DIR
+    from ..targets.reference import ASSET_DIR
 
     path = ASSET_DIR / "german.npz"
     if not path.exists():

@@ -21,7 +21,7 @@ finite (for KL and Fisher it is infinite).
 Part 2, Table 6 (Sec. 7.2, logistic regression), German credit column: :func:`table6` runs the paper's methods
 (KLD, FDr, SDr, FDb, SDb, BaM of :mod:`vilab.divergences.stochastic`) on the paper's data
 (:func:`vilab.targets.german.german_credit`, d = 49) and scores them as the paper does: M* = -log(MMD^2_u + 1e-5)
-and the normalised mode error (:mod:`vilab.hierarchical.metrics`), against the NUTS posterior stored in
+and the normalised mode error (:mod:`vilab.targets.metrics`), against the NUTS posterior stored in
 assets/hierarchical/german.npz. The a4a column needs the LIBSVM a4a data, which no package here ships.
 """
 
@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..checks import integer, real_array
+from ..core.checks import integer, real_array
 from .gaussian import check_precision, fisher, kl_qp, meanfield_optimum, score_divergence, score_nqp
 
 __all__ = [
@@ -282,7 +282,7 @@ def table6(key, model=None, *, methods=TABLE6_METHODS, max_iter: int = 60_000, b
     """Table 6 of Chen, Nott & Tan (Sec. 7.2), German credit column: Bayesian logistic regression, d = 49.
 
     ``model`` defaults to :func:`vilab.targets.german.german_credit` (the paper's data and prior N(0, 100 I))
-    and ``reference`` to its NUTS posterior (:func:`vilab.hierarchical.reference.load_reference` ("german"),
+    and ``reference`` to its NUTS posterior (:func:`vilab.targets.reference.load_reference` ("german"),
     20,000 draws, made by scripts/german_reference.py; the paper used RStan). Another Bernoulli
     :class:`vilab.targets.regression.GLMModel` needs its own ``reference`` (anything with ``draws``, ``sd`` and
     ``mode``). ``max_iter`` is the paper's cap, 60,000.
@@ -291,20 +291,20 @@ def table6(key, model=None, *, methods=TABLE6_METHODS, max_iter: int = 60_000, b
     dense factor, Adadelta, start mu = 0, T = ``t0`` I; BaM: :func:`run_bam`, B = ``bam_batch``) runs until the
     paper's stopping rule (slope of the last five 1000-iteration ELBO averages below ``tol``) or ``max_iter``
     (BaM: ``bam_iter``, 50-iteration windows).  Scores (Sec. 7.1): M* = -log(MMD^2_u + 1e-5) from ``n_rep``
-    repeats of ``m`` draws against the reference (:func:`vilab.hierarchical.metrics.m_star`: RBF kernel on
+    repeats of ``m`` draws against the reference (:func:`vilab.targets.metrics.m_star`: RBF kernel on
     coordinates standardised by the reference s.d., h = sqrt(d); the paper's bandwidth is unspecified) and
     |mu - mu*| / sigma* over the coordinates (mean, s.d.).  ``progress(fraction, text)`` is called between
     methods.  Returns {"rows": {code: {"M*": (mean, sd), "mode": (mean, sd), "seconds", "iterations",
     "status", "sd_ratio"}}, "model": its name, "d", "n", "settings": a sentence}.
     """
     from ..core import as_key
-    from ..hierarchical.metrics import m_star, mode_error
+    from ..targets.metrics import m_star, mode_error
     from ..targets.basic import logistic_regression
     from .stochastic import run_bam, run_sgd
 
     key = as_key(key)
     if model is None:
-        from ..hierarchical.reference import load_reference
+        from ..targets.reference import load_reference
         from ..targets.german import german_credit
 
         model = german_credit()

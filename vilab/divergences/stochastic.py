@@ -44,11 +44,12 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from .. import checks, gaussian
+from ..core import checks
+from ..family import gaussian
 from ..core import NONFINITE, Algorithm, Trace, is_key, run
 from ..core.algorithm import range_code_factor
 from ..core.cache import memoize
-from ..gaussian import check_factor, check_mean_cov
+from ..family.gaussian import check_factor, check_mean_cov
 
 __all__ = [
     "SGD_METHODS",
@@ -424,7 +425,7 @@ def _check_target(target):
 
 
 def _exact_kl_of(target):
-    """observe's objective for a Gaussian target: KL(q || p) by :func:`vilab.gaussian.kl`; else None."""
+    """observe's objective for a Gaussian target: KL(q || p) by :func:`vilab.family.gaussian.kl`; else None."""
     if target.mean is None or target.cov is None or not getattr(target, "quadratic", False):
         return None
     p = gaussian.MeanCov(jnp.asarray(target.mean, float), jnp.asarray(target.cov, float))
@@ -511,12 +512,12 @@ def algorithm(target, method: str, *, batch_size: int = 5, mask="dense", step="a
     :func:`vilab.core.resume`). mask : free entries of T ("dense", "diagonal" or a pattern, Sec. 4).
 
     State: :class:`SGDState`; ``init(key, start=None, learning_rate=None, window=1000)`` with start
-    (mu0, T0) (default 0 and I) or a :class:`vilab.gaussian.CholPrec`; ``window`` is the number of
+    (mu0, T0) (default 0 and I) or a :class:`vilab.family.gaussian.CholPrec`; ``window`` is the number of
     iterations per ELBO average (and per draw key, see :func:`_draw_key`). Info per step: code,
     step_size (the learning rate), ``elbo`` (the single-batch ELBO estimate at the iterate before the
     step) and ``effective_step_ratio`` (||u|| / ||gradient||, Adadelta's adaptive step). observe:
     mean, cov, the factor ``T``, ``elbo`` (the running average of the current window) and the
-    objective, KL(q || p) for a Gaussian target (``vilab.gaussian.kl``) else minus that average
+    objective, KL(q || p) for a Gaussian target (``vilab.family.gaussian.kl``) else minus that average
     (``samples``: the last step's draws, when ``record_samples``).
     """
     if method not in SGD_METHODS:
@@ -647,7 +648,7 @@ def bam(target, *, batch_size: int = 50, record_samples: bool = False):
     scores and applies :func:`bam_update` with learning rate rho_t = ``lr_scale`` / t (the paper:
     lr_scale = B d). Full covariance, no sparsity. ``lr_scale`` lives in ``state.hyper``
     (``init(key, start=None, lr_scale=None, window=50)``, start (mu0, Sigma0) or a
-    :class:`vilab.gaussian.MeanCov`; ``window``: iterations per ELBO average and per draw key).
+    :class:`vilab.family.gaussian.MeanCov`; ``window``: iterations per ELBO average and per draw key).
     Info: code (3 when the new covariance is not positive definite), step_size rho_t, ``elbo``.
     observe: mean, cov, ``elbo`` (running window average), objective KL(q || p) for a Gaussian
     target else minus that average (``samples`` when ``record_samples``).

@@ -20,8 +20,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import optimize, stats
 
-from ..checks import positive, real_array, real_scalar
-from ..expectations import hermite_nodes
+from ..core.checks import positive, real_array, real_scalar
+from ..family.quadrature import hermite_nodes
 from ..targets.univariate import Univariate
 
 __all__ = [

@@ -1,15 +1,15 @@
 """Running the methods of Tan (2025) and Chen, Nott & Tan on the hierarchical models, at scale.
 
-Two groups of methods share the sparse factor of :mod:`vilab.hierarchical.families` (arrow for the
+Two groups of methods share the sparse factor of :mod:`vilab.family.block` (arrow for the
 GLMMs, band for the state-space model):
 
 * Tan (2025), GVA with a sparse Cholesky factor of the precision (Sec. 7.2, Algorithm 2S),
   first-order gradient estimates (Sec. 8.5: "only first-order gradient estimates"), driven by the
-  optimizers of :mod:`vilab.optim` (Table 5 / Supp. S5):
+  optimizers of :mod:`vilab.algorithms.optim` (Table 5 / Supp. S5):
     ``gva-snngm``  SNNGM fed the natural gradient: Theorem 4 by blocks for the arrow
-                   (:func:`~vilab.hierarchical.families.natural_grad_arrow`); for the band, the same
+                   (:func:`~vilab.family.block.natural_grad_arrow`); for the band, the same
                    Fisher restricted to the pattern, solved column by column
-                   (:func:`~vilab.hierarchical.families.natural_grad_columns`, our extension);
+                   (:func:`~vilab.family.block.natural_grad_columns`, our extension);
     ``gva-nadam``  Adam fed the same natural gradient (Tan's "NAdam");
     ``gva-adam``   Adam fed the Euclidean gradient (mu, free entries of T);
     ``gva-pga``    ProxGenAdam: Euclidean gradient of E_q[log p] + proximal step on diag(T);
@@ -54,10 +54,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import core
-from ..checks import finite_result, integer, positive, real_scalar
+from ..core.checks import finite_result, integer, positive, real_scalar
 from ..core import NONFINITE, Algorithm, Trace, memoize
-from . import families as fam
-from .families import BlockFactor, BlockPrecFamily, Structure
+from ..family import block as fam
+from ..family.block import BlockFactor, BlockPrecFamily, Structure
 
 __all__ = ["METHODS", "fit", "algorithm", "start_state", "HierState", "thm2_grads", "log_q", "validity_code",
            "chen_kld_grads", "chen_sdb_grads", "chen_fdb_grad_mu", "chen_fdb_grad_T", "sample_q", "final_elbo",
@@ -106,7 +106,7 @@ def available_methods(model) -> dict[str, str]:
 
 
 class _PGALayout(NamedTuple):
-    """What vilab.optim.pga needs to know: the factor is T, and where its diagonal sits in lambda."""
+    """What vilab.algorithms.optim.pga needs to know: the factor is T, and where its diagonal sits in lambda."""
 
     param: str
     idx: np.ndarray
@@ -122,7 +122,7 @@ class HierState(NamedTuple):
     """State of every method of this module.
 
     params : the variational parameters in the method's own coordinates (Tan: lambda = (mu, free
-        entries of T); VOGN: vilab.optim's dense (mu, vech T); Chen: (mu, T*) with T*_kk = log T_kk).
+        entries of T); VOGN: vilab.algorithms.optim's dense (mu, vech T); Chen: (mu, T*) with T*_kk = log T_kk).
     opt : the optimizer's state.
     elbo_sum, n_in : sum and count of the single-draw ELBO estimates of the current window (a row
         records their average, the papers' "average lower bound every 1000 iterations").
@@ -140,12 +140,12 @@ class HierState(NamedTuple):
 
 def log_q(log_det_T, z):
     """log q(theta) at theta = mu + T^{-T} z, q = N(mu, (T T^T)^{-1}): log|det T| - z'z/2 - (d/2) log 2 pi
-    (:func:`vilab.families_block.log_q_whitened_T`, the family's one formula)."""
+    (:func:`vilab.family.block.log_q_whitened_T`, the family's one formula)."""
     return fam.log_q_whitened_T(log_det_T, z)
 
 
 def _family_of(F: BlockFactor) -> BlockPrecFamily:
-    """The :class:`~vilab.families_block.BlockPrecFamily` whose factor F is (its Structure from the shapes)."""
+    """The :class:`~vilab.family.block.BlockPrecFamily` whose factor F is (its Structure from the shapes)."""
     n, r = F.diag.shape[0], F.diag.shape[1]
     return BlockPrecFamily(Structure(int(n), int(r), int(F.gg.shape[0]), 0 if F.lower is None else 1))
 
@@ -158,7 +158,7 @@ def thm2_grads(mu, F: BlockFactor, st: Structure, z, score, entropy: bool = True
     grad_mu L = g + T z (= grad h), grad_T L = mask(-x v^T). With ``entropy=False``, the gradient of
     the smooth part E_q[log p] only (ProxGenAdam leaves the entropy to its proximal step):
     grad_mu = g, grad_T = mask(-x (T^{-1} g)^T). Returns (theta, grad_mu, grad_T as a BlockFactor).
-    Written once on the family: :meth:`vilab.families_block.BlockPrecFamily.thm2_first_order`.
+    Written once on the family: :meth:`vilab.family.block.BlockPrecFamily.thm2_first_order`.
     """
     return BlockPrecFamily(st).thm2_first_order((mu, F), z, score, entropy)
 
@@ -166,7 +166,7 @@ def thm2_grads(mu, F: BlockFactor, st: Structure, z, score, entropy: bool = True
 def validity_code(mu, F: BlockFactor, elbo) -> jax.Array:
     """The vilab.core code of an iterate: NONFINITE (2) for non-finite parameters or ELBO estimate,
     5 for a zero on T's diagonal (q no longer a Gaussian), else 0: the family's code
-    (:meth:`vilab.families_block.BlockPrecFamily.validity`) and a non-finite ELBO estimate."""
+    (:meth:`vilab.family.block.BlockPrecFamily.validity`) and a non-finite ELBO estimate."""
     code = _family_of(F).validity((mu, F))
     return jnp.where(jnp.all(jnp.isfinite(elbo)), code, NONFINITE).astype(jnp.int32)
 
@@ -205,7 +205,7 @@ def _default_scale(model, method):
 
 def _tan_algorithm(model, method) -> Algorithm:
     """Tan (2025) Algorithm 2S (Sec. 7.2) with the optimizer of ``method`` (Table 5 / Supp. S5)."""
-    from .. import optim
+    from ..algorithms import optim
 
     spec = METHODS[method]
     st = fam.structure_of(model)
@@ -254,7 +254,7 @@ def _tan_algorithm(model, method) -> Algorithm:
 
 def _vogn_algorithm(model) -> Algorithm:
     """VOGN (Tan (2025) Supp. S5, GLMMs): J^T J of the per-subject factors f_i as the curvature."""
-    from .. import optim
+    from ..algorithms import optim
 
     st = fam.structure_of(model)
     if st.ell != 0:
@@ -281,7 +281,7 @@ def _vogn_algorithm(model) -> Algorithm:
         alpha = s.hyper["alpha"]
         mu, T = layout.unpack(s.params)
         z = jax.random.normal(key, (d,))
-        theta = layout.transform(s.params, z)  # mu + T^{-T} z (vilab.families.GaussianFamily)
+        theta = layout.transform(s.params, z)  # mu + T^{-T} z (vilab.family.dense.GaussianFamily)
         gb, gt = model.local_factor_grads(theta)
         J = jnp.zeros((n, d)).at[rows, cols].set(gb.reshape(-1)).at[:, n * r:].set(gt)
         elbo = logp(theta) - log_q(jnp.sum(jnp.log(jnp.abs(jnp.diag(T)))), z)
@@ -763,7 +763,7 @@ def sample_q(trace: Trace, m: int, key) -> np.ndarray:
 
 @partial(jax.jit, static_argnums=2)
 def _offsets_batch(F, Z, family: BlockPrecFamily):
-    """T^{-T} z for every row of Z (the family's :meth:`~vilab.families_block.BlockPrecFamily.offsets`)."""
+    """T^{-T} z for every row of Z (the family's :meth:`~vilab.family.block.BlockPrecFamily.offsets`)."""
     return family.offsets((None, F), Z)
 
 

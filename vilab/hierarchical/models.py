@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import gammaln
 
-from ..checks import counts, integer, real_array
+from ..core.checks import counts, integer, real_array
 from ..core.cache import memoize
 from ..targets import Target
 from .data import load_epilepsy, load_exchange_returns, load_toenail
@@ -199,11 +199,11 @@ def sparsity_patterns(model: HierModel, theta, n_show: int = 12) -> dict[str, np
     """Boolean patterns of T, of the precision T T^T and of the Hessian of log p at ``theta``.
 
     For the first ``n_show`` local blocks and the globals (Chen, Nott & Tan Sec. 4, Tan (2025) eq. 4):
-    T's free entries (:func:`vilab.hierarchical.families.dense_mask`), the structural non-zeros of
+    T's free entries (:func:`vilab.family.block.dense_mask`), the structural non-zeros of
     T T^T (the pattern product) and the entries of the block Hessian (:func:`hessian_blocks`, no
     dense d x d Hessian) that are non-zero at ``theta``.
     """
-    from . import families as fam
+    from ..family import block as fam
 
     st = fam.structure_of(model)
     k = max(1, min(int(n_show), st.n))

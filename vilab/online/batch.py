@@ -62,7 +62,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import core
-from ..checks import integer, positive, real_array
+from ..core.checks import integer, positive, real_array
 from ..core.cache import memoize
 from ..core.trace import diverged_status
 from .families import DLR, FC, Diag, init_belief, marginal_variances

@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..checks import integer, real_scalar
+from ..core.checks import integer, real_scalar
 from jax.scipy.special import betaln, digamma, gammaln
 
 __all__ = ["conjugate_demo", "CONJUGATE", "log_partition", "expected_loglik", "natural_gradient", "bong_step", "bayes_update", "log_density", "check_psi"]

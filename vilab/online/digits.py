@@ -17,8 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..checks import integer
-from ..nets import digits_cnn, digits_mlp, make_linear
+from ..core.checks import integer
+from ..models.nets import digits_cnn, digits_mlp, make_linear
 from .families import init_belief
 from .grid import is_cubic, make_method
 from .likelihoods import categorical

@@ -9,12 +9,12 @@ Belief states (pytrees):
 * :class:`Diag` (mu, s2): diagonal covariance diag(sigma^2) ("diag", "diag_mom").
 * :class:`DLR` (mu, ups, W): precision Sigma^{-1} = diag(ups) + W W^T ("dlr-R", Eq. 281).
 
-Each belief is a state of a member of the Gaussian-family protocol (:mod:`vilab.families`,
-:func:`family_of`): FC and Diag of :class:`vilab.families.MomentFamily`, DLR of
-:class:`vilab.families_lowrank.DLRPrecFamily`. Sampling, marginal variances, dense covariance and
+Each belief is a state of a member of the Gaussian-family protocol (:mod:`vilab.family.dense`,
+:func:`family_of`): FC and Diag of :class:`vilab.family.dense.MomentFamily`, DLR of
+:class:`vilab.family.lowrank.DLRPrecFamily`. Sampling, marginal variances, dense covariance and
 precision are those members' methods; the DLR linear algebra (Woodbury solves, Eq. 305, the rank-R
 projection of Eqs. 306-308 through the small Gram matrix, the exact DLR sampler, digest [ours]) lives in
-:mod:`vilab.families_lowrank` and is re-exported here.
+:mod:`vilab.family.lowrank` and is re-exported here.
 
 Predict step. Alg. 1 of the paper alternates psi_{t|t-1} = predict(psi_{t-1}) and psi_t = update(psi_{t|t-1}, x_t, y_t).
 The paper's experiments assume static parameters, so its predict step (Alg. 2) is the identity. For a
@@ -47,17 +47,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..checks import integer, positive, real_array, real_scalar
+from ..core.checks import integer, positive, real_array, real_scalar
 from ..core.keys import check_key
-from ..families import DLRPrecFamily, MomentFamily
-from ..families_lowrank import (  # noqa: F401  (re-exports)
-    _chol_inv,
-    _woodbury_factor,
+from ..family.dense import DLRPrecFamily, MomentFamily
+from ..family.lowrank import (  # noqa: F401  (re-exports)
+    chol_inv,
     dlr_noise_map,
     dlr_prec_apply,
     dlr_project,
     dlr_solve,
     sym,
+    woodbury_factor,
 )
 
 __all__ = [

@@ -31,8 +31,8 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from ..checks import integer, positive
-from .families import DLR, FC, Diag, _chol_inv, _woodbury_factor, dlr_prec_apply, dlr_project, dlr_solve, sample, sym
+from ..core.checks import integer, positive
+from .families import DLR, FC, Diag, chol_inv, woodbury_factor, dlr_prec_apply, dlr_project, dlr_solve, sample, sym
 
 __all__ = [
     "ALGORITHMS", "APPROXIMATIONS", "FAMILIES", "Method", "Curv", "make_method", "grid_names", "is_cubic",
@@ -254,7 +254,7 @@ def _fc_step(alg, mom, it: FC, prior: FC, prior_prec, c: Curv, a):
                 # second pass over the P x P matrix.
                 SBg = S @ jnp.concatenate([c.B, g[:, None]], axis=1)
                 SB, Sg = SBg[:, :-1], SBg[:, -1]
-                C = SB @ _chol_inv(jnp.eye(c.B.shape[1], dtype=S.dtype) + c.B.T @ SB).T
+                C = SB @ chol_inv(jnp.eye(c.B.shape[1], dtype=S.dtype) + c.B.T @ SB).T
                 return FC(mu + Sg - C @ (C.T @ g), S - C @ C.T)
             # (127): Sigma_t^{-1} = Sigma^{-1} - G
             S_new = _inv(_inv(S) - _dense_G(c))
@@ -335,7 +335,7 @@ def _sandwich_diag(ups, W, d):
     """diag(Sigma diag(d) Sigma) for Sigma = (diag(ups) + W W^T)^{-1} = Ups^{-1} - Q Q^T, O(R^2 P)
     (the diagonal of the sandwich in Eqs. 342/354, expanded as in Eq. 348)."""
     u = 1.0 / ups
-    Q = _woodbury_factor(ups, W)  # Sigma = Ups^{-1} - Q Q^T
+    Q = woodbury_factor(ups, W)  # Sigma = Ups^{-1} - Q Q^T
     QQd = jnp.sum(Q**2, axis=1)
     Mq = Q.T @ (d[:, None] * Q)
     return u**2 * d - 2 * u * d * QQd + jnp.sum((Q @ Mq) * Q, axis=1)

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..checks import class_labels, integer, real_array
+from ..core.checks import class_labels, integer, real_array
 
 __all__ = ["Likelihood", "categorical", "gaussian", "encode_all"]
 

@@ -14,8 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..checks import integer, positive, real_array, real_scalar
-from ..gaussian import check_mean_cov
+from ..core.checks import integer, positive, real_array, real_scalar
+from ..family.gaussian import check_mean_cov
 
 from ..core.cache import memoize
 from ..core.keys import as_key

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import core
-from ..checks import integer, real_array
+from ..core.checks import integer, real_array
 from ..core.cache import memoize
 from ..core.trace import diverged_status
 from .families import DLR, FC, describe_dynamics, dynamics_hyper, marginal_variances, predict, sample

@@ -1,5 +1,5 @@
 """The stability atlas (Stability atlas page): iterations to tolerance over step size x condition number,
-with the analytic step-size limits drawn over it (:func:`vilab.stability.atlas`, :func:`vilab.stability.atlas_limits`).
+with the analytic step-size limits drawn over it (:func:`vilab.theory.stability.atlas`, :func:`vilab.theory.stability.atlas_limits`).
 
 Pure data in, ``go.Figure`` out::
 
@@ -88,9 +88,9 @@ def limit_curves(method: str, limits: Mapping, show_all: bool = False) -> list[d
 
 def atlas_figure(at, limits: Mapping | None = None, show_all: bool = False, kappa_range=None,
                  selected: tuple[int, int] | None = None, title: str | None = None, height: int = 470) -> go.Figure:
-    """The atlas ``at`` (a :class:`vilab.stability.Atlas`) as a heatmap over step size (x, log) and condition
+    """The atlas ``at`` (a :class:`vilab.theory.stability.Atlas`) as a heatmap over step size (x, log) and condition
     number (y, log), restricted to ``kappa_range`` = (lo, hi) when given, with the limit curves of
-    :func:`limit_curves` (``limits`` from :func:`vilab.stability.atlas_limits`) and the ``selected`` cell
+    :func:`limit_curves` (``limits`` from :func:`vilab.theory.stability.atlas_limits`) and the ``selected`` cell
     (row, column of the atlas) outlined."""
     ks, rhos = np.asarray(at.kappas, float), np.asarray(at.step_sizes, float)
     rows = np.arange(ks.size)

@@ -142,7 +142,7 @@ def excess_figure(curves: Mapping[str, tuple], title: str | None = None, ylabel:
                   xlabel: str = "iteration", floor: float = 1e-12, height: int = 400) -> go.Figure:
     """Kumar et al. Fig. 2: for each method (a code of :func:`vilab.plots.look`), its mean over the starts
     as a line and the min-max band around it, on a log y axis. ``curves``: code -> (iterations, mean, lo, hi)
-    (e.g. :func:`vilab.kumar_logistic.excess_curves`); values at or below ``floor`` are clipped to it (they
+    (e.g. :func:`vilab.models.kumar_logistic.excess_curves`); values at or below ``floor`` are clipped to it (they
     sit at round-off)."""
     traces = []
     for code, (it, mean, lo, hi) in curves.items():

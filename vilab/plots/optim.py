@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from vilab import optim, plots
+from vilab.algorithms import optim
+from vilab import plots
 from vilab.plots import color, ellipse, fast, line, marker, style, subplots
 from vilab.plots.fields import arrow_segments
 
@@ -22,7 +23,7 @@ _START_SYMBOLS = ["square", "diamond", "triangle-up", "pentagon", "star"]
 
 
 def code(name: str) -> str:
-    """The look code (:func:`vilab.plots.look`) of an optimizer of :mod:`vilab.optim` ("adam-natural" -> "nadam")."""
+    """The look code (:func:`vilab.plots.look`) of an optimizer of :mod:`vilab.algorithms.optim` ("adam-natural" -> "nadam")."""
     return _KEYMAP.get(name, name)
 
 
@@ -370,7 +371,7 @@ def comparison_specs(optimizers, estimators=("first", "second"), covariances=("d
 
 
 def comparison_summary(tr) -> dict:
-    """The numbers of one :func:`vilab.optim.run` Trace that a Table-8-style comparison shows
+    """The numbers of one :func:`vilab.algorithms.optim.run` Trace that a Table-8-style comparison shows
     (small, picklable)."""
     e = tr.extra
     return dict(final=float(e["final_elbo"]), se=float(e["final_elbo_se"]), time=float(e["wall_time"]),
@@ -413,7 +414,7 @@ def table8(results: dict):
 def theorem3_figure(sweep: dict, title=None, height=420):
     """Tan (2025) Theorem 3 on a log-log plot against N: SNNGM's tau-weighted mean of ||g_t||^2 along
     a run (its look) and the theorem's bound (black, dash-dot), with a 1/sqrt(N) guide (grey, dotted)
-    through the first observed point. ``sweep``: the dict of :func:`vilab.snngm_theory.theorem3_sweep`.
+    through the first observed point. ``sweep``: the dict of :func:`vilab.theory.snngm_theory.theorem3_sweep`.
     Runs that left the parameter space (NaN) are left out of the lines and marked by crosses on the N axis.
     """
     N = np.asarray(sweep["N"], float)

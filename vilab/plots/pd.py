@@ -35,7 +35,7 @@ RULE_CODES = {
     "T with Corollary 1": "tan-2n-cor1",
     "precision kept PD (Lin, Schmidt & Khan 2020)": "lsk",
 }
-#: short readable names of the Monte Carlo rules (vilab.definiteness.PD_RULES labels)
+#: short readable names of the Monte Carlo rules (vilab.theory.definiteness.PD_RULES labels)
 RULE_LABELS = {
     "precision (natural parameter, Table 1 lambda)": "precision Σ⁻¹",
     "covariance (kappa, Table 1)": "covariance Σ",
@@ -244,7 +244,7 @@ def step_size_figure(runs: Mapping[str, dict], optimum: float, title: str | None
     """Tan (2025) Fig. 2: two panels against the iteration. Left: the step size rho_t that backtracking
     accepted (log axis, 1 at the top). Right: the distance to the optimum, L* - L_t (log axis), which shows
     which update converges faster. ``runs``: label -> {"rho": (k,), "elbo": (k + 1,)}
-    (:func:`vilab.definiteness.backtracking_step_sizes`); ``optimum``: L*, computed independently."""
+    (:func:`vilab.theory.definiteness.backtracking_step_sizes`); ``optimum``: L*, computed independently."""
     fig = go.Figure(layout=dict(xaxis=dict(domain=[0.0, 0.41], anchor="y"), yaxis=dict(anchor="x"),
                                 xaxis2=dict(domain=[0.59, 1.0], anchor="y2"), yaxis2=dict(anchor="x2")))
     rmin, gaps = 1.0, []

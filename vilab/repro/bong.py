@@ -94,7 +94,7 @@ def _conjugate():
 
 
 def _equivalence_stream():
-    from ..nets import make_mlp
+    from ..models.nets import make_mlp
 
     net = make_mlp([4, 3, 3])
     rng = np.random.default_rng(0)

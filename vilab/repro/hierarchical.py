@@ -67,7 +67,7 @@ def _keys():
 def _model_and_reference(key: str):
     """(model, NUTS reference, fit key, evaluation key) of the hierarchical model ``key``."""
     from vilab.hierarchical.models import get_model
-    from vilab.hierarchical.reference import load_reference
+    from vilab.targets.reference import load_reference
 
     return (get_model(key), load_reference(key)) + tuple(_keys())
 
@@ -88,7 +88,7 @@ def _tan_gva_fits(m, n_iter: int, constant: float) -> dict:
 
 def _summary(f, ref, key, n_rep=N_REP):
     from vilab.hierarchical.fit import sample_q
-    from vilab.hierarchical.metrics import m_star, mode_error, sd_ratio
+    from vilab.targets.metrics import m_star, mode_error, sd_ratio
 
     ms = m_star(lambda m, k: sample_q(f, m, k), ref.draws, ref.sd, n_rep=n_rep, key=key)
     return ms, mode_error(f.mean[-1], ref.mode, ref.sd), sd_ratio(f.sd[-1], ref.sd)

@@ -10,9 +10,9 @@ from . import Check, reproduction
 
 def _under_margin(kl, curve) -> float:
     """How far a run's KL stays under a bound's curve, worst step: min over t of (curve (1 + 1e-9) + 1e-12 - KL),
-    the round-off allowance of :func:`vilab.guarantees.under` (>= 0 exactly when ``under`` is true; NaN where the
+    the round-off allowance of :func:`vilab.theory.guarantees.under` (>= 0 exactly when ``under`` is true; NaN where the
     curve is NaN at a finite KL: no bound)."""
-    from ..guarantees import KL_ROUNDOFF_ABS, KL_ROUNDOFF_REL
+    from ..theory.guarantees import KL_ROUNDOFF_ABS, KL_ROUNDOFF_REL
 
     kl, curve = np.asarray(kl, float), np.asarray(curve, float)
     fin = np.isfinite(kl)
@@ -32,7 +32,7 @@ FIG1_SOURCE = ("computed by us on our own 2-D regression data (the paper publish
               tol_source="exact: iteration counts and the divergence status")
 def _fig1():
     from ..algorithms import run
-    from ..gaussian import CholCov
+    from ..family.gaussian import CholCov
     from ..targets.papers import kumar_t2
 
     t = kumar_t2()
@@ -63,7 +63,7 @@ def _fig1():
               kind="mixed", source="App. B (Eqs. 38-39) and Fig. 1(b): VN and SR-VN agree to first order in rho")
 def _order2():
     from ..algorithms import initial_state, sigma_of, step
-    from ..gaussian import CholCov
+    from ..family.gaussian import CholCov
     from ..targets.papers import kumar_t2
 
     t = kumar_t2()
@@ -107,15 +107,15 @@ THM2_SOURCE = ("computed by us on our 2-D regression data (the paper evaluates T
               items=("kumar-thm2",))
 def _thm2():
     from ..algorithms import run
-    from ..gaussian import CholCov
-    from ..guarantees import theorem2_eta, theorem2_report
+    from ..family.gaussian import CholCov
+    from ..theory.guarantees import theorem2_eta, theorem2_report
     from ..targets.papers import kumar_t2
 
     t = kumar_t2()
     A = np.linalg.inv(np.asarray(t.cov))
     rho = 1e-3
     tr = run("srvn", t, CholCov(np.array([-2.0, 2.5]), 0.2 * np.eye(2)), 30000, rho, kl_tol=1e-9)
-    k = theorem2_report(A, tr, floor=1e-9)  # Eq. 25 and App. C.5 (vilab.guarantees), constants along the run
+    k = theorem2_report(A, tr, floor=1e-9)  # Eq. 25 and App. C.5 (vilab.theory.guarantees), constants along the run
     r1, r2, bound, worst = k["rho1"], k["rho2"], k["factor"], k["worst_ratio"]
     eta_big = theorem2_eta(1e-2, k["delta"], k["M"], k["lam_min"], k["xi_l"], k["xi_u"])
     fast = run("srvn", t, CholCov(np.array([-2.0, 2.5]), 0.2 * np.eye(2)), 30000, 1e-2, kl_tol=1e-8)
@@ -140,8 +140,8 @@ def _thm2():
     ]
 
 
-THM3_SOURCE = ("computed by us: SR-VN runs fed a constant gradient bias (vilab.guarantees.theorem3_report, every "
-               "step recorded), Assumption 4's constants along each run; the bound is ours (vilab.guarantees."
+THM3_SOURCE = ("computed by us: SR-VN runs fed a constant gradient bias (vilab.theory.guarantees.theorem3_report, every "
+               "step recorded), Assumption 4's constants along each run; the bound is ours (vilab.theory.guarantees."
                "theorem3_bound: Delta_{t+1} <= (1 - rho delta lam_min / 2) Delta_t + rho xi_u^2 (2 zeta_g^2 + "
                "zeta_H^2) / 4 for rho (M xi_u^2 + 1) <= 1), not the paper's, whose printed form (Thm 3, Eq. 66) and "
                "its floor-based repair (|w_m| zeta_g^2 + |w_C| zeta_H^2) / (2 eta delta) are not bounds (the cross "
@@ -149,14 +149,14 @@ THM3_SOURCE = ("computed by us: SR-VN runs fed a constant gradient bias (vilab.g
                "rho = 2.27e-3, digest Sec. 5.6); the settling value 1/2 b^T A^-1 b is the exact minimum of KL "
                "shifted by a constant mean bias b")
 #: where the tolerances of kumar2025-thm3 come from
-THM3_TOLS = ("tolerances: 'under the bound at every step' allows 1e-12 + 1e-9 x bound (vilab.guarantees.under: "
+THM3_TOLS = ("tolerances: 'under the bound at every step' allows 1e-12 + 1e-9 x bound (vilab.theory.guarantees.under: "
              "float64 round-off of the closed-form KL near its optimum, about 1e-15, and of q^t over up to 10^6 "
              "steps, about t x 2.2e-16); the settling value to 1e-9 relative (round-off of a run that has converged "
              "to float precision: its last steps move KL by < 1e-15); eta to 5e-8 (half a unit in the last digit "
              "of 1.64e-5, our printed value)")
 #: tolerance sources of kumar2025-thm3 (see THM3_TOLS)
 THM3_SETTLES = "round-off: 1e-9 relative, a run converged to float precision"
-THM3_UNDER = "round-off: 1e-12 + 1e-9 x bound (vilab.guarantees.under)"
+THM3_UNDER = "round-off: 1e-12 + 1e-9 x bound (vilab.theory.guarantees.under)"
 #: the counterexample of the digest (Sec. 5.6) to the heuristic floor
 THM3_CE = dict(A=np.diag([1.0, 20.0]), m_star=np.zeros(2), m0=np.zeros(2), C0=np.sqrt(2 / 21) * np.eye(2), rho=2.27e-3,
                n_steps=26_459, b_g=np.array([3.0, 0.0]), eps_H=0.0, n_rows=26_459)
@@ -171,7 +171,7 @@ THM3_CE = dict(A=np.diag([1.0, 20.0]), m_star=np.zeros(2), m0=np.zeros(2), C0=np
                        "the target mean, C0 = sqrt(2/21) I, b = 3 e1, rho = 2.27e-3, 26,459 steps. Every step recorded",
               kind="derived", source=THM3_SOURCE, items=("kumar-thm3",))
 def _thm3():
-    from ..guarantees import theorem3_report, under
+    from ..theory.guarantees import theorem3_report, under
     from ..targets.papers import kumar_t2
 
     t = kumar_t2()
@@ -192,7 +192,7 @@ def _thm3():
         Check("exact run under Thm 2's (1 - 2 eta delta)^t (L_0 - L_*) at every step", True, under(ex["kl"], ex["thm2"]),
               margin=_under_margin(ex["kl"], ex["thm2"]), ties=True,
               tol_source="the paper's claim: Thm 2, with the round-off allowance 1e-12 + 1e-9 x bound "
-                         "(vilab.guarantees.under)"),
+                         "(vilab.theory.guarantees.under)"),
         Check("biased run: where it settles, 1/2 b^T A^-1 b", r["settles"], float(bi["kl"][-1]), tol=1e-9,
               rel=True, note=f"floor of our bound {bi['floor']:.4f}", tol_source=THM3_SETTLES),
         Check("biased run under our bound at every step (T2)", True, bool(bi["bound_applies"]) and under(bi["kl"], bi["bound"]),
@@ -234,7 +234,7 @@ T1_SOURCE = ("computed by us: independent runs on the 1-D Gaussian target N(1, 1
               tol_source="exact: iteration counts and the divergence status")
 def _t1():
     from ..algorithms import run
-    from ..gaussian import CholCov
+    from ..family.gaussian import CholCov
     from ..targets import gaussian_target
 
     t = gaussian_target(np.array([1.0]), precision=np.array([[4.0]]))
@@ -263,7 +263,7 @@ def _t1():
               items=("kumar-vn-srvn",), tol_source="exact: iteration counts")
 def _vn_one_step():
     from ..algorithms import run
-    from ..gaussian import CholCov
+    from ..family.gaussian import CholCov
     from ..targets import gaussian_target
     from ..targets.papers import kumar_t2
 
@@ -299,7 +299,7 @@ LEMMA1_BELOW = "chosen threshold: strictly below the paper's bound (a tie would 
                      "the paper's bound min{lam_min, lam_min^2 / 2} exceeds it when lam_min > 1",
               items=("kumar-lemma1",), tol_source="round-off: 1e-12 on closed-form values (d = 1)")
 def _lemma1():
-    from ..guarantees import lemma1_check
+    from ..theory.guarantees import lemma1_check
 
     one = lemma1_check(np.array([[4.0]]))
     Q = np.linalg.qr(np.random.default_rng(1).normal(size=(3, 3)))[0]
@@ -329,8 +329,8 @@ def _lemma1():
               kind="mixed", source="Sec. 3.3: the natural-gradient flow does not depend on the parameterisation",
               items=("kumar-ngflow",))
 def _ngflow_rate():
-    from ..flows import flow
-    from ..gaussian import CholCov
+    from ..theory.flows import flow
+    from ..family.gaussian import CholCov
     from ..targets.papers import kumar_t2
 
     t = kumar_t2()
@@ -361,7 +361,7 @@ def _ngflow_rate():
               items=("kumar-vn-srvn",))
 def _srvn_quadratic():
     from ..algorithms import run
-    from ..gaussian import CholCov
+    from ..family.gaussian import CholCov
     from ..targets import gaussian_target
 
     t = gaussian_target(np.array([1.0]), precision=np.array([[4.0]]))
@@ -389,7 +389,7 @@ def _srvn_quadratic():
               items=("kumar-gd-eq4",), tol_source="exact: iteration numbers and run statuses")
 def _gd_pd():
     from ..algorithms import run
-    from ..gaussian import CholCov
+    from ..family.gaussian import CholCov
     from ..targets.papers import kumar_t2
 
     t = kumar_t2()
@@ -415,7 +415,7 @@ def _gd_pd():
               items=("kumar-vn-srvn",), tol_source="round-off: 1e-12 between two float64 runs of 30 steps")
 def _sign_flip():
     from ..algorithms import run
-    from ..gaussian import CholCov
+    from ..family.gaussian import CholCov
     from ..targets.papers import kumar_t2
 
     t = kumar_t2()
@@ -440,7 +440,7 @@ def _sign_flip():
               items=("kumar-vn-srvn", "kumar-bwgd-fbgvi-svgd"))
 def _t3():
     from ..algorithms import run
-    from ..gaussian import CholCov
+    from ..family.gaussian import CholCov
     from ..targets.papers import kumar_t3
 
     t = kumar_t3()
@@ -483,7 +483,7 @@ T2_TABLE_SOURCE = ("computed by us: independent runs on our 2-D regression data 
               tol_source="exact: iteration counts and the divergence status")
 def _t2_steps():
     from ..algorithms import run
-    from ..gaussian import CholCov
+    from ..family.gaussian import CholCov
     from ..targets.papers import kumar_t2
 
     t = kumar_t2()

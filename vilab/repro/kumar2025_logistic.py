@@ -2,7 +2,7 @@
 App. F.1 (Fig. 5) and Sec. 3.6 (convexity in the square root, not in the variance).
 
 Table 3's Diabetes-scale and breast-cancer rows (kumar2025-table3-*) run on the paper's own data: the LIBSVM
-files rebuilt from the tables in vilab/data (vilab.kumar_logistic.libsvm_data). The Fig. 2 / Fig. 11 entries
+files rebuilt from the tables in vilab/data (vilab.models.kumar_logistic.libsvm_data). The Fig. 2 / Fig. 11 entries
 run on the analogues used before those tables shipped (Pima diabetes, 532 complete rows, for Diabetes-scale;
 the Wisconsin diagnostic data for breast-cancer): their numbers differ from Table 3 because the data differ, and
 their checks of kind "paper" are the paper's qualitative claims."""
@@ -21,7 +21,7 @@ PIMA_SOURCE = ("computed by us on the Pima analogue of Diabetes-scale (independe
                "and bwgd); Table 3's Diabetes-scale values (negative ELBO 301.18, test NLL 79.72, accuracy 0.74) are "
                "for other data (768 rows, 614 for training, features scaled to [-1, 1])")
 #: how the values recorded from this same code are labelled (a guard against change, not a reproduction)
-REGRESSION_PIMA = ("recorded from this same code (vilab.kumar_logistic.fig2_runs on the Pima analogue): no independent "
+REGRESSION_PIMA = ("recorded from this same code (vilab.models.kumar_logistic.fig2_runs on the Pima analogue): no independent "
                    "reference; Table 3's Diabetes-scale values are for other data")
 SOLVER = "solver tolerance: the runs' common fixed point after the stated steps"
 TIE_SOURCE = ("Table 3 (Sec. 6): on Diabetes-scale and breast-cancer VN, BW-GD and SQ-VN print identical train ELBO, "
@@ -37,7 +37,7 @@ def _first_below(runs, name, best, tol):
 
 
 def _fig2_checks(nonconvex: bool):
-    from ..kumar_logistic import fixed_point_residuals, load, mean_regulariser, target, fig2_runs
+    from ..models.kumar_logistic import fixed_point_residuals, load, mean_regulariser, target, fig2_runs
 
     data = load("pima")
     runs = fig2_runs(data, 4000, nonconvex=nonconvex, record_every=20)
@@ -135,7 +135,7 @@ BC_SOURCE = ("computed by us on the Wisconsin diagnostic data (not LIBSVM's 683 
               settings=BC_SETTINGS, kind="mixed", source="Fig. 2 caption (Sec. 6): 'SR-VN and VN perform similarly "
                                                          "while BW-GD tends to be slower'")
 def _fig2_bc():
-    from ..kumar_logistic import final_values, fixed_point_residuals, load, target, fig2_runs
+    from ..models.kumar_logistic import final_values, fixed_point_residuals, load, target, fig2_runs
 
     data = load("breast-cancer")
     runs = fig2_runs(data, 8000, record_every=80)
@@ -145,7 +145,7 @@ def _fig2_bc():
     fe = {name: final_values(r) for name, r in runs.items()}
     nll = {name: final_values(r, "test_nll") for name, r in runs.items()}
     src = "Fig. 2 caption (Sec. 6): 'SR-VN and VN perform similarly while BW-GD tends to be slower'"
-    d = dict(kind="regression", source="recorded from this same code (vilab.kumar_logistic.fig2_runs on the "
+    d = dict(kind="regression", source="recorded from this same code (vilab.models.kumar_logistic.fig2_runs on the "
                                         "Wisconsin diagnostic data): no independent reference; " + BC_SOURCE)
     return [
         Check("VN and SR-VN: largest |E_q[grad l]| after 8000 steps (at the fixed point)", 0.0,
@@ -172,7 +172,7 @@ def _fig2_bc():
                        "grid m in [-3, 3] (61), sigma in [0.05, 5] (100); weight 1 (|theta|) and 5 (logistic)",
               kind="mixed", source="Sec. 3.6 (after Domke 2020): E_q[l] is convex in (m, C) but not in (m, V)")
 def _convexity():
-    from ..kumar_logistic import abs_loss, abs_loss_curvatures, convexity_grid
+    from ..models.kumar_logistic import abs_loss, abs_loss_curvatures, convexity_grid
 
     g_abs = convexity_grid("abs")
     g_log = convexity_grid("logistic", weight=5.0)
@@ -212,7 +212,7 @@ def _convexity():
               settings="the printed formulas at d = 8, 100, 784",
               kind="mixed", source="App. F.1 (Fig. 5): the flop counts overlaid on the measured run times")
 def _fig5():
-    from ..kumar_logistic import flops
+    from ..models.kumar_logistic import flops
 
     f = flops([8, 100, 784])
     src = "App. F.1 (Fig. 5): VN O(d^3 + 4d^2), SR-VN O(3d^3 + 4.5d^2 + d/2), BW-GD O(3d^3 + 5d^2)"
@@ -236,7 +236,7 @@ T3_TIE_STEPS = 4000
 
 
 def _t3_settings(name: str) -> str:
-    from ..kumar_logistic import DATASETS, TABLE2
+    from ..models.kumar_logistic import DATASETS, TABLE2
 
     paper = DATASETS[name][0]
     t2 = TABLE2[paper]
@@ -250,7 +250,7 @@ def _t3_settings(name: str) -> str:
 
 
 def _table3_checks(name: str, medians: dict, sklearn42: tuple, elbo_note: str = ""):
-    from ..kumar_logistic import DATASETS, TABLE3, fig2_runs, load, table3_comparison, table3_splits
+    from ..models.kumar_logistic import DATASETS, TABLE3, fig2_runs, load, table3_comparison, table3_splits
 
     paper = DATASETS[name][0]
     printed = TABLE3[paper]
@@ -286,9 +286,9 @@ def _table3_checks(name: str, medians: dict, sklearn42: tuple, elbo_note: str = 
                      note=(("inside" if r["inside"] else "OUTSIDE") + "; " + note) if reported_only else note)
 
     derived = dict(kind="derived", source=f"computed by us: the optimum of the negative ELBO on each of {T3_SEEDS} "
-                                          "random splits of the rebuilt LIBSVM file (vilab.kumar_logistic."
+                                          "random splits of the rebuilt LIBSVM file (vilab.models.kumar_logistic."
                                           "table3_comparison)")
-    regression = dict(kind="regression", source="recorded from this same code (vilab.kumar_logistic."
+    regression = dict(kind="regression", source="recorded from this same code (vilab.models.kumar_logistic."
                                                 "table3_comparison / table3_splits): no independent reference",
                       tol_source="printed precision: recorded to the digits shown")
     tie_src = ("Table 3 (Sec. 6): VN, BW-GD and SQ-VN print identical train ELBO, test NLL and accuracy on "
@@ -325,7 +325,7 @@ def _table3_checks(name: str, medians: dict, sklearn42: tuple, elbo_note: str = 
         Check("on sklearn's train_test_split(test_size=0.2, random_state=42): negative ELBO without constants, "
               "test NLL (sum), accuracy", sklearn42, sk_vals, tol=0.006, kind="regression",
               tol_source="printed precision: recorded to 2 decimals (accuracy 4)",
-              source="recorded from this same code: the optimum on that one split (vilab.kumar_logistic.table3_splits, "
+              source="recorded from this same code: the optimum on that one split (vilab.models.kumar_logistic.table3_splits, "
                      "splitter='sklearn'); no independent reference",
               note=f"Table 3 prints ({printed['neg_elbo']}, {printed['test_nll']}, {printed['accuracy']}). We looked "
                    "at random_state 0, 1 and 42 (42 being the usual default) after the band: on this split the "

@@ -37,13 +37,13 @@ def euclidean_band(target, start, offsets=ULP_OFFSETS, rel_tol: float = 1e-7):
     """Tan (2025) Table 2, Euclidean (kappa) column, as what it is: the iteration count of backtracking
     Euclidean ascent (Table 1's kappa update, rho in {1, 0.1, ...}) from ``start`` and from its neighbours
     a few ulps away, ``(mu + i ulp, sigma^2 + j ulp)`` for ``(i, j)`` in ``offsets`` (vilab.algorithms, XLA),
-    plus the unperturbed start in IEEE scalar arithmetic (vilab.fields.euclidean_kappa_ieee).
+    plus the unperturbed start in IEEE scalar arithmetic (vilab.theory.fields.euclidean_kappa_ieee).
 
     Returns {"counts": [...], "smallest_rho": [...], "ieee": n}. From (0.5, 0.02) the count is chaotic
     (105 to 172 over 2-ulp changes); from the other two starts every member gives the same count.
     """
     from ..algorithms import run
-    from ..fields import euclidean_kappa_ieee
+    from ..theory.fields import euclidean_kappa_ieee
 
     counts, rhos = [], []
     for i, j in offsets:
@@ -143,7 +143,7 @@ def _pd_fn():
     """jit(rho -> (eig of the updated precision, diag of the updated T)) of :func:`pd_cauchy_updates`."""
     import jax
 
-    from .. import natgrad as ng
+    from ..family import natgrad as ng
     from ..targets.papers import bivariate_cauchy
 
     tgt = bivariate_cauchy()
@@ -256,7 +256,7 @@ FIG2_THM1_RHOS = (1e-4, 0.01, 0.01) + (0.1,) * 5 + (1.0,) * 8
                        "no start or stopping rule); colour as a factor, colour 1 the baseline (the paper does not say)",
               kind="mixed", source="Sec. 5, Fig. 2")
 def _fig2_crabs():
-    from ..definiteness import backtracking_step_sizes
+    from ..theory.definiteness import backtracking_step_sizes
     from ..targets.crabs import horseshoe_crabs
     from ..targets.regression import loglinear_optimum
 
@@ -299,7 +299,7 @@ def _fig2_crabs():
                                    "patients, 4 visits, random intercept and slope)", tol_source="exact")
 def _model_sizes():
     from ..hierarchical.models import get_model
-    from ..nets import make_mlp
+    from ..models.nets import make_mlp
 
     d = dict(kind="derived", source="counted by us: the paper prints the architectures, not the dimensions")
     checks = [Check(f"deep GLM, p = {p}: number of weights and biases", n, make_mlp([p, 20, 20, 1]).n_params, **d)
@@ -318,14 +318,14 @@ def _model_sizes():
               what="Alg. 1S / Thm 4 and Sec. 7: the sparse natural gradients of a block-diagonal C and an arrow-shaped "
                    "T equal the Fisher inverse of the free entries times their gradient; masking the dense natural "
                    "gradient is exact for the block-diagonal C and wrong for the arrow T",
-              settings="worked example of vilab.natgrad.sparse_natgrad_example: dense target precision, C with 4 "
+              settings="worked example of vilab.family.natgrad.sparse_natgrad_example: dense target precision, C with 4 "
                        "blocks of 2 (seed 0); T with 3 local blocks of 2 and 2 globals (seed 1)",
               kind="derived",
               source="computed by us: the Fisher information of the free entries by its definition (automatic "
                      "differentiation of Sigma over the factor's pattern), numpy solves; the paper shows the "
                      "patterns (Fig. 5) and states the masking point (Sec. 7) without numbers")
 def _fig5_masking():
-    from .. import natgrad as ng
+    from ..family import natgrad as ng
     from .tan_explicit import brute_force_fisher, free_entries
 
     out = []
@@ -361,10 +361,10 @@ def _fig5_masking():
 def _lsk():
     import scipy.linalg as sla
 
-    from .. import natgrad as ng
+    from ..family import natgrad as ng
     from ..algorithms import run
     from ..core import as_key
-    from ..gaussian import CholCov
+    from ..family.gaussian import CholCov
     from ..targets import student_t_2d
 
     rng = np.random.default_rng(1)

@@ -4,7 +4,7 @@ Entries (both slow, 1-2 minutes each on a 2-core CPU):
 
 * ``tan2025-deepglm-binary``: the simulated binary set; ``tan2025-deepglm-real``: the simulated real-valued set.
 
-Each fits the six optimizers of Table 10 (Adam, PGA, NAdam, SNNGM, NAGM, VOGN; :mod:`vilab.deepglm`) and checks
+Each fits the six optimizers of Table 10 (Adam, PGA, NAdam, SNNGM, NAGM, VOGN; :mod:`vilab.models.deepglm`) and checks
 
 1. Fig. 9, second row (kind "paper"): "the binary and real-valued simulated data only depend on the first five
    and ten inputs respectively, and this information has been captured by {gamma_j}, which are small for the
@@ -39,7 +39,7 @@ from vilab.repro import Check, reproduction
 
 SETTING = dict(n=10_000, p=100, batch_size=500, epochs=200, seed=0)
 SETTING_TEXT = ("n = 10,000 (paper 1e5), p = 100, minibatch 500 for every method (paper 5000; VOGN 50), "
-                "200 epochs (paper 1000 / 2000), default step sizes of vilab.deepglm, seed 0")
+                "200 epochs (paper 1000 / 2000), default step sizes of vilab.models.deepglm, seed 0")
 
 #: Tan (2025) Table 10: lower bound at termination (runtime in s), n = 1e5 (simulated sets)
 TABLE10 = {
@@ -60,7 +60,7 @@ def deepglm_runs(name: str, n: int = SETTING["n"], p: int = SETTING["p"], batch_
     """method -> {"elbo", "seconds", "gamma" (final), "status"} for the six methods on one simulated set."""
     import jax
 
-    from vilab import deepglm as dg
+    from vilab.models import deepglm as dg
     from vilab.core import as_key
 
     k_data, k_fit = jax.random.split(as_key(seed))
@@ -80,7 +80,7 @@ def separated(gamma, k: int) -> int:
 
 
 def deepglm_checks(name: str, runs: dict) -> list[Check]:
-    from vilab.deepglm import DATASETS, method_label
+    from vilab.models.deepglm import DATASETS, method_label
 
     k = DATASETS[name][1]
     ok = {m: r for m, r in runs.items() if not r["status"].startswith("diverged") and len(r["elbo"])}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from vilab import optim
+from vilab.algorithms import optim
 from vilab.core import as_key
 from vilab.repro import Check, reproduction
 from vilab.targets import regression as R

@@ -14,7 +14,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from vilab import optim, snngm_theory
+from vilab.algorithms import optim
+from vilab.theory import snngm_theory
 from vilab.core import as_key
 from vilab.plots import optim as oplots
 from vilab.repro import Check, reproduction
@@ -23,7 +24,7 @@ from vilab.targets import regression as R
 
 # ================================================================== Theorem 3
 THM3_SOURCE = ("computed by us: SNNGM runs with exact gradients and alpha = c / sqrt(N); the constants R, R1, R2 "
-               "and L bounded over the box the run visits (vilab.snngm_theory.region_constants)")
+               "and L bounded over the box the run visits (vilab.theory.snngm_theory.region_constants)")
 
 
 @reproduction(

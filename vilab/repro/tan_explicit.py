@@ -60,8 +60,8 @@ def free_entries(d: int, mask=None) -> tuple[np.ndarray, np.ndarray]:
               source="computed by us: the Fisher information by its definition (automatic differentiation of Sigma), "
                      "numpy inverses, and the small cases by hand (1-D: 2 / sigma^2)")
 def _lemma1():
-    from .. import natgrad as ng
-    from ..linalg import vech
+    from ..family import natgrad as ng
+    from ..family.linalg import vech
 
     rng = np.random.default_rng(0)
     C = np.tril(rng.normal(size=(4, 4)))
@@ -96,7 +96,7 @@ def _lemma1():
 def _estimators():
     import jax.numpy as jnp
 
-    from .. import natgrad as ng
+    from ..family import natgrad as ng
 
     C = np.array([[2.0, 0.0], [0.5, 1.0]])
     z, g, mu = np.array([0.3, -1.2]), np.array([1.0, -2.0]), np.zeros(2)
@@ -139,7 +139,7 @@ COVS = {"[[1, .9], [.9, 1]]": np.array([[1.0, 0.9], [0.9, 1.0]]), "diag(4, 0.25)
                      "rho = 1 does not converge and is not counted")
 def _gauss_2d():
     from ..algorithms import run
-    from ..gaussian import CholCov
+    from ..family.gaussian import CholCov
     from ..targets import gaussian_target
 
     checks = []
@@ -167,7 +167,7 @@ def _pd_1d():
     import jax
     import jax.numpy as jnp
 
-    from .. import natgrad as ng
+    from ..family import natgrad as ng
 
     logp = lambda th: -jnp.log1p(th[0] ** 2)  # noqa: E731
     th = jnp.array([np.sqrt(3.0)])
@@ -203,8 +203,8 @@ def _pd_1d():
                      "differentiation), the gradient in C' by the chain rule, numpy solves; the paper prints no "
                      "number")
 def _logdiag():
-    from .. import natgrad as ng
-    from ..linalg import tril_half
+    from ..family import natgrad as ng
+    from ..family.linalg import tril_half
 
     out = []
     for d in (2, 3):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ..checks import finite_result, real_array, real_scalar
-from ..gaussian import check_mean_cov
-from . import GLM, Target, check_positive
+from ..core.checks import finite_result, real_array, real_scalar
+from ..family.gaussian import check_mean_cov
+from .target import GLM, Target, check_positive
 
 
 def _correlation(rho) -> float:

@@ -22,8 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..checks import pd_matrix, real_array
-from . import Target
+from ..core.checks import pd_matrix, real_array
+from .target import Target
 
 __all__ = ["from_log_density"]
 

@@ -78,7 +78,7 @@ def logistic_va_optimum(model, diagonal: bool = False, n_points: int = 48, max_i
     import jax.numpy as jnp
     from scipy.optimize import minimize
 
-    from ..expectations import hermite_nodes
+    from ..family.quadrature import hermite_nodes
 
     if model.family != "bernoulli":
         raise ValueError("logistic_va_optimum needs a logistic (Bernoulli) model.")

@@ -38,7 +38,7 @@ def horseshoe_crab_toy(prior_var: float = 100.0) -> Target:
     L(mu, s2) = 505 mu - 173 exp(mu + s2/2) - 530.0344 - (mu^2 + s2)/200 + 1/2 log s2 + 1/2 (1 - log 100).
     ``info`` carries L and its gradient twice: as jax functions (``exact_elbo``, ``exact_elbo_grads``)
     and as Python-float functions (``scalar_elbo``, ``scalar_elbo_grads``) for
-    :func:`vilab.fields.euclidean_kappa_ieee`, which reproduces the paper's chaotic Euclidean runs.
+    :func:`vilab.theory.fields.euclidean_kappa_ieee`, which reproduces the paper's chaotic Euclidean runs.
     The data enter only through (n, sum y, sum log y!); the GLM form has one pseudo-observation
     whose log-likelihood is the whole sum, so E_q[log p] is exact by Gauss-Hermite quadrature.
     """

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import gammaln
 
-from ..checks import binary_labels, counts, integer, positive, real_array, real_scalar
+from ..core.checks import binary_labels, counts, integer, positive, real_array, real_scalar
 
 __all__ = [
     "GLMModel",

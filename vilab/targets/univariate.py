@@ -20,7 +20,7 @@ import jax.scipy.special as jsp
 import numpy as np
 from scipy import optimize, special, stats
 
-from ..checks import real_scalar
+from ..core.checks import real_scalar
 from . import Target, check_positive
 
 __all__ = [
