@@ -16,7 +16,7 @@ port P:
   ... 30 s), nginx too; health changes and restarts are logged with their time;
 * the websocket upgrade headers are passed on, with a read timeout of a day (a student may sit on a
   page for the whole lecture);
-* every replica uses the same JAX persistent compilation cache (:mod:`vilab.compile_cache`), so a
+* every replica uses the same JAX persistent compilation cache (:mod:`vilab.core.compile_cache`), so a
   program one replica compiled is loaded, not compiled, by the others;
 * a warm-up opens every page once per replica in headless Chromium (first replica first: it
   compiles and writes the cache; the others then load from it), so the first student does not pay
@@ -449,7 +449,7 @@ class Hall:
         if proxy and self.nginx is None:
             raise ValueError("nginx is not installed; install it (Debian: apt-get install nginx) or set "
                              "VILAB_NGINX to its path.")
-        from vilab.compile_cache import cache_dir as default_cache_dir
+        from vilab.core.compile_cache import cache_dir as default_cache_dir
 
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.children: list[Child] = []  # the replicas
