@@ -7,7 +7,7 @@ import streamlit as st
 import vilab
 import vilab_ui as ui
 from vilab.core.compile_cache import enable_for_server
-from vilab_ui import decks, glossary
+from vilab_ui import deck_export, decks, glossary
 
 # lecture mode is a stage: the sidebar starts closed (its button at the top left, or the keyboard, opens it)
 st.set_page_config(page_title="vilab: natural-gradient VI lab", layout="wide",
@@ -50,7 +50,8 @@ with st.sidebar:
     ui.toggle("Lecture mode", "lecture", False,
               help="Text and figures sized for a projector: every text at least 18 px.")
     st.caption("Every control is stored in the URL: copy it to share this exact view.")
-    decks.builder(here, DECKS_PAGE)  # "Add this view to the deck"
+    decks.builder(here, DECKS_PAGE,  # "Add this view to the deck", and the deck's downloads
+                  downloads=lambda deck: deck_export.panel(deck, key="deck_export_side", columns=False))
 decks.publish()  # the open deck and its position stay in the URL
 
 glossary.sidebar_glossary()

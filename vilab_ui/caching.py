@@ -213,11 +213,10 @@ def code_version() -> str:
     import jax
 
     import vilab
-    import vilab_ui
 
     h = hashlib.sha256()
-    for pkg in (vilab, vilab_ui):
-        _hash_files(Path(pkg.__file__).parent, h)
+    for folder in (Path(vilab.__file__).parent, Path(__file__).parent):  # vilab and vilab_ui
+        _hash_files(folder, h)
     assets = Path(vilab.__file__).resolve().parents[1] / "assets"
     for name in ASSET_DIRS:
         if (assets / name).is_dir():

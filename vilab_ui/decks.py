@@ -768,8 +768,10 @@ def _add_view(current_page: str) -> None:
     say("success", f"Added view {len(deck)}: {view.title}.")
 
 
-def builder(current_page: str, decks_page: str | None = None) -> None:
-    """The sidebar's deck builder (a closed expander): a question, its answer, "Add this view to the deck"."""
+def builder(current_page: str, decks_page: str | None = None, downloads=None) -> None:
+    """The sidebar's deck builder (a closed expander): a question, its answer, "Add this view to the deck".
+    ``downloads(deck)``, when given, draws the deck's download buttons under them (app.py passes
+    vilab_ui.deck_export's panel, which itself builds on this module)."""
     st = _st()
     deck = current()
     n = len(deck) if deck is not None else 0
@@ -783,10 +785,8 @@ def builder(current_page: str, decks_page: str | None = None) -> None:
         if n and position() is None:
             if st.button("Present the deck", key="deck_present", width="stretch"):
                 go(0)
-        if n:
-            from vilab_ui import deck_export
-
-            deck_export.panel(deck, key="deck_export_side", columns=False)
+        if n and downloads is not None:
+            downloads(deck)
         if decks_page:
             import vilab_ui as ui
 

@@ -40,7 +40,7 @@ _AVAILABLE_TTL_S = 300.0  # look for Chromium again after this long (it may have
 def _store():
     global _STORE
     if _STORE is None:
-        from vilab_ui import SharedStore
+        from vilab_ui.caching import SharedStore
 
         _STORE = SharedStore(maxsize=24, ttl_s=3600.0)
     return _STORE
