@@ -14,7 +14,8 @@ from pathlib import Path
 from vilab.core.compile_cache import plain_ui
 
 ROOT = Path(__file__).resolve().parents[1]
-ON_REQUEST = {"bench_hall", "bench_soak", "bench_browser"}  # benchmarks `vilab bench` runs only when asked by name
+ON_REQUEST = {"bench_hall", "bench_soak", "bench_browser", "bench_peers"}  # benchmarks `vilab bench` runs only when named
+PEER_FLAGS = ("bong", "gsm", "peer_python", "reps", "rows")  # `vilab bench peers` passes these to bench_peers.py
 # Streamlit options of every served lab (`vilab app` and each replica of `vilab hall`): a served lab does not reload
 # its files, and Streamlit's file watcher (one per browser session, walking every imported module, JAX's
 # thousands) cost each page load about a second of server CPU on two cores; no usage statistics leave the machine
@@ -241,8 +242,19 @@ def _bench(args) -> int:
     rc = 0
     for s in scripts:
         print(f"\n=== {s.name}", flush=True)
-        rc |= subprocess.call([sys.executable, str(s)], cwd=ROOT)
+        rc |= subprocess.call([sys.executable, str(s), *(_peer_args(args) if s.stem == "bench_peers" else [])], cwd=ROOT)
     return rc
+
+
+def _peer_args(args) -> list[str]:
+    """The options of `vilab bench peers` as bench_peers.py's (benchmarks/PEERS.md): the authors' checkouts, the
+    python of their venv, reps and rows; unset ones are left to bench_peers.py's defaults (VILAB_PEER_*)."""
+    out = []
+    for name in PEER_FLAGS:
+        value = getattr(args, name, None)
+        if value is not None:
+            out += [f"--{name.replace('_', '-')}", str(value)]
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -284,6 +296,11 @@ def main(argv: list[str] | None = None) -> int:
     r.set_defaults(fn=_repro)
     b = sub.add_parser("bench", help="run the benchmarks in benchmarks/")
     b.add_argument("names", nargs="*", help="substrings of benchmark script names (default: all)")
+    b.add_argument("--bong", default=None, help="peers: checkout of petergchang/bong (benchmarks/PEERS.md)")
+    b.add_argument("--gsm", default=None, help="peers: checkout of modichirag/GSM-VI")
+    b.add_argument("--peer-python", default=None, help="peers: python of the venv for the authors' code")
+    b.add_argument("--reps", type=int, default=None, help="peers: timed calls a side and row (default 3)")
+    b.add_argument("--rows", default=None, help="peers: comma-separated substrings of row ids")
     b.set_defaults(fn=_bench)
     args = p.parse_args(argv)
     try:
