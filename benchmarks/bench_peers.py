@@ -256,7 +256,7 @@ class Agreement:
         import jax
         import jax.numpy as jnp
 
-        from vilab.nets import make_mlp
+        from vilab.models.nets import make_mlp
 
         if self._net is None:
             self._net = make_mlp([int(s) for s in self.data["mlp_sizes"]])

@@ -36,7 +36,7 @@ from protocol import serve
 import vilab  # noqa: F401  (switches x64 on)
 from vilab import core
 from vilab.divergences import stochastic as sto
-from vilab.nets import make_mlp
+from vilab.models.nets import make_mlp
 from vilab.online import categorical, init_belief, make_method
 from vilab.online.families import marginal_variances
 from vilab.online.likelihoods import encode_all
