@@ -26,7 +26,7 @@ lambda = (mu, :func:`pack` (T)) or as a pair (mu, BlockFactor); it offers mean, 
 logpdf / log_q_whitened, half_logdet / entropy, solve (Sigma^{-1} b), cov_apply (Sigma b), validity
 codes, dense covariance / precision (small d, tests), kl via :func:`vilab.family.gaussian.kl`, Tan's Thm 2
 first-order estimate on the pattern and the natural gradient on the pattern.
-This module was :mod:`vilab.family.block` (which re-exports it).
+The hierarchical models (:mod:`vilab.hierarchical`) take their q from here.
 """
 
 from __future__ import annotations
