@@ -41,6 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core import Algorithm
+from ..core.algorithm import range_code_factor
 from ..core.cache import ProgramCache, identity_key
 from ..core.runner import positive_number, whole_number
 from ..family import natgrad as ng
@@ -58,7 +59,8 @@ from ..targets import Target, check_point, check_positive
 from . import oracle
 from .core import Method, State, get_method, gradients, logdet_sigma_of, sigma_of, sqrt_of, valid_code
 
-__all__ = ["algorithm", "CatalogueState", "Ahead", "SCHEDULES", "STALLED", "trace_count", "is_gaussian", "initial_state"]
+__all__ = ["algorithm", "CatalogueState", "Ahead", "SCHEDULES", "STALLED", "trace_count", "is_gaussian", "initial_state",
+           "single_draw_algorithm", "SingleDrawState", "SINGLE_DRAW_PATHS"]
 
 SCHEDULES = ("constant", "backtracking")
 STALLED = 10  # the backtracking ladder found no step size that increases the ELBO
@@ -69,6 +71,7 @@ _CODES = {STALLED: ("stalled", "no step size in the backtracking ladder increase
                                "machine precision, or every rung overshoots: try a smaller first step size)")}
 _ALGORITHMS = ProgramCache("vilab.algorithms catalogue", maxsize=64)
 _MEMBERS = ProgramCache("vilab.algorithms catalogue, family members", maxsize=64)
+_SINGLE = ProgramCache("vilab.algorithms single-draw natural step", maxsize=16)
 _TRACES = [0]
 
 
@@ -395,4 +398,116 @@ def _build(method, target0: Target, cfg: dict, structure: dict) -> Algorithm:
     settings = {"method": method.name, "chart": method.chart, "takes": method.takes, **cfg, **structure,
                 "paper": method.paper, "dim": d}
     return Algorithm(init, step, observe, name=method.name, objective_name=objective_name, codes=_CODES,
+                     settings=settings)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tan (explicit) Sec. 4: Algorithm 1b with one draw per step in O(d^2) (beside the catalogue's tan-1N)
+
+#: the two ways :func:`single_draw_algorithm` computes the step: the O(d^2) form, or the dense O(d^3) product
+SINGLE_DRAW_PATHS = ("sample", "dense")
+
+
+class SingleDrawState(NamedTuple):
+    """mu, C (Sigma = C C^T; no Sigma is kept, it would cost O(d^3) a step) and ``hyper = {"rho": ...}``."""
+
+    mu: jax.Array
+    C: jax.Array
+    hyper: dict
+
+
+def single_draw_algorithm(target: Target, *, path: str = "sample", record_factor: bool = False,
+                          n_points: int = 40) -> Algorithm:
+    """Tan (2025) Alg. 1N (Table 3) with the first-order Thm 2 estimate from ONE draw per step, i.e. the
+    catalogue's ``algorithm("tan-1N", target, grads="first", n_samples=1)``, in the O(d^2) form of Tan
+    (explicit) Sec. 4 (:func:`vilab.family.natgrad.natural_step_chol_cov_sample`). One step, with z ~ N(0, I) drawn
+    from the step's key exactly as the catalogue draws it:
+
+        theta = mu + C z,   g = grad log p(theta) + C^-T z   (= grad_theta h, h = log p - log q),
+        mu+ = mu + rho C C^T g,   C+ = C + rho C Hbarbar,   Hbar = tril(C^T tril(g z^T)) = tril(w z^T), w = C^T g,
+
+    where C Hbarbar comes from a reverse cumulative sum along the rows of C * w^T: with w, one triangular
+    solve and one gradient of log p, a step costs O(d^2) plus the gradient, against the dense product
+    C tril_half(C^T tril(g z^T)) (O(d^3)) and the catalogue's C C^T of every iterate (O(d^3)).
+    ``path="dense"`` takes that dense product instead (same draws, same iterates to round-off: the
+    reference the O(d^2) form is checked against).
+
+    The state holds no Sigma; ``observe`` (run on recorded rows only) returns the mean, the variances
+    (row sums of C * C, O(d^2)), the negative ELBO as the objective (exact for Gaussian and GLM targets, else
+    the Monte Carlo estimate with 256 fixed draws of the catalogue; an O(d^3) cost per recorded row, so
+    record sparsely at large d) and, with ``record_factor``, C itself (``Trace.extra["factor"]``). A step
+    that leaves the Gaussians reports the shared codes (2 non-finite, 5 a zero on C's diagonal, 6 exploded,
+    7/8 out of the sane range, read off C's diagonal in O(d)). Memoized on (target, path, record_factor,
+    n_points). ValueError for an unknown path."""
+    if not isinstance(target, Target):
+        raise ValueError("target must be a vilab.targets.Target.")
+    if not isinstance(path, str) or path not in SINGLE_DRAW_PATHS:
+        raise ValueError(f"path must be one of {SINGLE_DRAW_PATHS} (the O(d^2) step or the dense O(d^3) one); "
+                         f"got {path!r}.")
+    cfg = (path, bool(record_factor), whole_number(n_points, "n_points", 2, True))
+    return _SINGLE.get_or_build((identity_key(target), cfg), lambda: _build_single(target, *cfg))
+
+
+def _materialised(x):
+    """``x`` itself, computed once. XLA on CPU fuses the inverse-error-function tail of a fresh normal draw into
+    every d x d consumer of the draw (the O(d^2) step's entries read z_b), evaluating it d^2 times instead of d:
+    at d = 500 that made the step 3-4 times slower (and ``lax.optimization_barrier`` is dropped on CPU). A
+    conditional is a fusion boundary; both branches return x for a finite draw (a non-finite one, which a
+    normal draw never is, becomes NaN and the step reports code 2)."""
+    return jax.lax.cond(jnp.all(jnp.isfinite(x)), lambda a: a, lambda a: jnp.full_like(a, jnp.nan), x)
+
+
+def _build_single(target: Target, path: str, record_factor: bool, n_points: int) -> Algorithm:
+    from jax.scipy.linalg import solve_triangular
+
+    from ..family import natgrad as ng
+
+    d = target.dim
+    exact_elbo = oracle.has_exact(target)
+    z0 = jax.random.normal(jax.random.PRNGKey(20250), (256, d), dtype=jnp.float64)  # the catalogue's draws
+    tan1n = get_method("tan-1N")
+
+    def init(key, start_point, rho: float = 1.0) -> SingleDrawState:
+        """The state at ``start_point`` (a vilab.gaussian parameterization or (mu, Sigma); CholCov is used as is)."""
+        rho = check_positive(rho, "The step size")
+        st = initial_state(tan1n, start_point)
+        if st.mu.shape != (d,):
+            raise ValueError(f"The start has dimension {st.mu.shape[0]}, the target {d}.")
+        check_point(target, np.asarray(st.mu))
+        return SingleDrawState(st.mu, st.M, {"rho": jnp.float64(rho)})
+
+    def step(key, state: SingleDrawState, batch):
+        """One single-draw natural step (Tan (explicit) Sec. 4, Alg. 1b; the draw as the catalogue's)."""
+        mu, C, rho = state.mu, state.C, state.hyper["rho"]
+        zz = _materialised(jax.random.normal(key, (1, d), dtype=mu.dtype))  # shapes as in the catalogue's oracle
+        theta = mu + zz @ C.T
+        g = (target.grad_batch(theta) + solve_triangular(C.T, zz.T, lower=False).T)[0]  # grad_theta h
+        z = zz[0]
+        if path == "sample":
+            n_mu, n_C = ng.natural_step_chol_cov_sample(C, z, g)
+        else:
+            n_mu, n_C = ng.natural_grad_chol_cov(mu, C, g, jnp.tril(jnp.outer(g, z)))
+        mu2, C2 = mu + rho * n_mu, C + rho * n_C
+        dg = jnp.abs(jnp.diag(C2))
+        finite = jnp.all(jnp.isfinite(mu2)) & jnp.all(jnp.isfinite(C2))
+        singular = jnp.min(dg) <= 1e-150
+        big = (jnp.max(jnp.abs(mu2)) > 1e12) | (jnp.max(jnp.abs(C2)) > 1e12)  # |Sigma| <= d max|C|^2
+        rng = range_code_factor(jnp.where(finite & ~singular, dg, 1.0))
+        code = jnp.where(~finite, 2, jnp.where(singular, 5, jnp.where(big, 6, rng)))
+        return state._replace(mu=mu2, C=C2), {"code": code, "step_size": rho}
+
+    def observe(state: SingleDrawState) -> dict:
+        mu, C = state.mu, state.C
+        ld = 2.0 * jnp.sum(jnp.log(jnp.abs(jnp.diag(C))))
+        elbo = oracle.elbo_exact(target, mu, C @ C.T, ld, n_points) if exact_elbo else oracle.elbo_mc(target, mu, C, ld, z0)
+        row = {"mean": mu, "var": jnp.sum(C * C, axis=1), "objective": -elbo, "elbo": elbo}
+        if record_factor:
+            row["factor"] = C
+        return row
+
+    settings = {"method": "tan-1N, single draw (Tan explicit Sec. 4)", "path": path, "grads": "first",
+                "n_samples": 1, "chart": "chol_cov", "dim": d,
+                "paper": "Tan (2025) Alg. 1N (Table 3); Tan (explicit) Sec. 4, the O(d^2) single-draw step"}
+    objective_name = "negative ELBO" if exact_elbo else "negative ELBO (Monte Carlo, 256 fixed draws)"
+    return Algorithm(init, step, observe, name=f"tan-1N-single-draw ({path})", objective_name=objective_name,
                      settings=settings)

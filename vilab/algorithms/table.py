@@ -36,6 +36,10 @@ OUTSIDE = (
     {"name": "Tan's optimizers (snngm, nagm, pga, adam, adam-natural, vogn)", "where": "vilab.algorithms.optim.algorithm / run",
      "consumes": "minibatch estimates of the ELBO gradient in the chosen chart (first or second order)",
      "paper": "Tan (2025) Sec. 6"},
+    {"name": "single-draw natural step in (mu, C), O(d^2) (tan-1N with grads='first', n_samples=1, at large d)",
+     "where": "vilab.algorithms.catalogue.single_draw_algorithm",
+     "consumes": "grad log p at one draw from q per step (no Sigma is formed)",
+     "paper": "Tan (2025) Alg. 1N; Tan (explicit) Sec. 4"},
     {"name": "CNN variational and online training", "where": "vilab.cnn.train.vi_algorithm / vi_train / online_train",
      "consumes": "minibatch gradients of the network log-likelihood", "paper": "Tan (2025); Jones, Chang & Murphy"},
 )
