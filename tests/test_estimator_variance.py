@@ -93,7 +93,7 @@ def test_noise_cloud_and_its_figures(logit_run, gauss_run):
     assert c["first"].shape == c["second"].shape == (1500, 2) and c["names"] == ("G1", "F1")
     fig = pe.noise_cloud_figure(c)
     names = [t.name for t in fig.data]
-    assert names[0].startswith("first order G₁") and "exact gradient" in names
+    assert names[0] == "G₁: first order (∇ log p)" and "exact gradient" in names
     assert fig.layout.xaxis.title.text == "∂L/∂C₁₁" and fig.layout.yaxis.title.text == "∂L/∂C₂₂"
     # a Gaussian target's second-order estimate is one point: the legend says so
     g = pe.noise_cloud_figure(ev.noise_cloud(gauss_run, 0, "T"))

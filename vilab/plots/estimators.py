@@ -16,20 +16,26 @@ import plotly.graph_objects as go
 
 from . import marker, style
 
-__all__ = ["ESTIMATOR_COLORS", "estimator_label", "entry_label", "noise_cloud_figure", "spread_figure"]
+__all__ = ["ESTIMATOR_COLORS", "estimator_symbol", "estimator_label", "entry_label", "noise_cloud_figure",
+           "spread_figure"]
 
 #: first order (vermilion, the noisy one) and second order (blue); not methods, so not in the method looks
 ESTIMATOR_COLORS = {"first": "#D55E00", "second": "#0072B2"}
 _SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
-def estimator_label(name: str) -> str:
-    """How an estimator reads: "G1" -> "first order G₁ (gradient of log p)", "F2" -> "second order F₂ (Hessian)"."""
+def estimator_symbol(name: str) -> str:
+    """The paper's symbol of an estimator: "G1" -> "G₁" (ValueError for a name that is not G1, F1, G2, F2)."""
     name = str(name)
     if len(name) != 2 or name[0] not in "GF" or name[1] not in "12":
         raise ValueError(f"An estimator of Tan's Theorem 2 is G1, F1, G2 or F2; got {name!r}.")
-    sym = name[0] + name[1].translate(_SUB)
-    return f"first order {sym} (gradient of log p)" if name[0] == "G" else f"second order {sym} (Hessian of log p)"
+    return name[0] + name[1].translate(_SUB)
+
+
+def estimator_label(name: str) -> str:
+    """How an estimator reads in a legend: "G1" -> "G₁: first order (∇ log p)", "F2" -> "F₂: second order (∇² log p)"."""
+    sym = estimator_symbol(name)
+    return f"{sym}: first order (∇ log p)" if str(name)[0] == "G" else f"{sym}: second order (∇² log p)"
 
 
 def entry_label(factor: str, entry) -> str:
