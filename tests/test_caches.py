@@ -99,7 +99,7 @@ def test_a_truncated_compiled_program_is_removed_when_the_cache_is_switched_on(t
 
     from vilab.core import compile_cache
 
-    code = ("import sys, jax, jax.numpy as jnp; from vilab import compile_cache as cc; cc.enable_persistent_cache(sys.argv[1]); "
+    code = ("import sys, jax, jax.numpy as jnp; from vilab.core import compile_cache as cc; cc.enable_persistent_cache(sys.argv[1]); "
             "print(float(jax.jit(lambda x: jnp.sin(x) @ x.T)(jnp.ones((7, 5)))[0, 0]))")
 
     def compile_once():

@@ -105,7 +105,7 @@ def test_off_leaves_the_cache_off(tmp_path):
 def test_the_plain_switch_leaves_the_servers_cache_off(tmp_path):
     """VILAB_PLAIN_UI=1 (docs/ui-mechanisms.md): the lab's server compiles in every process; a library user who
     switches the cache on still gets it."""
-    code = ("import jax\nfrom vilab import compile_cache as cc\n"
+    code = ("import jax\nfrom vilab.core import compile_cache as cc\n"
             "print(cc.plain_ui(), cc.enable_for_server(), jax.config.jax_compilation_cache_dir)\n"
             "print(cc.enable_persistent_cache() is not None)\n")
     for value, expect in (("1", "True None None"), ("off", "False")):

@@ -22,7 +22,7 @@ from streamlit.web import cli
 
 def page(prog_name):
     import jax, jax.numpy as jnp
-    from vilab import compile_cache
+    from vilab.core import compile_cache
     jax.jit(lambda x: jnp.sin(x) * 3.0 + 1.0)(jnp.ones(3)).block_until_ready()
     print("argv", sys.argv[1:], "cache", compile_cache.enabled_dir(), flush=True)
     return 0
