@@ -25,7 +25,7 @@ import re
 
 import numpy as np
 
-__all__ = ["browser_spec"]
+__all__ = ["as_lists", "browser_spec"]
 
 _3D = {"scatter3d", "surface", "mesh3d", "cone", "streamtube", "volume", "isosurface"}
 # layout containers a template entry applies to under every id: xaxis -> xaxis, xaxis2, ...
@@ -46,14 +46,15 @@ def _under(default, own):
     return out
 
 
-def _plain(v):
-    """numpy arrays (anywhere inside) as lists; everything else as it is."""
+def as_lists(v):
+    """``v`` with numpy arrays (anywhere inside) as lists, numpy numbers as Python numbers and tuples as lists:
+    the values of a figure as :func:`browser_spec` sends them (new containers all the way down)."""
     if isinstance(v, np.ndarray):
         return v.tolist()
     if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
+        return {k: as_lists(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
+        return [as_lists(x) for x in v]
     if isinstance(v, np.generic):
         return v.item()
     return v
@@ -203,14 +204,14 @@ def _vilab_templates() -> tuple[dict, ...]:
 def browser_spec(fig, width: float | None = None) -> dict:
     """The figure as the dict sent to the browser: vilab's template written in (:func:`flatten_template`,
     when :func:`_flattenable`), plain arrays and, when given, the width (px) it will be drawn at. ``fig`` itself is not changed."""
-    # _plain builds new containers all the way down: the one copy of the figure's data (fig is not changed)
+    # as_lists builds new containers all the way down: the one copy of the figure's data (fig is not changed)
     layout, data = dict(fig._layout), fig._data
     if _flattenable(layout, data):
         layout, data = flatten_template(layout, data)
     if width is not None and layout.get("width") is None:
         layout["width"] = width
-    res = {"data": _plain(data), "layout": _plain(layout)}
+    res = {"data": as_lists(data), "layout": as_lists(layout)}
     frames = [f._props for f in fig._frame_objs]
     if frames:
-        res["frames"] = _plain(frames)
+        res["frames"] = as_lists(frames)
     return res

@@ -1,4 +1,5 @@
-"""Figures of the divergences page (Chen, Nott & Tan 2025): pure data in, go.Figure out.
+"""Figures of the divergences page (Chen, Nott & Tan 2025): pure data in, go.Figure out (the live figure of a Play
+also as plain data: ``live_batch(..., plain=True)``, its traces as dicts, no graph objects).
 
 Every method is drawn in its look from :mod:`vilab.plots.theme` (``kl``, ``fisher``, ``score``,
 ``forward_kl``, ``weighted_fisher``, ``fdb``, ``sdb``, ``bam``; ``true`` for the target): the same
@@ -227,7 +228,7 @@ def fixed_point_bars(values: dict, runs: dict | None = None, title: str | None =
 
 
 def live_batch(runs: dict, target_mean: float, target_var: float, bends: dict | None = None, symbol: str = "lr",
-               title: str | None = None, height: int = 410) -> go.Figure:
+               title: str | None = None, height: int = 410, plain: bool = False):
     """Batch methods driven step by step on a 1-D Gaussian target (Chen, Nott & Tan Sec. 6.1, Fig. 5 setting).
 
     Left: the target density and each method's q_t = N(mu_t, sigma_t^2) at the current iteration; right: the
@@ -235,43 +236,52 @@ def live_batch(runs: dict, target_mean: float, target_var: float, bends: dict | 
     variance) as an open circle.
     runs : {code ("sdb", "fdb", "bam"): (mu (k,), var (k,))}, row t the iterate after t steps.
     bends : {code: [(t, value), ...]}: where the step size changed (a star at iterate t, "symbol=value").
+
+    ``plain=True``: instead of the figure, what of it the runs change, as plain data (dicts and arrays, no graph
+    objects: a Play draws one for every frame, vilab_ui.live): ``{"data": [every trace as a dict, in the
+    figure's order], "layout": {}}`` (the runs change no layout entry).
     """
-    # no subplot titles: the axis titles say what each panel shows, and the legend strip above has the room
-    fig = subplots(rows=1, cols=2, horizontal_spacing=0.14, column_widths=[0.5, 0.5])
     sd = float(np.sqrt(target_var))
     now = {c: (float(np.asarray(m, float)[-1]), float(np.asarray(v, float)[-1])) for c, (m, v) in runs.items()}
     ok = [(m, v) for m, v in now.values() if np.isfinite(m) and np.isfinite(v) and v > 0]
     lo = min([target_mean - 4 * sd] + [m - 4 * np.sqrt(v) for m, v in ok])
     hi = max([target_mean + 4 * sd] + [m + 4 * np.sqrt(v) for m, v in ok])
     x = np.linspace(lo, hi, 300)
-    fig.add_trace(go.Scatter(x=x, y=np.exp(-0.5 * (x - target_mean) ** 2 / target_var) / np.sqrt(2 * np.pi * target_var),
-                             mode="lines", name=label("true"), line=_trace_line("true", 3), fill="tozeroy",
-                             fillcolor="rgba(0,0,0,0.06)", legendgroup="true"), 1, 1)
+    data = [(dict(type="scatter", x=x,
+                  y=np.exp(-0.5 * (x - target_mean) ** 2 / target_var) / np.sqrt(2 * np.pi * target_var),
+                  mode="lines", name=label("true"), line=_trace_line("true", 3), fill="tozeroy",
+                  fillcolor="rgba(0,0,0,0.06)", legendgroup="true"), 1)]  # (trace, column)
     for c, (m, v) in now.items():
         if np.isfinite(m) and np.isfinite(v) and v > 0:
-            fig.add_trace(go.Scatter(x=x, y=np.exp(-0.5 * (x - m) ** 2 / v) / np.sqrt(2 * np.pi * v), mode="lines",
-                                     name=label(c), legendgroup=c, line=_trace_line(c)), 1, 1)
+            data.append((dict(type="scatter", x=x, y=np.exp(-0.5 * (x - m) ** 2 / v) / np.sqrt(2 * np.pi * v),
+                              mode="lines", name=label(c), legendgroup=c, line=_trace_line(c)), 1))
     for c, (m, v) in runs.items():
         m, v = np.asarray(m, float), np.asarray(v, float)
-        fig.add_trace(go.Scatter(x=m, y=v, mode="lines", name=label(c), legendgroup=c, showlegend=False,
-                                 line=_trace_line(c), hovertemplate=f"{label(c)}<br>μ %{{x:.3f}}<br>σ² %{{y:.3g}}"
-                                 "<extra></extra>"), 1, 2)
-        fig.add_trace(go.Scatter(x=m[-1:], y=v[-1:], mode="markers", legendgroup=c, showlegend=False,
-                                 marker=marker(c, size=11, line=dict(color="white", width=1)), hoverinfo="skip"), 1, 2)
+        data.append((dict(type="scatter", x=m, y=v, mode="lines", name=label(c), legendgroup=c, showlegend=False,
+                          line=_trace_line(c), hovertemplate=f"{label(c)}<br>μ %{{x:.3f}}<br>σ² %{{y:.3g}}"
+                          "<extra></extra>"), 2))
+        data.append((dict(type="scatter", x=m[-1:], y=v[-1:], mode="markers", legendgroup=c, showlegend=False,
+                          marker=marker(c, size=11, line=dict(color="white", width=1)), hoverinfo="skip"), 2))
         pts = [(int(t), float(val)) for t, val in (bends or {}).get(c, []) if 0 <= int(t) < m.size]
         if pts:
             ts = [t for t, _ in pts]
-            fig.add_trace(go.Scatter(
-                x=m[ts], y=v[ts], mode="markers+text", name=f"{label(c)}: {symbol} changed", legendgroup=c,
-                showlegend=False, text=[f"{symbol}={val:.3g}" for _, val in pts], textposition="top right",
-                textfont=dict(color=look(c).color), customdata=np.array(pts, float),
+            data.append((dict(
+                type="scatter", x=m[ts], y=v[ts], mode="markers+text", name=f"{label(c)}: {symbol} changed",
+                legendgroup=c, showlegend=False, text=[f"{symbol}={val:.3g}" for _, val in pts],
+                textposition="top right", textfont=dict(color=look(c).color), customdata=np.array(pts, float),
                 marker=dict(symbol="star", size=15, color=look(c).color, line=dict(width=1, color="white")),
                 hovertemplate=f"{label(c)}: {symbol} = %{{customdata[1]:.3g}} after step %{{customdata[0]:.0f}}"
-                              "<extra></extra>"), 1, 2)
-    fig.add_trace(go.Scatter(x=[target_mean], y=[target_var], mode="markers", name="target (mean, variance)",
-                             showlegend=False, hovertemplate="target<br>μ %{x:.3g}<br>σ² %{y:.3g}<extra></extra>",
-                             marker=dict(symbol="circle-open", size=16, color="black", line=dict(width=2.5))), 1, 2)
-    # set on the panels' axes directly: update_xaxes(row=, col=) costs ~1 ms a call (a Play draws this every frame)
+                              "<extra></extra>"), 2))
+    data.append((dict(type="scatter", x=[target_mean], y=[target_var], mode="markers", name="target (mean, variance)",
+                      showlegend=False, hovertemplate="target<br>μ %{x:.3g}<br>σ² %{y:.3g}<extra></extra>",
+                      marker=dict(symbol="circle-open", size=16, color="black", line=dict(width=2.5))), 2))
+    if plain:
+        return {"data": [t for t, _ in data], "layout": {}}
+    # no subplot titles: the axis titles say what each panel shows, and the legend strip above has the room
+    fig = subplots(rows=1, cols=2, horizontal_spacing=0.14, column_widths=[0.5, 0.5])
+    for t, col in data:
+        fig.add_trace(t, row=1, col=col)
+    # set on the panels' axes directly: update_xaxes(row=, col=) costs ~1 ms a call
     lay = fig.layout
     lay.xaxis.title.text = "θ"
     lay.yaxis.title.text = "density of q<sub>t</sub> now"

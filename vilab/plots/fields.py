@@ -1,6 +1,7 @@
 """Figures of the vector-field page (Tan 2025 Fig. 1; Kumar et al. 2025 digest Sec. 8.1).
 
-Pure arrays in, ``go.Figure`` out. A gradient field is drawn as arrows (one Scatter trace of
+Pure arrays in, ``go.Figure`` out (or, for the live figure of a Play, ``plain=True``: its traces as dicts, no
+graph objects). A gradient field is drawn as arrows (one Scatter trace of
 line segments with arrow heads, NaN-separated, so thousands of arrows cost one trace) over the
 contours of the objective, with the optimum marked and optional trajectories on top.
 
@@ -70,9 +71,13 @@ def arrow_segments(X, Y, U, V, normalise: bool = True, length: float | None = No
 
 def click_grid_trace(xs, ys) -> go.Scatter:
     """An invisible grid of markers: clicking the plot selects one (st.plotly_chart on_select)."""
+    return go.Scatter(_click_grid(xs, ys))
+
+
+def _click_grid(xs, ys) -> dict:
     Xg, Yg = np.meshgrid(np.asarray(xs, float), np.asarray(ys, float))
-    return go.Scatter(x=Xg.ravel(), y=Yg.ravel(), mode="markers", name=CLICK_TRACE_NAME, showlegend=False,
-                      marker=dict(size=14, color="rgba(0,0,0,0)"), hovertemplate="start (%{x:.3g}, %{y:.3g})<extra></extra>")
+    return dict(type="scatter", x=Xg.ravel(), y=Yg.ravel(), mode="markers", name=CLICK_TRACE_NAME, showlegend=False,
+                marker=dict(size=14, color="rgba(0,0,0,0)"), hovertemplate="start (%{x:.3g}, %{y:.3g})<extra></extra>")
 
 
 def _log_gap(Z, z_max=None):
@@ -103,9 +108,8 @@ def _objective_trace(xs, ys, objective, objective_xy, objective_max, n_levels):
         raise ValueError(f"The objective must have shape {(len(cy), len(cx))}; got {Z.shape}.")
     if not np.isfinite(Z).any():
         return None
-    return go.Contour(x=cx, y=cy, z=Z, ncontours=n_levels, showscale=False, colorscale="Greys", opacity=0.3,
-                      contours=dict(coloring="fill"), line=dict(width=0.5, color="#9a9a9a"), name="objective",
-                      hoverinfo="skip")
+    return dict(type="contour", x=cx, y=cy, z=Z, ncontours=n_levels, showscale=False, colorscale="Greys", opacity=0.3,
+                contours=dict(coloring="fill"), line=dict(width=0.5, color="#9a9a9a"), name="objective", hoverinfo="skip")
 
 
 def _arrow_trace(xs, ys, U, V, normalise, arrow_color):
@@ -113,8 +117,8 @@ def _arrow_trace(xs, ys, U, V, normalise, arrow_color):
     xr = (xs.max() - xs.min()) or 1.0
     yr = (ys.max() - ys.min()) or 1.0
     ax, ay, _ = arrow_segments(Xg, Yg, U, V, normalise=normalise, aspect=yr / xr)
-    return go.Scatter(x=ax, y=ay, mode="lines", name="gradient" + (" (direction)" if normalise else ""),
-                      line=dict(color=arrow_color or "#555555", width=1.2), hoverinfo="skip")
+    return dict(type="scatter", x=ax, y=ay, mode="lines", name="gradient" + (" (direction)" if normalise else ""),
+                line=dict(color=arrow_color or "#555555", width=1.2), hoverinfo="skip")
 
 
 def _arrow_marker_trace(xs, ys, U, V, normalise, size=11.0, clickable=False):
@@ -135,9 +139,9 @@ def _arrow_marker_trace(xs, ys, U, V, normalise, size=11.0, clickable=False):
     sizes = np.full(mag.shape, size) if normalise or not mag.size else size * (0.35 + 0.65 * mag / mag.max())
     hover = dict(hovertemplate="click: start at (%{x:.3g}, %{y:.3g})<extra></extra>",
                  unselected=dict(marker=dict(opacity=1.0))) if clickable else dict(hoverinfo="skip")
-    return go.Scatter(x=X, y=Y, mode="markers", name="gradient" + (" (direction)" if normalise else ""),
-                      showlegend=False, **hover,
-                      marker=dict(symbol="arrow", angle=angle, size=sizes, color="#4d4d4d", line=dict(width=0)))
+    return dict(type="scatter", x=X, y=Y, mode="markers", name="gradient" + (" (direction)" if normalise else ""),
+                showlegend=False, **hover,
+                marker=dict(symbol="arrow", angle=angle, size=sizes, color="#4d4d4d", line=dict(width=0)))
 
 
 def _inside(v, lo, hi, frac=0.04):
@@ -147,7 +151,7 @@ def _inside(v, lo, hi, frac=0.04):
 
 
 def _path_traces(paths, box, seen: dict, starts_drawn: bool):
-    """Scatter traces (and 'diverged' annotations) of ``paths`` name -> (x, y[, status[, group]]).
+    """Scatter traces, as dicts (and 'diverged' annotations) of ``paths`` name -> (x, y[, status[, group]]).
 
     Each group (a method's code or label) is drawn in its look (colour, dash, marker: vilab.plots.look)
     under its readable label, with one legend entry per group across the whole figure (``seen``).
@@ -163,14 +167,15 @@ def _path_traces(paths, box, seen: dict, starts_drawn: bool):
         first = group not in seen
         seen.setdefault(group, len(seen))
         lab = label(group)
-        traces.append(go.Scatter(x=px, y=py, mode="lines+markers", name=lab, legendgroup=lab, showlegend=first,
-                                 line=line(group, width=2.5), marker=dict(marker(group, size=6), maxdisplayed=40),
-                                 hovertemplate=f"{name}<br>(%{{x:.4g}}, %{{y:.4g}})<extra>{lab}</extra>"))
+        traces.append(dict(type="scatter", x=px, y=py, mode="lines+markers", name=lab, legendgroup=lab,
+                           showlegend=first, line=line(group, width=2.5),
+                           marker=dict(marker(group, size=6), maxdisplayed=40),
+                           hovertemplate=f"{name}<br>(%{{x:.4g}}, %{{y:.4g}})<extra>{lab}</extra>"))
         if px.size and not starts_drawn:
-            traces.append(go.Scatter(x=px[:1], y=py[:1], mode="markers", showlegend=False, legendgroup=lab,
-                                     marker=dict(symbol="square", size=11, color=line(group)["color"],
-                                                 line=dict(width=1, color="black")),
-                                     hovertemplate=f"start of {name}<extra></extra>"))
+            traces.append(dict(type="scatter", x=px[:1], y=py[:1], mode="markers", showlegend=False, legendgroup=lab,
+                               marker=dict(symbol="square", size=11, color=line(group)["color"],
+                                           line=dict(width=1, color="black")),
+                               hovertemplate=f"start of {name}<extra></extra>"))
         if isinstance(status, str) and status.startswith("diverged"):
             ok = np.flatnonzero(np.isfinite(px) & np.isfinite(py))
             if ok.size:
@@ -190,18 +195,18 @@ def _start_trace(starts, labels=None):
     pts = np.asarray(starts, float).reshape(-1, 2)
     n = len(pts)
     names = list(labels) if labels is not None else [f"start {k + 1}" for k in range(n)]
-    return go.Scatter(x=pts[:, 0], y=pts[:, 1], mode="markers+text", name="starts", showlegend=False,
-                      text=[str(k + 1) for k in range(n)], textposition="middle right", cliponaxis=False,
-                      textfont=dict(color="black", size=14),
-                      marker=dict(symbol=[start_symbol(k)[0] for k in range(n)], size=14, color="white",
-                                  line=dict(width=2, color="black")),
-                      customdata=names, hovertemplate="%{customdata}<extra></extra>")
+    return dict(type="scatter", x=pts[:, 0], y=pts[:, 1], mode="markers+text", name="starts", showlegend=False,
+                text=[str(k + 1) for k in range(n)], textposition="middle right", cliponaxis=False,
+                textfont=dict(color="black", size=14),
+                marker=dict(symbol=[start_symbol(k)[0] for k in range(n)], size=14, color="white",
+                            line=dict(width=2, color="black")),
+                customdata=names, hovertemplate="%{customdata}<extra></extra>")
 
 
 def _optimum_trace(optimum, showlegend=True):
-    return go.Scatter(x=[optimum[0]], y=[optimum[1]], mode="markers", name="optimum", legendgroup="optimum",
-                      showlegend=showlegend, marker=dict(symbol="circle-open", size=16, color="black", line=dict(width=3)),
-                      hovertemplate="optimum (%{x:.4g}, %{y:.4g})<extra></extra>")
+    return dict(type="scatter", x=[optimum[0]], y=[optimum[1]], mode="markers", name="optimum", legendgroup="optimum",
+                showlegend=showlegend, marker=dict(symbol="circle-open", size=16, color="black", line=dict(width=3)),
+                hovertemplate="optimum (%{x:.4g}, %{y:.4g})<extra></extra>")
 
 
 def field_figure(xs, ys, U, V, objective=None, optimum=None, paths: Mapping[str, tuple] | None = None,
@@ -242,7 +247,7 @@ def field_figure(xs, ys, U, V, objective=None, optimum=None, paths: Mapping[str,
     if optimum is not None:
         traces.append(_optimum_trace(optimum))
     if click_grid is not None:
-        traces.append(click_grid_trace(*click_grid))
+        traces.append(_click_grid(*click_grid))
     fig = go.Figure(data=traces)
     fig.update_layout(annotations=annotations, xaxis=dict(title=xlabel, range=[xs.min(), xs.max()]),
                       yaxis=dict(title=ylabel, range=[ys.min(), ys.max()]))
@@ -253,7 +258,8 @@ def field_pair_figure(xs, ys, fields, titles=("Euclidean gradient", "natural gra
                       objective=None, objective_xy: tuple | None = None, objective_max: float | None = None,
                       optimum=None, starts=None, start_labels=None, normalise: bool = True, xlabel: str = "mu",
                       ylabel: str = "sigma^2", n_levels: int = 20, click_grid: tuple | None = None,
-                      clickable: bool = False, height: int = 420) -> go.Figure:
+                      clickable: bool = False, height: int = 420, bends=(), bend_symbol: str = "ρ",
+                      plain: bool = False):
     """Two gradient fields of the same objective side by side, sharing both axes and one legend
     (Tan (2025) Fig. 1: the Euclidean field on the left, the natural field on the right).
 
@@ -262,34 +268,44 @@ def field_pair_figure(xs, ys, fields, titles=("Euclidean gradient", "natural gra
     each (hover: ``start_labels``). The legend sits under the plots, away from the toolbar;
     ``click_grid`` is drawn in both panels, so a click on either picks a point; ``clickable`` makes the
     arrows themselves the click targets instead (cheaper to draw: a slider redraws the figure faster).
+    ``bends``: where a live run's step size changed, marked on every path as :func:`add_pair_bends` marks them
+    (named by ``bend_symbol``).
+
+    ``plain=True``: instead of the figure, what of it the paths change, as plain data (dicts and arrays, no
+    graph objects: a Play draws one for every frame, vilab_ui.live): ``{"data": [every trace as a dict, in the
+    figure's order], "layout": {"annotations": [...]}}``.
     """
     if len(fields) != 2 or len(paths) != 2 or len(titles) != 2:
         raise ValueError("A pair of fields needs two fields, two path sets and two titles.")
     checked = [_check_field(xs, ys, U, V) for U, V in fields]
     xs, ys = checked[0][0], checked[0][1]
     box = ((xs.min(), xs.max()), (ys.min(), ys.max()))
-    fig = subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04, subplot_titles=list(titles))
     cont = None if objective is None else _objective_trace(xs, ys, objective, objective_xy, objective_max, n_levels)
     seen: dict = {}
-    annotations = []
+    traces, annotations = [], []  # (trace, column)
     for col, (_, _, U, V) in enumerate(checked, start=1):
         if cont is not None:
-            fig.add_trace(cont, row=1, col=col)
-        fig.add_trace(_arrow_marker_trace(xs, ys, U, V, normalise, clickable=clickable), row=1, col=col)
+            traces.append((cont, col))
+        traces.append((_arrow_marker_trace(xs, ys, U, V, normalise, clickable=clickable), col))
         ptr, ann = _path_traces(paths[col - 1], box, seen, starts is not None)
-        for t in ptr:
-            fig.add_trace(t, row=1, col=col)
+        traces += [(t, col) for t in ptr]
         ref = "" if col == 1 else str(col)
         annotations += [dict(a, xref="x" + ref, yref="y" + ref) for a in ann]
         if starts is not None and len(starts):
-            fig.add_trace(_start_trace(starts, start_labels), row=1, col=col)
+            traces.append((_start_trace(starts, start_labels), col))
         if optimum is not None:
-            fig.add_trace(_optimum_trace(optimum, showlegend=col == 1), row=1, col=col)
+            traces.append((_optimum_trace(optimum, showlegend=col == 1), col))
         if click_grid is not None:
-            fig.add_trace(click_grid_trace(*click_grid), row=1, col=col)
+            traces.append((_click_grid(*click_grid), col))
+    traces += _pair_bends(paths, bends, bend_symbol)
+    if plain:
+        return {"data": [t for t, _ in traces], "layout": {"annotations": annotations}}
+    fig = subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04, subplot_titles=list(titles))
+    for t, col in traces:
+        fig.add_trace(t, row=1, col=col)
     for a in annotations:
         fig.add_annotation(**a)
-    # set on the two panels' axes directly: fig.update_xaxes costs ~4 ms more (a Play draws this every frame)
+    # set on the two panels' axes directly: fig.update_xaxes costs ~4 ms more
     lay = fig.layout
     for ax in (lay.xaxis, lay.xaxis2):
         ax.title.text = xlabel
@@ -311,6 +327,14 @@ def add_pair_bends(fig: go.Figure, paths=(None, None), bends=(), symbol: str = "
     same ``paths`` pair, name -> (x, y, status, group)) a star in its method's colour at its iterate ``t`` of
     each change ``(t, value)`` in ``bends`` (the steps after ``t`` use ``value``; vilab.core.live); paths that
     stopped before ``t`` have none. The hover says the new value."""
+    for t, col in _pair_bends(paths, bends, symbol):
+        fig.add_trace(t, row=1, col=col)
+    return fig
+
+
+def _pair_bends(paths, bends, symbol: str) -> list[tuple[dict, int]]:
+    """The stars of :func:`add_pair_bends`, as (trace dict, column)."""
+    out = []
     for col, group_paths in enumerate(paths, start=1):
         for name, p in (group_paths or {}).items():
             px, py = np.asarray(p[0], float), np.asarray(p[1], float)
@@ -320,10 +344,11 @@ def add_pair_bends(fig: go.Figure, paths=(None, None), bends=(), symbol: str = "
                 continue
             ts = [t for t, _ in pts]
             lab = label(group)
-            fig.add_trace(go.Scatter(
-                x=px[ts], y=py[ts], mode="markers", name=f"{lab}: {symbol} changed", legendgroup=lab, showlegend=False,
+            out.append((dict(
+                type="scatter", x=px[ts], y=py[ts], mode="markers", name=f"{lab}: {symbol} changed", legendgroup=lab,
+                showlegend=False,
                 marker=dict(symbol="star", size=14, color=line(group)["color"], line=dict(width=1, color="black")),
                 customdata=np.array(pts),
                 hovertemplate=f"{name}<br>{symbol} = %{{customdata[1]:.3g}} after step %{{customdata[0]}}<extra>{lab}</extra>"),
-                row=1, col=col)
-    return fig
+                col))
+    return out

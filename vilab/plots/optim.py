@@ -1,7 +1,8 @@
 """Figures and tables of the "Adam vs SNNGM" page (Tan (2025) Fig. 3, Fig. 4, Fig. 6/7-style curves,
 Table 8 layout).
 
-Pure data in, ``go.Figure`` (or a pandas DataFrame for Table 8) out.
+Pure data in, ``go.Figure`` (or a pandas DataFrame for Table 8) out; the live figure of a Play also as plain data
+(``mean_paths_2d(..., plain=True)``: its traces as dicts, no graph objects).
 """
 
 from __future__ import annotations
@@ -188,46 +189,64 @@ def field_paths(panels, mus, s2s, optimum=None, starts=(), title=None):
 def posterior_contours(grid, n_levels: int = 8) -> go.Contour:
     """Grey contour lines of the exact posterior density exp(logp) on a grid (normalised to max 1),
     levels at 1/(n_levels+1), ..., n_levels/(n_levels+1) of the mode, darker towards the mode."""
+    return go.Contour(_posterior_contours(grid, n_levels))
+
+
+def _posterior_contours(grid, n_levels: int = 8) -> dict:
     t1, t2, logp = grid
     z = np.asarray(logp, float)
     z = np.exp(z - np.nanmax(z))
     step = 1.0 / (n_levels + 1)
-    return go.Contour(x=t1, y=t2, z=z, name="exact posterior", showscale=False,
-                      colorscale=[[0.0, "#c4c4c4"], [1.0, "#404040"]], zmin=0.0, zmax=1.0,
-                      contours=dict(coloring="lines", start=step, end=1.0 - step / 2, size=step),
-                      line=dict(width=1.5), hoverinfo="skip", showlegend=True)
+    return dict(type="contour", x=t1, y=t2, z=z, name="exact posterior", showscale=False,
+                colorscale=[[0.0, "#c4c4c4"], [1.0, "#404040"]], zmin=0.0, zmax=1.0,
+                contours=dict(coloring="lines", start=step, end=1.0 - step / 2, size=step),
+                line=dict(width=1.5), hoverinfo="skip", showlegend=True)
 
 
-def mean_paths_2d(grid, traces, title=None, show_ellipses=True, height=460, zoom=True):
+def mean_paths_2d(grid, traces, title=None, show_ellipses=True, height=460, zoom=True, bends=None,
+                  bend_symbol: str = "α", plain: bool = False):
     """Mean paths over the exact posterior's grey contours (2-D model).
 
     grid : (t1, t2, logp) with logp of shape (len(t2), len(t1)).
     traces : {label: (name, mean (k, 2), cov (k, 2, 2), status)}; each optimizer in its look, its final
     q's 2-sd ellipse dotted. With ``zoom`` the axes span the posterior's contours, the starts and the final
     q's (a noisy path may leave the window on the way).
+    bends : {name: [(t, value), ...]}: where a live run's step size changed, starred as
+    vilab.plots.trajectories.add_bends marks them (named by ``bend_symbol``).
+
+    ``plain=True``: instead of the figure, what of it the runs change, as plain data (dicts and arrays, no graph
+    objects: a Play draws one for every frame, vilab_ui.live): ``{"data": [every trace as a dict, in the
+    figure's order], "layout": {the annotations, and with ``zoom`` the axes' ranges}}``.
     """
+    from vilab.plots.trajectories import bend_marks
+
     t1, t2, logp = grid
-    fig = fast(go.Figure(posterior_contours(grid)))
+    data = [_posterior_contours(grid)]
     xs, ys = [], []
     for i, (lab, (name, mean, cov, status)) in enumerate(traces.items()):
         c = code(name)
         extra = "" if not status.startswith("diverged") else f" ({status})"
         mean = np.asarray(mean, float)
-        fig.add_trace(go.Scatter(x=mean[:, 0], y=mean[:, 1], mode="lines", name=lab + extra, legendgroup=lab,
-                                 line=line(c, width=2.5)))
-        fig.add_trace(go.Scatter(x=[mean[-1, 0]], y=[mean[-1, 1]], mode="markers", legendgroup=lab,
-                                 marker=marker(c, size=11, line=dict(color="white", width=1)), showlegend=False,
-                                 hoverinfo="skip"))
+        data.append(dict(type="scatter", x=mean[:, 0], y=mean[:, 1], mode="lines", name=lab + extra, legendgroup=lab,
+                         line=line(c, width=2.5)))
+        data.append(dict(type="scatter", x=[mean[-1, 0]], y=[mean[-1, 1]], mode="markers", legendgroup=lab,
+                         marker=marker(c, size=11, line=dict(color="white", width=1)), showlegend=False,
+                         hoverinfo="skip"))
         ok = np.all(np.isfinite(mean), axis=1)
         if ok.any():  # the window holds the start and the end of each path (a noisy path may wander out of it)
             xs.append(mean[ok, 0][[0, -1]])
             ys.append(mean[ok, 1][[0, -1]])
         if show_ellipses:
             ex, ey = ellipse(mean[-1], cov[-1], 2.0)
-            fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color=_col(name), width=1.5, dash="dot"),
-                                     showlegend=False, hoverinfo="skip", legendgroup=lab))
+            data.append(dict(type="scatter", x=ex, y=ey, mode="lines", line=dict(color=_col(name), width=1.5, dash="dot"),
+                             showlegend=False, hoverinfo="skip", legendgroup=lab))
             xs.append(ex[np.isfinite(ex)])
             ys.append(ey[np.isfinite(ey)])
+    notes = []
+    if bends:
+        stars, notes = bend_marks({code(name): np.asarray(mean, float) for name, mean, _, _ in traces.values()},
+                                  {code(name): bends.get(name, []) for name, _, _, _ in traces.values()}, bend_symbol)
+        data += stars
     x_rng, y_rng = [float(t1[0]), float(t1[-1])], [float(t2[0]), float(t2[-1])]
     if zoom:
         z = np.exp(np.asarray(logp, float) - np.nanmax(logp))
@@ -239,6 +258,13 @@ def mean_paths_2d(grid, traces, title=None, show_ellipses=True, height=460, zoom
             wx, wy = np.ptp(px) or 0.1, np.ptp(py) or 0.1
             x_rng = [max(x_rng[0], px.min() - 0.12 * wx), min(x_rng[1], px.max() + 0.12 * wx)]
             y_rng = [max(y_rng[0], py.min() - 0.12 * wy), min(y_rng[1], py.max() + 0.12 * wy)]
+    if plain:
+        return {"data": data, "layout": {"annotations": notes, **({"ranges": [x_rng, y_rng]} if zoom else {})}}
+    fig = fast(go.Figure())
+    for t in data:
+        fig.add_trace(t)
+    for a in notes:
+        fig.add_annotation(**a)
     fig.update_xaxes(title_text="θ₁ (intercept)", range=x_rng)
     fig.update_yaxes(title_text="θ₂ (slope)", range=y_rng)
     return _legend_below(style(fig, title, height=height))

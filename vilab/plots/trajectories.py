@@ -1,6 +1,7 @@
 """Figures of the 2-D trajectories page (Kumar et al. 2025 Fig. 1; Tan 2025 Tables 3-4).
 
-Pure data in, ``go.Figure`` out. Runs are :class:`vilab.core.Trace` objects (or anything with
+Pure data in, ``go.Figure`` out (or, for the live figure of a Play, ``plain=True``: its traces as dicts, no graph
+objects). Runs are :class:`vilab.core.Trace` objects (or anything with
 ``mean`` (n+1, 2), ``cov`` (n+1, 2, 2), ``objective`` (n+1,), ``status``); a diverged run is drawn
 up to its failure and labelled with the reason.
 """
@@ -38,7 +39,11 @@ def _mk(name, size, c, **kw):
 
 
 def _check_2d(tr, name):
-    m = np.asarray(tr.mean)
+    return _check_mean(tr.mean, name)
+
+
+def _check_mean(mean, name):
+    m = np.asarray(mean)
     if m.ndim != 2 or m.shape[1] != 2:
         raise ValueError(f"Run {name!r}: paths can only be drawn for 2-D targets; its mean has shape {m.shape}.")
     return m
@@ -75,16 +80,24 @@ def _widths(names, groups, base: float = 2.5, extra: float = 3.0) -> dict:
     return w
 
 
-def _base(contour, bounds, truth, n_std):
-    fig = fast(go.Figure())  # built anew for every frame of a Play: its traces are not validated twice
-    if contour is not None:
-        fig.add_trace(contour)
+def _base_traces(contour, truth, n_std) -> list:
+    """The target's traces under the runs: its contours (as given: a graph object or a dict) and, for a Gaussian
+    target (``truth``), its n_std ellipse and mean, as dicts."""
+    out = [] if contour is None else [contour]
     if truth is not None:
         x, y = ellipse(truth[0], truth[1], n_std)
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name="target", line={**line("target", width=2), "dash": "longdash"},
-                                 hoverinfo="skip"))
-        fig.add_trace(go.Scatter(x=[truth[0][0]], y=[truth[0][1]], mode="markers", name="target mean", showlegend=False,
-                                 marker=marker("target", size=12), hoverinfo="skip"))
+        out.append(dict(type="scatter", x=x, y=y, mode="lines", name="target",
+                        line={**line("target", width=2), "dash": "longdash"}, hoverinfo="skip"))
+        out.append(dict(type="scatter", x=[truth[0][0]], y=[truth[0][1]], mode="markers", name="target mean",
+                        showlegend=False, marker=marker("target", size=12), hoverinfo="skip"))
+    return out
+
+
+def _base(contour, bounds, truth, n_std, traces=None):
+    """A figure of the target (:func:`_base_traces`, or ``traces``) in the window ``bounds``."""
+    fig = fast(go.Figure())  # its graph-object traces are not validated twice
+    for t in _base_traces(contour, truth, n_std) if traces is None else traces:
+        fig.add_trace(t)
     if bounds is not None:
         fig.update_xaxes(range=list(bounds[0]))
         fig.update_yaxes(range=list(bounds[1]))
@@ -95,7 +108,8 @@ def _base(contour, bounds, truth, n_std):
 
 def paths_figure(traces: Mapping[str, object], contour: go.Contour | None = None, every: int = 10,
                  n_std: float = 1.0, truth: tuple | None = None, bounds=None, title: str | None = None,
-                 max_ellipses: int = 30, height: int = 520) -> go.Figure:
+                 max_ellipses: int = 30, height: int = 520, bends: Mapping[str, list] | None = None,
+                 bend_symbol: str = "ρ", plain: bool = False):
     """Mean paths over the target's contours with n_std covariance ellipses every ``every`` steps.
 
     Runs are keyed by method (code or label): each is drawn in its look (vilab.plots.look: colour,
@@ -104,10 +118,17 @@ def paths_figure(traces: Mapping[str, object], contour: go.Contour | None = None
     the first drawn is the widest line. ``truth`` = (mean, cov) of the exact posterior draws it
     long-dashed. At most ``max_ellipses`` ellipses per run are drawn (``every`` is raised if
     needed). A diverged run's legend entry carries its status and its last point is annotated.
+    ``bends`` = {name: [(t, value), ...]}: where a live run's step size changed, marked as :func:`add_bends`
+    marks them (named by ``bend_symbol``).
+
+    ``plain=True``: instead of the figure, what of it the runs change, as plain data (dicts and arrays, no graph
+    objects: a Play draws one for every frame, vilab_ui.live): ``{"data": [every trace as a dict, in the
+    figure's order], "layout": {"annotations": [...]}}``.
     """
     if every < 1:
         raise ValueError(f"Draw ellipses every k >= 1 steps; got k = {every}.")
-    fig = _base(contour, bounds, truth, n_std)
+    data = _base_traces(contour, truth, n_std)
+    notes = []
     means = {name: _check_2d(tr, name) for name, tr in traces.items()}
     widths = _widths(list(traces), coinciding(means))
     for i, (name, tr) in enumerate(traces.items()):
@@ -120,29 +141,39 @@ def paths_figure(traces: Mapping[str, object], contour: go.Contour | None = None
         if idx[-1] != len(m) - 1:
             idx.append(len(m) - 1)
         ex, ey = ellipse_outlines(m[idx], cov[idx], n_std, n=40)
-        fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", showlegend=False, legendgroup=name,
-                                 line=_ln(name, 1.2, c), opacity=0.7, hoverinfo="skip"))
+        data.append(dict(type="scatter", x=ex, y=ey, mode="lines", showlegend=False, legendgroup=name,
+                         line=_ln(name, 1.2, c), opacity=0.7, hoverinfo="skip"))
         # the path (its legend entry shows the method's line and marker), and the method's marker at the ellipse
         # centres only, as a trace of its own: a marker per iterate, even of size 0, is a node the browser
         # draws on every redraw (maxdisplayed=1 keeps the path's own markers to one, of size 0)
         size = 7 + widths[name]
-        fig.add_trace(go.Scatter(x=m[:, 0], y=m[:, 1], mode="lines+markers", name=lab, legendgroup=name,
-                                 line=_ln(name, widths[name], c),
-                                 marker=dict(_mk(name, 0, c, line=dict(width=1, color="white")), maxdisplayed=1),
-                                 customdata=np.arange(len(m)),
-                                 hovertemplate=f"{label(name)}<br>step %{{customdata}}<br>(%{{x:.4g}}, %{{y:.4g}})<extra></extra>"))
-        fig.add_trace(go.Scatter(x=m[idx, 0], y=m[idx, 1], mode="markers", name=f"{lab}: ellipse centres",
-                                 legendgroup=name, showlegend=False,
-                                 marker=_mk(name, size, c, line=dict(width=1, color="white")), customdata=np.asarray(idx),
-                                 hovertemplate=f"{label(name)}<br>step %{{customdata}}<br>(%{{x:.4g}}, %{{y:.4g}})<extra></extra>"))
+        data.append(dict(type="scatter", x=m[:, 0], y=m[:, 1], mode="lines+markers", name=lab, legendgroup=name,
+                         line=_ln(name, widths[name], c),
+                         marker=dict(_mk(name, 0, c, line=dict(width=1, color="white")), maxdisplayed=1),
+                         customdata=np.arange(len(m)),
+                         hovertemplate=f"{label(name)}<br>step %{{customdata}}<br>(%{{x:.4g}}, %{{y:.4g}})<extra></extra>"))
+        data.append(dict(type="scatter", x=m[idx, 0], y=m[idx, 1], mode="markers", name=f"{lab}: ellipse centres",
+                         legendgroup=name, showlegend=False,
+                         marker=_mk(name, size, c, line=dict(width=1, color="white")), customdata=np.asarray(idx),
+                         hovertemplate=f"{label(name)}<br>step %{{customdata}}<br>(%{{x:.4g}}, %{{y:.4g}})<extra></extra>"))
         if getattr(tr, "diverged", False) or str(getattr(tr, "status", "")).startswith("diverged"):
-            fig.add_annotation(x=m[-1, 0], y=m[-1, 1], text=f"{label(name)}: diverged", hovertext=str(tr.status),
-                               showarrow=True, arrowhead=2, font=dict(color=c), bgcolor="rgba(255,255,255,0.85)")
+            notes.append(dict(x=m[-1, 0], y=m[-1, 1], text=f"{label(name)}: diverged", hovertext=str(tr.status),
+                              showarrow=True, arrowhead=2, font=dict(color=c), bgcolor="rgba(255,255,255,0.85)"))
     if means:
         m0 = next(iter(means.values()))[0]
-        fig.add_trace(go.Scatter(x=[m0[0]], y=[m0[1]], mode="markers", name="start", showlegend=False,
-                                 marker=dict(symbol="square", size=11, color="white", line=dict(width=2, color="black")),
-                                 hovertemplate="start (%{x:.4g}, %{y:.4g})<extra></extra>"))
+        data.append(dict(type="scatter", x=[m0[0]], y=[m0[1]], mode="markers", name="start", showlegend=False,
+                         marker=dict(symbol="square", size=11, color="white", line=dict(width=2, color="black")),
+                         hovertemplate="start (%{x:.4g}, %{y:.4g})<extra></extra>"))
+    if bends:
+        stars, more = bend_marks({name: tr.mean for name, tr in traces.items()}, bends, bend_symbol)
+        data += stars
+        notes += more
+    if plain:
+        return {"data": [t if isinstance(t, dict) else t.to_plotly_json() for t in data],
+                "layout": {"annotations": notes}}
+    fig = _base(contour, bounds, truth, n_std, traces=data)
+    for a in notes:
+        fig.add_annotation(**a)
     style(fig, title=title, height=height)
     fig.update_layout(legend_itemsizing="constant")  # legend symbols at one size (the markers grow with overlaps)
     return fig
@@ -152,23 +183,36 @@ def add_bends(fig: go.Figure, traces: Mapping[str, object], bends: Mapping[str, 
     """Mark where a live run's step size changed: for each run, at its iterate ``t`` of every change
     ``(t, value)`` in ``bends[name]``, a star in the method's colour labelled with the new value (the steps
     after ``t`` use it; vilab.core.live). Changes the run has not reached (it stopped before) are skipped."""
-    for i, (name, tr) in enumerate(traces.items()):
-        pts = [(int(t), float(v)) for t, v in bends.get(name, []) if 0 <= int(t) < len(np.asarray(tr.mean))]
+    stars, notes = bend_marks({name: tr.mean for name, tr in traces.items()}, bends, symbol)
+    for t in stars:
+        fig.add_trace(t)
+    for a in notes:
+        fig.add_annotation(**a)
+    return fig
+
+
+def bend_marks(means: Mapping[str, object], bends: Mapping[str, list], symbol: str = "ρ") -> tuple[list, list]:
+    """The stars and value boxes of :func:`add_bends` as plain data: (trace dicts, annotation dicts), for the
+    runs' mean paths ``means`` = {name: (n + 1, 2)}."""
+    stars, notes = [], []
+    for i, (name, mean) in enumerate(means.items()):
+        pts = [(int(t), float(v)) for t, v in bends.get(name, []) if 0 <= int(t) < len(np.asarray(mean))]
         if not pts:
             continue
-        m = _check_2d(tr, name)
+        m = _check_mean(mean, name)
         c = color(name, i)
         ts = [t for t, _ in pts]
-        fig.add_trace(go.Scatter(
-            x=m[ts, 0], y=m[ts, 1], mode="markers", name=f"{label(name)}: {symbol} changed", legendgroup=name,
-            showlegend=False, marker=dict(symbol="star", size=16, color=c, line=dict(width=1, color="black")),
+        stars.append(dict(
+            type="scatter", x=m[ts, 0], y=m[ts, 1], mode="markers", name=f"{label(name)}: {symbol} changed",
+            legendgroup=name, showlegend=False,
+            marker=dict(symbol="star", size=16, color=c, line=dict(width=1, color="black")),
             text=[f"{symbol} = {v:.3g}" for _, v in pts], customdata=np.array(pts),
             hovertemplate=f"{label(name)}: {symbol} = %{{customdata[1]:.3g}} after step %{{customdata[0]}}<extra></extra>"))
         for j, (t, v) in enumerate(pts):  # the new value in a box beside the star, readable over the paths
-            fig.add_annotation(x=m[t, 0], y=m[t, 1], text=f"{symbol} = {v:.3g}", showarrow=True, arrowhead=0,
-                               ax=40, ay=-28 - 22 * ((i + j) % 3), font=dict(color=c), bgcolor="rgba(255,255,255,0.9)",
-                               bordercolor=c, borderpad=2)
-    return fig
+            notes.append(dict(x=m[t, 0], y=m[t, 1], text=f"{symbol} = {v:.3g}", showarrow=True, arrowhead=0,
+                              ax=40, ay=-28 - 22 * ((i + j) % 3), font=dict(color=c), bgcolor="rgba(255,255,255,0.9)",
+                              bordercolor=c, borderpad=2))
+    return stars, notes
 
 
 def objective_figure(traces: Mapping[str, object], optimum: float | None = None, log_x: bool = False,
