@@ -141,16 +141,18 @@ with ctl:
                   args=(starts_key, PAPER_STARTS if crab else GAUSS_STARTS))
 
 def _field_pair(arrows, fine, L_opt, optimum, start_xy, starts, paths, normalise, xlabel, ylabel, height, bends,
-                bend_symbol, chart, box, lecture):
-    """The two fields side by side with every path (and the star where a live run's step size changed)."""
+                bend_symbol, chart, box, lecture, plain=False):
+    """The two fields side by side with every path (and the star where a live run's step size changed);
+    ``plain``: what of it the paths change, as plain data (vilab_ui.live.Live.show)."""
     fig = fplots.field_pair_figure(
         arrows["xs"], arrows["ys"], [(arrows["Ex"], arrows["Ey"]), (arrows["Nx"], arrows["Ny"])],
         titles=("Euclidean gradient field", "natural gradient field"), paths=paths,
         objective=fine["L"], objective_xy=(fine["xs"], fine["ys"]), objective_max=L_opt, optimum=optimum,
         starts=start_xy, start_labels=[f"start {k + 1}: ({m:g}, {s:g})" for k, (m, s) in enumerate(starts)],
-        normalise=normalise, xlabel=xlabel, ylabel=ylabel, clickable=True, height=height)
-    if bends:
-        fplots.add_pair_bends(fig, paths, list(bends), symbol=bend_symbol)
+        normalise=normalise, xlabel=xlabel, ylabel=ylabel, clickable=True, height=height, bends=list(bends),
+        bend_symbol=bend_symbol, plain=plain)
+    if plain:
+        return fig
     if chart == vf.CHARTS[4]:
         tv, tt = _log_ticks(*box[1], decades=lecture)
         fig.update_yaxes(tickvals=tv, ticktext=tt)
@@ -200,9 +202,10 @@ with fig_slot, ui.guard("vector fields"):
     xlabel, ylabel = (AXIS_TEXT.get(t, t) for t in vf.chart_labels(chart))
     start_xy = np.array([vf.to_chart(m, s, chart) for m, s in starts], float)
 
-    def _fields(path_fn, bends=()):
+    def _fields(path_fn, bends=(), lv=None):
         """Draw both fields with every (start, rule) path from ``path_fn(rule, mu0, s20)`` -> (means,
-        variances, status, iterations, smallest step size); (table rows, counts per rule)."""
+        variances, status, iterations, smallest step size), as the live figure of ``lv`` when given; (table rows,
+        counts per rule)."""
         eu_paths, na_paths, rows, counts = {}, {}, [], {}
         for k, (mu0, s20) in enumerate(starts):
             row = {"start": f"({mu0:g}, {s20:g})", "on the plot": f"{k + 1} {fplots.start_symbol(k)[1]}"}
@@ -221,10 +224,9 @@ with fig_slot, ui.guard("vector fields"):
         args = (arrows, fine, L_opt, (ox, oy), start_xy, list(starts), (eu_paths, na_paths), normalise, xlabel, ylabel,
                 (345 if ui.lecture() else 360) if live_on else 400,  # live: the buttons' row sits above
                 tuple(bends), "ρ₀" if step_key == "rho0" else "ρ", chart, box, ui.lecture())
-        # a live run's frames are drawn once each: built directly, not kept in the store of figures every visitor shares
-        fig = _field_pair(*args) if live_on else ui.recipe(_field_pair, *args)
-        ui.show(fig, key="fields", main=True, on_select=lambda: _add_click("fields", starts_key, chart),
-                selection_mode="points")
+        (ui.show if lv is None else lv.show)(ui.recipe(_field_pair, *args), key="fields", main=True,
+                                             on_select=lambda: _add_click("fields", starts_key, chart),
+                                             selection_mode="points")
         return rows, counts
 
     if live_on:
@@ -243,7 +245,7 @@ with fig_slot, ui.guard("vector fields"):
                 rmin = float(np.min(tr.step_sizes)) if tr.n_steps else np.nan
                 return tr.mean[:, 0], tr.cov[:, 0, 0], tr.status, tr.n_steps, rmin
 
-            _fields(live_path, lv.bends(step_key))
+            _fields(live_path, lv.bends(step_key), lv)
             return runs
 
         lv.player(_draw, per_tick=lambda it: max(1, it // 10))

@@ -142,10 +142,12 @@ def _sweep(tkey, method, grads, n_samples, seed, m0, c0, n_steps, tol, _model=No
     return steps, its, sts
 
 
-def _paths_figure(traces, contour, every, truth, bounds, axis_names=None):
-    """The paths view's figure; ``axis_names``: the two coefficients shown of your data's model."""
-    fig = tplots.paths_figure(traces, contour, every=every, truth=truth, bounds=bounds, height=430)
-    if axis_names is not None:
+def _paths_figure(traces, contour, every, truth, bounds, axis_names=None, height=430, bends=None, plain=False):
+    """The paths view's figure (and the live view's, with ``bends``: see vilab_ui.live.Live.show for ``plain``);
+    ``axis_names``: the two coefficients shown of your data's model."""
+    fig = tplots.paths_figure(traces, contour, every=every, truth=truth, bounds=bounds, height=height, bends=bends,
+                              plain=plain)
+    if axis_names is not None and not plain:
         fig.update_xaxes(title=f"θ: {axis_names[0]}")
         fig.update_yaxes(title=f"θ: {axis_names[1]}")
     return fig
@@ -340,13 +342,10 @@ with fig_slot, ui.guard("runs"):
                               {"rho": m}) for m in methods}
             shown = runs if model is None else {m: tabular.project_trace(t, pair) for m, t in runs.items()}
             # the buttons take a row above: a lower figure keeps it on the first screen in lecture mode
-            fig = tplots.paths_figure(shown, contour, every=int(every), truth=truth, bounds=bounds,
-                                      height=330 if ui.lecture() else 400)
-            tplots.add_bends(fig, shown, {m: lv.bends(m) for m in methods})
-            if model is not None:
-                fig.update_xaxes(title=f"θ: {csv.names[pair[0]]}")
-                fig.update_yaxes(title=f"θ: {csv.names[pair[1]]}")
-            ui.show(fig, key="live", main=True)
+            lv.show(ui.recipe(_paths_figure, shown, contour, int(every), truth, bounds,
+                              None if model is None else (csv.names[pair[0]], csv.names[pair[1]]),
+                              height=330 if ui.lecture() else 400, bends={m: lv.bends(m) for m in methods}),
+                    key="live", main=True)
             return {plots.label(m): t for m, t in runs.items()}
 
         lv.player(_draw, per_tick=lambda it: max(1, it // 10))

@@ -12,7 +12,6 @@ from vilab.algorithms import optim
 from vilab.targets import tabular
 from vilab.core import Job, as_key, run_batch
 from vilab.plots import optim as oplots
-from vilab.plots import trajectories as tplots
 from vilab.repro import tan2025_optim as rep
 from vilab.repro import tan2025_table8 as rep8
 from vilab.targets import regression as R
@@ -514,11 +513,11 @@ elif view == VIEWS[2]:
             def _draw_live(lv):
                 runs = {n: lv.run(("adam-vs-snngm 2-D", n, seed_l), lambda n=n: _live_build(n, seed_l, alphas_l[n]),
                                   {"alpha": n}) for n in chosen_l}
-                fig = oplots.mean_paths_2d(_grid2d(61), {LABEL[n]: (n, t.mean, t.cov, t.status) for n, t in runs.items()},
-                                           height=310 if ui.lecture() else 390, zoom=False)
-                tplots.add_bends(fig, {oplots.code(n): t for n, t in runs.items()},
-                                 {oplots.code(n): lv.bends(n) for n in chosen_l}, symbol="α")
-                ui.show(fig, key="live2d", main=True)
+                lv.show(ui.recipe(oplots.mean_paths_2d, _grid2d(61),
+                                  {LABEL[n]: (n, t.mean, t.cov, t.status) for n, t in runs.items()},
+                                  height=310 if ui.lecture() else 390, zoom=False,
+                                  bends={n: lv.bends(n) for n in chosen_l}, bend_symbol="α"),
+                        key="live2d", main=True)
                 return {LABEL[n]: t for n, t in runs.items()}
 
             lv.player(_draw_live, per_tick=lambda it: max(1, it // 10))

@@ -571,9 +571,9 @@ if tabl.open:
                     runs = {m: lv.run(("divergences batch", m, LIVE_B, LIVE_MU0, seed_l),
                                       lambda m=m: _live_build(m, seed_l, steps.get(m)),
                                       {LIVE_STEP[m][0]: m} if m in LIVE_STEP else {}) for m in shown}
-                    ui.show(dplots.live_batch({m: (t.mean[:, 0], t.cov[:, 0, 0]) for m, t in runs.items()}, 2.0, 1.5,
-                                              bends={m: lv.bends(m) for m in tuned}, symbol="lr",
-                                              height=310 if ui.lecture() else 385),
+                    lv.show(ui.recipe(dplots.live_batch, {m: (t.mean[:, 0], t.cov[:, 0, 0]) for m, t in runs.items()},
+                                      2.0, 1.5, bends={m: lv.bends(m) for m in tuned}, symbol="lr",
+                                      height=310 if ui.lecture() else 385),
                             key="live_batch", main=True)
                     return {L(m): t for m, t in runs.items()}
 

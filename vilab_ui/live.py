@@ -11,8 +11,9 @@ run instead of computing it again. Only the figure reruns on Step / Play (a Stre
     lv = live.Live("tr", {m: f"s_{m}" for m in methods}, n_max=1000, bounds=(1e-4, 1.78))
     def draw(lv):
         traces = {m: lv.run(("tr", tkey, m), lambda m=m: build(m), {"rho": m}) for m in methods}
-        fig = ...  # paths up to lv.it, bends at lv.changes(m)
-        ui.show(fig, key="live", main=True)
+        bends = {m: lv.bends(m) for m in methods}
+        # paths up to lv.it, bends where the step sizes changed; the builder also takes plain=True (Live.show)
+        lv.show(ui.recipe(tplots.paths_figure, traces, bends=bends), key="live", main=True)
         return {plots.label(m): t for m, t in traces.items()}
     lv.player(draw)
 """
@@ -35,6 +36,7 @@ from vilab.core.live import (MAX_CHANGES, Changes, change_points, format_schedul
 
 import vilab_ui as ui
 from vilab_ui import chart as _chart
+from vilab_ui.spec import as_lists
 
 _MARKUP = re.compile(r"[<>\[\]]|://|www\.", re.IGNORECASE)
 
@@ -53,6 +55,9 @@ FIRST_FRAMES = 1  # frames of the first message of a stretch (sent at once: the 
 BUDGET_S = 0.25  # drawing time of one later message (then it is sent; a Pause or a moved step size waits for it)
 _ENTRIES = 8  # runs kept per live run in the shared store (a step-size change resumes from one of them)
 _DRAW_S = "_live_draw_s"  # session state: the seconds the last frames took to draw here (the last 16)
+_RESTARTS = 3  # a new stretch that changes shape at its first frame starts there instead, at most this often
+_DATA = ("x", "y", "z", "text", "customdata")  # a trace's entries a Play's frame gives anew (Live.show)
+TAIL = "vilab_tail"  # in a frame's trace: {entry: n}, the entry holds only what follows the previous frame's first n
 
 
 @ui.cache_resource(max_entries=1)
@@ -91,6 +96,8 @@ class Live:
         self.key, self.channels, self.n_max = str(key), dict(channels), max(int(n_max), 1)
         self.bounds = dict(bounds) if isinstance(bounds, Mapping) else {c: tuple(bounds) for c in self.channels}
         self.it_param, self.lr_param = it_param, lr_param
+        self._calls = self._plains = None  # while a Play draws frames: the runs followed, the plain figures
+        self._framing = False  # a Play's frame is drawn: the live figure as plain data only (see show)
         self.sync()
 
     # ---------------------------------------------------------------------------------- state
@@ -247,6 +254,27 @@ class Live:
         store[skey] = ([(settings, tr)] + [e for e in entries if e[1] is not tr])[:_ENTRIES]
         return tr
 
+    def show(self, figure, *, key: str | None = None, main: bool = False, **kw):
+        """Draw the live figure in ``draw`` (see :meth:`player`), as :func:`vilab_ui.show` draws a figure
+        (``key``, ``main`` and ``kw`` are its arguments). ``figure`` is a :func:`vilab_ui.recipe` whose builder
+        also takes ``plain=True`` and then returns, instead of the figure, what of it the runs change, as plain
+        data: ``{"data": [every trace as a dict (its arrays may be numpy's), in the figure's order], "layout":
+        {every layout entry computed from the runs}}`` (the live figures of vilab.plots do, e.g.
+        vilab.plots.fields.field_pair_figure).
+
+        While a Play draws its frames only that plain data is built, no graph objects: a frame's trace is the
+        one of the stretch's first figure (built and styled by ui.show) with the entries of :data:`_DATA` the
+        plain data gives. A trace whose other entries change, another number of traces or a changed layout
+        entry ends the stretch there, and the next starts from a figure built anew."""
+        if not isinstance(figure, ui.Recipe):
+            raise ValueError("A live figure is given as ui.recipe(builder, ...), with a builder that also takes "
+                             f"plain=True; got {type(figure).__name__}.")
+        if self._plains is not None:  # a Play draws: keep the plain data (and, for a frame, only that)
+            self._plains.append((key, main, figure.build(*figure.args, plain=True, **figure.kwargs)))
+            if self._framing:
+                return None
+        return ui.show(figure, key=key, main=main, **kw)
+
     # ---------------------------------------------------------------------------------- buttons
     def _step(self, k: int) -> None:
         ss = st.session_state
@@ -304,8 +332,9 @@ class Live:
 
         Play runs in the browser at the screen's rate. The server computes the runs ahead in chunks (the
         runner's resume, kept in the shared store), draws the figure at each frame's iteration with ``draw``
-        (collected, not drawn: vilab_ui.chart.capturing; each run is then a head of the run computed ahead)
-        and sends the chart element a stretch of Plotly frames holding only the traces that changed
+        (collected, not drawn; each run is then a head of the run computed ahead): the stretch's first figure
+        through ui.show, each frame as the live figure's plain data only (:meth:`show`: no graph objects), and
+        sends the chart element a stretch of Plotly frames holding only the traces that changed
         (vilab_ui.chart's play message). The element plays them and reports where it is; each report reruns
         this fragment, which follows the browser's iteration (the URL's ``it``) and sends the next frames. A
         step size moved while playing is recorded at the browser's iteration and a new stretch starts there.
@@ -430,20 +459,22 @@ class Live:
             pl["report"] = got
         return pl["report"]
 
-    def _capture(self, draw, it: int):
-        """``draw(self)`` at iteration ``it``, collected without drawing: (the figures, {label: Trace}, the runs
-        it followed)."""
+    def _capture(self, draw, it: int, frame: bool = False):
+        """``draw(self)`` at iteration ``it``, collected without drawing: (the figures as the browser is sent
+        them, the live figures' plain data (see :meth:`show`), {label: Trace}, the runs it followed), each
+        figure as (key, main, figure). For a ``frame`` the live figures are built as plain data only."""
         ss = st.session_state
         keep = ss[self._k("it")]
         ss[self._k("it")] = int(it)
-        self._calls = []
+        self._calls, self._plains, self._framing = [], [], bool(frame)
         try:
-            with _chart.capturing() as got:
+            with _chart.capturing() as got:  # any other figure is collected, not drawn
                 runs = draw(self) or {}
         finally:
             ss[self._k("it")] = keep
-            calls, self._calls = self._calls, None
-        return list(got), dict(runs), calls
+            calls, plains = self._calls, self._plains
+            self._calls, self._plains, self._framing = None, None, False
+        return list(got), plains, dict(runs), calls
 
     def _play(self, draw, frame_step, full: bool) -> dict | None:
         """Send the chart element the play's next frames (a new stretch when Play is pressed, after a
@@ -460,19 +491,26 @@ class Live:
             rep = self._report(pl)
             if rep is not None and rep["at"] == pl["last"] and pl["brk"] is not None:
                 start = pl["brk"]  # the figure changes shape there: a new stretch from that frame
-        if start is not None:
-            ss[self._k("it")] = start
-            self.sync()
-            figs, runs, calls = self._capture(draw, start)
-            pl = _new_stretch(start, figs, runs, calls, self.schedule)
-            ss[self._k("play")] = pl
-        want = _wanted(pl, self.it)
-        if want and pl["end"] is None and pl["brk"] is None:
-            self._extend(pl, draw, frame_step, want)
+        new = start is not None
+        for _ in range(_RESTARTS):
+            if start is not None:
+                ss[self._k("it")] = start
+                self.sync()
+                figs, plains, runs, calls = self._capture(draw, start)
+                pl = _new_stretch(start, figs, plains, runs, calls, self.schedule)
+                ss[self._k("play")] = pl
+            want = _wanted(pl, self.it)
+            if want and pl["end"] is None and pl["brk"] is None:
+                self._extend(pl, draw, frame_step, want)
+            if pl["frames"] or pl["brk"] is None:
+                break
+            # the stretch changes shape at its first frame: it starts there instead (a stretch without frames is
+            # not played, and the element would not report)
+            start = pl["brk"]
         _send(pl)
         # the first message of a stretch ends its run (no rerun at once): the browser draws an element's new data
         # when the run that sent it is over, and its first report asks for the next frames
-        self._more = bool(_wanted(pl, self.it)) and pl["end"] is None and pl["brk"] is None and start is None
+        self._more = bool(_wanted(pl, self.it)) and pl["end"] is None and pl["brk"] is None and not new
         return _runs_at(pl, self.it)
 
     def _ended(self, msg: str | None) -> None:
@@ -486,10 +524,10 @@ class Live:
     def _same_page(self, pl: dict, draw) -> bool:
         """Whether the page, run again, draws the stretch's last frame as it was sent (else a setting other than
         a live step size was changed, and the play starts again from where it is)."""
-        figs, _, _ = self._capture(draw, pl["last"])
+        figs, _, _, _ = self._capture(draw, pl["last"])
         got = _spec_of(pl, figs)
-        return got is not None and _blob(_layout(got)) == _blob(_layout(pl["spec"])) \
-            and _blob(got["data"]) == _blob(pl["spec"]["data"])
+        return got is not None and _blob(_layout(got)) == _blob(_layout(pl["base_spec"])) \
+            and _blob(got["data"]) == _blob(pl["data"])
 
     def _extend(self, pl: dict, draw, frame_step, want: int) -> None:
         """Up to ``want`` more frames, drawn for at most BUDGET_S (at least one; FIRST_FRAMES in the first
@@ -512,10 +550,15 @@ class Live:
             if j != plan[0] and time.perf_counter() - t0 > BUDGET_S:
                 break
             t1 = time.perf_counter()
-            figs, runs, calls = self._capture(draw, j)
+            _, plains, runs, calls = self._capture(draw, j, frame=True)
+            plain = _spec_of(pl, plains)
+            got = None if plain is None else _restyled(pl, plain)
+            spec = None
+            if got is not None and got[1]:  # a trace's look changed: the figure there, built (graph objects) once
+                figs, _, runs, calls = self._capture(draw, j)
+                spec = _spec_of(pl, figs)
+            frame = None if got is None else _frame(pl, got[0], got[1], j, spec)
             _note_draw(time.perf_counter() - t1)
-            spec = _spec_of(pl, figs)
-            frame = None if spec is None else _frame(pl, spec, j)
             if frame is None:  # the figure changes shape (a trace or the layout): a new stretch starts there
                 pl["brk"] = j
                 break
@@ -523,7 +566,7 @@ class Live:
             pl["new"].append(frame)
             pl["runs"][j] = runs
             pl["calls"] = calls or pl["calls"]
-            pl["last"], pl["spec"] = j, spec
+            pl["last"] = j
             if runs and all(stopped_early(t) for t in runs.values()):
                 pl["end"], pl["end_msg"] = j, _STOPPED
                 break
@@ -570,24 +613,34 @@ def _note_draw(seconds: float) -> None:
     st.session_state[_DRAW_S] = (got + [float(seconds)])[-16:]
 
 
-def _new_stretch(start: int, figs: list, runs: dict, calls: list | None, schedule: dict) -> dict:
-    """A play's stretch from iteration ``start`` (whose figures, as collected, are ``figs``): what the server
-    keeps of it in session state (see Live._play)."""
+def _new_stretch(start: int, figs: list, plains: list, runs: dict, calls: list | None, schedule: dict) -> dict:
+    """A play's stretch from iteration ``start`` (whose figures and plain data, as collected, are ``figs`` and
+    ``plains``): what the server keeps of it in session state (see Live._play)."""
     if not figs:
         raise ValueError("This page's live figure could not be found to play; press Step instead.")
     key, main, spec = next(((k, m, s) for k, m, s in figs if m), figs[0])
     if key is None and not main:
         raise ValueError("A live figure needs a key (ui.show(fig, key=...)) to play.")
+    plain = next((p for k, m, p in plains if k == key and m == main), None)
+    if plain is None:
+        raise ValueError("This page's live figure is not drawn with Live.show, which plays its frames; press Step "
+                         "instead.")
+    layout, parts = _parts(plain)
+    if len(parts) != len(spec["data"]):
+        raise ValueError(f"The live figure's plain data has {len(parts)} traces and the figure {len(spec['data'])}; "
+                         "it cannot be played. Press Step instead.")
     start = int(start)
-    return {"token": uuid.uuid4().hex[:12], "base": start, "base_spec": spec, "spec": spec, "last": start,
-            "frames": [], "new": [], "moved": set(), "key": key, "main": main,
+    return {"token": uuid.uuid4().hex[:12], "base": start, "base_spec": spec, "data": list(spec["data"]),
+            "style": list(spec["data"]),
+            "ref": {"layout": layout, "rest": [r for r, _ in parts], "own": [_blob(o) for _, o in parts]},
+            "last": start, "frames": [], "new": [], "pending": [], "moved": set(), "key": key, "main": main,
             "chart": key or _chart.MAIN_CHART, "fps": _fps(), "sched": schedule, "runs": {start: runs},
             "calls": calls or [], "chunk": start, "sent": None, "sent_at": None, "report": None, "end": None,
             "end_msg": None, "brk": None, "msg_base": (start, spec)}
 
 
-def _spec_of(pl: dict, figs: list) -> dict | None:
-    """The stretch's figure among those a draw collected."""
+def _spec_of(pl: dict, figs: list):
+    """The stretch's figure among those a draw collected ((key, main, figure) each; a spec or plain data)."""
     return next((s for k, m, s in figs if k == pl["key"] and m == pl["main"]), None)
 
 
@@ -602,20 +655,74 @@ def _blob(x) -> bytes:
     return orjson.dumps(x, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
-def _frame(pl: dict, spec: dict, it: int) -> dict | None:
-    """The Plotly frame (as a dict) that turns the stretch's base figure into ``spec``, the figure at iteration
-    ``it``: the traces that differ from the base, or differed earlier in the stretch, whole and by index (the
-    element plays frames over the base without drawing the others again: contours, heat maps). None when the
-    figure changed shape (another number of traces, another layout: a new stretch starts there)."""
-    base = pl["base_spec"]
-    if len(base["data"]) != len(spec["data"]) or _blob(_layout(base)) != _blob(_layout(spec)):
+def _parts(plain: Mapping) -> tuple[bytes, list[tuple[bytes, dict]]]:
+    """A live figure's plain data (Live.show) taken apart: (its layout entries as JSON, [(a trace's entries but
+    those of :data:`_DATA` as JSON, its entries of _DATA as the browser is sent them), ...])."""
+    if not isinstance(plain, Mapping) or not isinstance(plain.get("data"), (list, tuple)):
+        raise ValueError("A live figure's builder, given plain=True, returns {'data': [trace dicts], 'layout': "
+                         "{...}}; got " + type(plain).__name__ + ".")
+    out = []
+    for tr in plain["data"]:
+        own = {k: tr[k] for k in _DATA if k in tr}
+        rest = {k: v for k, v in tr.items() if k not in own}
+        out.append((_blob(as_lists([sorted(own), rest])), as_lists(own)))
+    return _blob(as_lists(plain.get("layout") or {})), out
+
+
+def _restyled(pl: dict, plain: Mapping) -> tuple[bytes, list] | None:
+    """The figure's plain data at a frame against the stretch's (Live.show): (its parts, :func:`_parts`, and the
+    traces whose entries other than their data changed: their look, e.g. a line's width), or None when the figure
+    changed shape (another number of traces, a layout entry: a new stretch starts there)."""
+    ref = pl["ref"]
+    layout, parts = _parts(plain)
+    if len(parts) != len(ref["rest"]) or layout != ref["layout"]:
         return None
-    moved, blobs = pl["moved"], pl.setdefault("blobs", {})
-    for i, b in enumerate(spec["data"]):
-        if i not in moved and _blob(b) != blobs.setdefault(i, _blob(base["data"][i])):
+    return parts, [i for i, (rest, _) in enumerate(parts) if rest != ref["rest"][i]]
+
+
+def _frame(pl: dict, parts: list, restyled: list, it: int, spec: dict | None = None) -> dict | None:
+    """The Plotly frame (as a dict) that turns the stretch's first figure into the figure at iteration ``it``, from
+    that figure's plain data taken apart and the traces whose look changed (:func:`_restyled`): the traces whose
+    data differ from the first figure's, or differed earlier in the stretch, whole and by index (the element plays
+    frames over the first figure without drawing the others again: contours, heat maps), each the first figure's
+    trace with the new data. No graph objects are built, but where a trace's look changed: ``spec``, the figure at
+    ``it`` as ui.show sends it, gives those traces whole (and they are the stretch's from then on); None when it
+    changed shape there (another layout).
+
+    A data entry that continues the same entry of the previous frame (of the first figure, for the first frame)
+    goes as its new part only, named in the trace's :data:`TAIL` ({entry: how many it keeps}): a path grows by a
+    few points a frame, and a message holds up to LEAD_S of frames. The chart element puts the entry together
+    again before it plays the frame (vilab/plots/browser/chart.js); the figure drawn is the same."""
+    ref, style, moved = pl["ref"], pl["style"], pl["moved"]
+    if restyled:
+        if spec is None or len(spec["data"]) != len(style) \
+                or _blob(_layout(spec)) != _blob(_layout(pl["base_spec"])):
+            return None
+        for i in restyled:
+            style[i], ref["rest"][i] = spec["data"][i], parts[i][0]
+            moved.add(i)
+    for i, (_, own) in enumerate(parts):
+        if i not in moved and _blob(own) != ref["own"][i]:
             moved.add(i)
     idx = sorted(moved)
-    return {"name": str(int(it)), "data": [spec["data"][i] for i in idx], "traces": idx}
+    new = {i: {**style[i], **parts[i][1]} for i in idx}
+    sent = [_tail(new[i], pl["data"][i]) for i in idx]
+    pl["data"] = [new.get(i, t) for i, t in enumerate(style)]
+    return {"name": str(int(it)), "data": sent, "traces": idx}
+
+
+def _tail(trace: dict, before: dict) -> dict:
+    """``trace`` as a frame sends it after ``before`` (the same trace in the previous frame): each data entry that
+    starts with the whole entry of ``before`` as its new part only, named in :data:`TAIL`."""
+    out, kept = trace, {}
+    for k in _DATA:
+        a, b = trace.get(k), before.get(k)
+        if isinstance(a, list) and isinstance(b, list) and 0 < len(b) <= len(a) \
+                and (a[:len(b)] == b or _blob(a[:len(b)]) == _blob(b)):  # as JSON: NaN (a gap) equals NaN
+            kept[k] = len(b)
+    if kept:
+        out = {**trace, **{k: trace[k][n:] for k, n in kept.items()}, TAIL: kept}
+    return out
 
 
 def _wanted(pl: dict, it: int) -> int:
@@ -657,8 +764,9 @@ def _send(pl: dict) -> None:
     new, pl["new"] = pl["new"], []
     rep = pl.get("report")
     queued = rep["queued"] if rep is not None else None
-    pending = [f for f in pl.get("pending", []) + new if queued is None or int(f["name"]) > queued]
-    if new or pl["sent"] is None or len(pending) != len(pl.get("pending", [])):
+    before = pl["pending"]
+    pending = [f for f in before + new if queued is None or int(f["name"]) > queued]
+    if new or pl["sent"] is None or len(pending) != len(before):
         if new:  # at the rate the last frames were drawn (the element takes it from here on)
             pl["fps"] = _fps()
         pl["pending"] = pending

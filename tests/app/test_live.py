@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tests.app.charts import charts
-from tests.app.live_helpers import app, frame_names, message, report
+from tests.app.live_helpers import Played, app, frame_names, message, report
 from tests.app.live_helpers import arr as _arr
 from tests.app.live_helpers import ok as _ok
 from vilab.algorithms import algorithm, run
@@ -112,7 +112,8 @@ def test_step_step10_reset_and_a_step_size_change_mid_run():
 
 
 def _frame_path(frame, spec, code):
-    """The mean path of ``code`` in a Plotly frame of the live figure (the frame names its traces by index)."""
+    """The mean path of ``code`` in a Plotly frame of the live figure (the frame names its traces by index), put
+    together as the chart element plays it (tests.app.live_helpers.Played)."""
     for i, tr in zip(frame["traces"], frame["data"]):
         assert spec["data"][i].get("legendgroup") == tr.get("legendgroup")
         if tr.get("legendgroup") == code and tr.get("mode") == "lines+markers":
@@ -131,6 +132,8 @@ def test_play_sends_frames_the_browser_plays_and_follows_where_it_is():
     _ok(at)
     assert _playing(at)
     sent = message(at, "live")
+    el = Played()
+    el.take(sent)
     play = sent["play"]
     assert play["playing"] is True and 10 <= play["fps"] <= 30 and play["report_every_s"] > 0
     names = frame_names(sent)
@@ -146,6 +149,7 @@ def test_play_sends_frames_the_browser_plays_and_follows_where_it_is():
         _ok(at)
         assert _playing(at) and _it(at) == seen  # the URL follows the browser
         sent = message(at, "live")
+        el.take(sent)
         assert sent["play"]["token"] == token
         names = frame_names(sent)
         assert names and names[0] > seen and names == sorted(names)
@@ -154,7 +158,7 @@ def test_play_sends_frames_the_browser_plays_and_follows_where_it_is():
             break
     assert seen > 140, "the play stopped before a hundred iterations"  # > 2 chunks of the runs computed ahead
     j = names[-1]
-    got = _frame_path(sent["figure"]["frames"][-1], sent["figure"], "srvn")
+    got = _frame_path(el.frames[j], el.figure, "srvn")
     direct = run("srvn", tgt, START, j, 1.0, key=as_key(0), grads="exact")
     np.testing.assert_allclose(got, np.asarray(direct.mean), rtol=1e-12, atol=1e-12)
     # Pause where the browser is (it reported the first of the frames just sent, just now)
@@ -193,6 +197,8 @@ def test_a_step_size_change_while_playing_bends_the_path_there_and_the_play_goes
     bend = int(lr.split(",")[1].split(":")[0])
     assert names[0] <= bend <= queued and _it(at) == bend  # where the browser was, about
     sent = message(at, "live")
+    el = Played()
+    el.take(sent)
     assert sent["play"]["token"] != token and sent["play"]["playing"]  # a new stretch, from the bend
     # after the bend (the fragment draws on while the browser's queue is short: this is its last message)
     assert frame_names(sent)[0] > bend
@@ -203,13 +209,14 @@ def test_a_step_size_change_while_playing_bends_the_path_there_and_the_play_goes
         _ok(at)
         assert _playing(at)
         sent = message(at, "live")
+        el.take(sent)
     j = frame_names(sent)[-1]
     assert j > bend + 2
     tgt = kumar_t2()
     alg = algorithm("srvn", tgt, grads="exact")
     direct = resume(alg, run("srvn", tgt, START, bend, 1.0, key=as_key(0), grads="exact"), j - bend,
                     hyper={"rho": 0.316})
-    got = _frame_path(sent["figure"]["frames"][-1], sent["figure"], "srvn")
+    got = _frame_path(el.frames[j], el.figure, "srvn")
     np.testing.assert_allclose(got, np.asarray(direct.mean), rtol=1e-12, atol=1e-12)
     # Reset while playing: back to 0, paused, the change forgotten
     at.button(key="tr_reset").click().run()

@@ -205,6 +205,12 @@ def test_play_runs_in_the_browser_past_several_chunks_and_a_step_size_change_whi
     _until(lambda: _drawn(page, "srvn") > 140, 300, "the play to pass iteration 140",
            state=lambda: (_it(page), _drawn(page, "srvn"), page.url))
     assert _button(page, "Pause").count() == 1, "the play stopped by itself"
+    # the path a frame drew, put together in the browser from the frames' new parts, is the run to that iteration
+    tgt = kumar_t2()
+    start = CholCov(np.array(START_MEAN), START_SCALE * np.eye(2))
+    playing = _path(page, "srvn")
+    direct = run("srvn", tgt, start, len(playing) - 1, 1.0, key=as_key(0), grads="exact")
+    np.testing.assert_allclose(playing, np.asarray(direct.mean), rtol=1e-12, atol=1e-12)
 
     # SR-VN's step size one notch down while playing: a star where the browser was, and the play goes on
     thumb = page.get_by_role("slider", name="SR-VN: step size")
@@ -230,8 +236,6 @@ def test_play_runs_in_the_browser_past_several_chunks_and_a_step_size_change_whi
     assert _lr_changes(page, "srvn") == [(bend, rho)]
 
     got = _path(page, "srvn")
-    tgt = kumar_t2()
-    start = CholCov(np.array(START_MEAN), START_SCALE * np.eye(2))
     alg = algorithm("srvn", tgt, grads="exact")
     direct = resume(alg, run("srvn", tgt, start, bend, 1.0, key=as_key(0), grads="exact"), paused - bend,
                     hyper={"rho": rho})

@@ -12,6 +12,9 @@
 //           the iteration of the figure sent with the frames. A play's first message whose figure differs from the
 //           one on screen only in scatter traces starts at once: those traces are its first frame (named base),
 //           and the figure is not drawn again (Plotly.react of contours takes the most time of a Play's start).
+//           A frame's trace may hold a data array's new part only (a path grows by a few points a frame): its
+//           "vilab_tail" {key: n} says the array is the first n entries of the same trace's array in the frame
+//           before (in the figure, for the first frame) followed by those given (vilab_ui/live.py's _tail).
 // A new figure for the same chart is drawn with Plotly.react, which redraws only what changed.
 const BUNDLE = new URL("./plotly-cartesian.min.js", import.meta.url).href;
 const RESIZE_WAIT_MS = 250;
@@ -113,6 +116,34 @@ function captionOf(host) {
 // the frames' names are iterations: the number in a name, for order and for the position reported
 const iterOf = (name) => { const n = parseInt(name, 10); return Number.isFinite(n) ? n : -1; };
 
+// A play's frames with their tails put together (see "vilab_tail" above). ``last`` holds, per trace, its arrays as
+// the frame before left them: start it from the play's figure (``arraysOf``, before plotly.js is given the figure),
+// and give it the frames in order, each once.
+const TAIL = "vilab_tail";
+function arraysOf(fig) {
+  return (fig.data || []).map((t) => {
+    const got = {};
+    for (const k of Object.keys(t)) if (Array.isArray(t[k])) got[k] = t[k];
+    return got;
+  });
+}
+function untail(last, frames) {
+  for (const f of frames) {
+    (f.traces || []).forEach((i, j) => {
+      const t = (f.data || [])[j];
+      if (!t) return;
+      const before = last[i] || (last[i] = {});
+      const tail = t[TAIL];
+      if (tail) {
+        delete t[TAIL];
+        for (const k of Object.keys(tail)) t[k] = (before[k] || []).slice(0, tail[k]).concat(t[k] || []);
+      }
+      for (const k of Object.keys(t)) if (Array.isArray(t[k])) before[k] = t[k];
+    });
+  }
+  return frames;
+}
+
 // The figure on screen as the last Plotly.react drew it (its layout less size and revision, and each trace, as JSON),
 // for a play's first message: null when a play has changed the screen since.
 function shownOf(fig) {
@@ -159,10 +190,10 @@ function report(p, setStateValue, force) {
   setStateValue("play", { token: p.token, at, queued, t: now });
 }
 
-function startPlay(gd, Plotly, frames, play, setStateValue, base) {
+function startPlay(gd, Plotly, frames, play, setStateValue, base, last) {
   stopPlay(gd);
   const p = gd.__vilabPlay = {
-    token: play.token, fps: Math.max(1, Math.min(120, Number(play.fps) || 30)),
+    token: play.token, last, fps: Math.max(1, Math.min(120, Number(play.fps) || 30)),
     everyMs: 1000 * Math.max(0.05, Number(play.report_every_s) || 0.25),
     names: frames.map((f) => String(f.name)), drawn: -1, base, t0: null, busy: false, stopped: false,
     raf: 0, lastReport: 0, lowReported: null, doneReported: null, setStateValue,
@@ -203,7 +234,7 @@ function appendFrames(gd, Plotly, p, frames, play) {
   if (p.drawn === p.names.length - 1 && p.t0 !== null) {  // it had drawn everything: go on from now, at the rate
     p.t0 = performance.now() - ((p.drawn + 1) * 1000) / p.fps;
   }
-  return Plotly.addFrames(gd, fresh).then(() => {
+  return Plotly.addFrames(gd, untail(p.last, fresh)).then(() => {
     for (const f of fresh) p.names.push(String(f.name));
     p.doneReported = null;
   });
@@ -284,9 +315,12 @@ export default function (component) {
       if (first) {
         gd.__vilabShown = null;  // the play changes the screen from here on
         gd.__vilabRaw = null;
-        const all = [first].concat(frames);
+        const last = arraysOf(fig);
+        const all = [first].concat(untail(last, frames));
         return Plotly.addFrames(gd, all).then(() => {
-          if (seq === gd.__vilabSeq && gd.isConnected) startPlay(gd, Plotly, all, play, setStateValue, Number(play.base));
+          if (seq === gd.__vilabSeq && gd.isConnected) {
+            startPlay(gd, Plotly, all, play, setStateValue, Number(play.base), last);
+          }
         });
       }
     }
@@ -301,6 +335,8 @@ export default function (component) {
     const config = Object.assign({}, msg.config);
     config.modeBarButtonsToAdd = (config.modeBarButtonsToAdd || []).concat([FULL_SCREEN]);
     const shown = shownOf(fig);  // before Plotly.react, which adds to the traces it is given
+    const last = play && play.playing ? arraysOf(fig) : null;
+    if (last) untail(last, frames);
     return Plotly.react(gd, { data: fig.data, layout, frames, config }).then(() => {
       gd.__vilabRaw = raw;
       gd.__vilabShown = shown;
@@ -324,7 +360,7 @@ export default function (component) {
         const base = frames.length ? iterOf(frames[0].name) - 1 : -1;
         gd.__vilabRaw = null;  // it will not look like the message any more
         gd.__vilabShown = null;
-        startPlay(gd, Plotly, frames, play, setStateValue, base);
+        startPlay(gd, Plotly, frames, play, setStateValue, base, last);
       }
     });
   }).then(() => {  // on the stage the caption comes after the figure (or with a later message): fitted a moment later
