@@ -28,6 +28,7 @@ import uuid
 from typing import Callable, Hashable, Mapping
 from urllib.parse import urlencode
 
+import numpy as np
 import streamlit as st
 
 from vilab.core.live import (MAX_CHANGES, Changes, change_points, format_schedule, frame_iterations, head, merge,
@@ -713,16 +714,38 @@ def _frame(pl: dict, parts: list, restyled: list, it: int, spec: dict | None = N
 
 def _tail(trace: dict, before: dict) -> dict:
     """``trace`` as a frame sends it after ``before`` (the same trace in the previous frame): each data entry that
-    starts with the whole entry of ``before`` as its new part only, named in :data:`TAIL`."""
-    out, kept = trace, {}
+    begins as the entry of ``before`` begins as what follows that common beginning only, named in :data:`TAIL`
+    (a path that grew; ellipses of which only the last moved)."""
+    kept = {}
     for k in _DATA:
         a, b = trace.get(k), before.get(k)
-        if isinstance(a, list) and isinstance(b, list) and 0 < len(b) <= len(a) \
-                and (a[:len(b)] == b or _blob(a[:len(b)]) == _blob(b)):  # as JSON: NaN (a gap) equals NaN
-            kept[k] = len(b)
-    if kept:
-        out = {**trace, **{k: trace[k][n:] for k, n in kept.items()}, TAIL: kept}
-    return out
+        if isinstance(a, list) and isinstance(b, list):
+            n = _common(a, b)
+            if n:
+                kept[k] = n
+    if not kept:
+        return trace
+    return {**trace, **{k: trace[k][n:] for k, n in kept.items()}, TAIL: kept}
+
+
+def _common(a: list, b: list) -> int:
+    """How many entries the lists ``a`` and ``b`` (a trace's data, as the browser is sent it) begin with alike, NaN
+    (a gap) alike NaN: they are the same JSON."""
+    m = min(len(a), len(b))
+    if a[:m] == b[:m]:
+        return m
+    try:
+        x, y = np.asarray(a[:m]), np.asarray(b[:m])
+    except ValueError:  # ragged
+        return 0
+    if x.shape != y.shape or x.dtype.kind not in "fiub" or y.dtype.kind not in "fiub":
+        return 0
+    same = x == y
+    if x.dtype.kind == "f" and y.dtype.kind == "f":
+        same |= np.isnan(x) & np.isnan(y)
+    same = same.reshape(m, -1).all(axis=1)
+    bad = np.flatnonzero(~same)
+    return int(bad[0]) if bad.size else m
 
 
 def _wanted(pl: dict, it: int) -> int:

@@ -119,3 +119,26 @@ def test_each_frame_played_is_the_figure_drawn_paused_at_its_iteration(case):
     url.pop(itp, None)
     after = _check(el, page, url, itp, chart, _some(el.current))
     assert before + after >= 1  # the frames are heads of the runs the paused figure reads from the shared store
+
+
+def test_a_frame_sends_each_data_entry_from_where_it_differs_from_the_frame_before():
+    """vilab_ui.live._tail: an entry that begins as the previous frame's goes as the rest only (NaN alike NaN,
+    rows of a 2-D entry whole); put together as the element does (Played), it is the entry itself."""
+    from vilab_ui.live import TAIL, _tail
+
+    nan = float("nan")
+    before = {"x": [0.0, 1.0, nan, 2.0], "y": [5.0, 6.0], "customdata": [[0, 1.0], [1, 2.0]], "text": ["a"],
+              "name": "path"}
+    now = {"x": [0.0, 1.0, nan, 2.5, 3.0], "y": [7.0], "customdata": [[0, 1.0], [1, 2.0], [2, 3.0]],
+           "text": ["a", "b"], "name": "path"}
+    sent = _tail(now, before)
+    assert sent[TAIL] == {"x": 3, "customdata": 2, "text": 1} and sent["x"] == [2.5, 3.0]
+    assert sent["y"] == [7.0] and sent["customdata"] == [[2, 3.0]] and sent["name"] == "path"
+    el = Played()
+    el.take({"play": {"token": "t", "playing": True},
+             "figure": {"data": [before], "layout": {}, "frames": [{"name": "1", "traces": [0], "data": [sent]}]}})
+    got = el.picture(1)[0]
+    assert got["x"][:2] == now["x"][:2] and got["x"][3:] == now["x"][3:] and got["x"][2] != got["x"][2]
+    assert {k: got[k] for k in ("y", "customdata", "text", "name")} == {k: now[k] for k in ("y", "customdata",
+                                                                                              "text", "name")}
+    assert _tail({"x": [1.0]}, {"x": [2.0]}) == {"x": [1.0]}  # nothing in common: the entry whole
