@@ -60,15 +60,17 @@ const FULL_SCREEN = {
   click: (gd) => { if (gd.requestFullscreen) gd.requestFullscreen().catch(() => {}); },
 };
 
-// The height the page's CSS asks for (C2: --vilab-chart-height on an ancestor, any CSS length), in px, or null.
-// On the stage (lecture mode) the figure's caption, the first "what to notice" box right under it, ends on
-// the first screen: the figure gives up what the caption needs beyond the room the CSS left it, as long as it keeps
-// STAGE_SHARE of the screen (the stage's figure covers at least 60 %); a caption longer than that scrolls in its box.
+// Fits the stage and says the figure's height there: the height the page's CSS asks for (C2: --vilab-chart-height
+// on an ancestor, any CSS length), in px, or null off the stage. On the stage (lecture mode) the figure's caption,
+// the first "what to notice" box right under it, is fitted to end on the first screen (its max-height, set here):
+// the figure gives up what the caption needs beyond the room the CSS left it, as long as it keeps STAGE_SHARE of
+// the screen (the stage's figure covers at least 60 %); a caption longer than that scrolls in its box. Off the
+// stage (lecture mode turned off) the captions it fitted get their own heights back.
 const CAPTION = '[data-testid="stAlertContainer"]';
 const CAPTION_PAD_PX = 6;
 const STAGE_SHARE = 0.62;
 const CAPTION_GAP_PX = 120;  // a caption starts at most this far under the figure (a button row may stand between)
-function stageHeight(parent) {
+function fitStage(parent) {
   const host = parent instanceof ShadowRoot ? parent.host : parent;
   if (!getComputedStyle(host).getPropertyValue("--vilab-chart-height").trim()) {
     const main = document.querySelector(".st-key-main_figure");
@@ -243,13 +245,13 @@ function appendFrames(gd, Plotly, p, frames, play) {
 // A place (or window, or the stage's column with the figure's caption) that changes size is followed a moment later:
 // when the page's run restyles it (lecture mode toggled), the run's new figure comes within that moment and is drawn
 // once, at the new size.
-function follow(gd, Plotly, parentElement, size) {
+function follow(gd, Plotly, parentElement, fitted) {
   if (gd.__vilabResize) return;
   const later = () => {
     clearTimeout(gd.__vilabResizeTimer);
     gd.__vilabResizeTimer = setTimeout(() => {
       if (!gd.isConnected || document.fullscreenElement === gd || !gd.__vilabSize) return;
-      const s = size();
+      const s = fitted();
       if (Math.abs(s.width - gd.__vilabSize.width) >= 1 || Math.abs(s.height - gd.__vilabSize.height) >= 1) {
         gd.__vilabSize = s;
         Plotly.relayout(gd, s);
@@ -292,19 +294,20 @@ export default function (component) {
   const seq = gd.__vilabSeq = (gd.__vilabSeq || 0) + 1;  // only the newest figure is drawn
   clearTimeout(gd.__vilabResizeTimer);  // it is drawn at its place's size as it is now
 
-  const size = () => {  // the chart's size on the page: its place's width (fit) and the stage's or its own height
+  const size = (stage) => {  // the chart's size: its place's width (fit) and the stage's height (px) or its own
     const want = gd.__vilabWant;
     const w = want.fit ? Math.max(1, Math.floor(parentElement.getBoundingClientRect().width || 700)) : want.width;
-    return { width: w, height: stageHeight(parentElement) || want.height || 450 };
+    return { width: w, height: stage || want.height || 450 };
   };
+  const fitted = () => size(fitStage(parentElement));  // the stage fitted (its caption), then the size to draw at
   gd.__vilabWant = { fit: !!msg.fit, width: fig.layout.width, height: fig.layout.height };
-  const now = size();
+  const now = fitted();
   if (!gd.__vilabSize) gd.style.height = now.height + "px";  // the chart's room is kept while plotly.js loads
 
   plotly().then((Plotly) => {
     if (seq !== gd.__vilabSeq || !gd.isConnected) return undefined;
     const running = gd.__vilabPlay;
-    follow(gd, Plotly, parentElement, size);
+    follow(gd, Plotly, parentElement, fitted);
     if (play && play.playing && running && running.token === play.token) {  // the same play: go on, no redraw
       return appendFrames(gd, Plotly, running, fig.frames || [], play);
     }
@@ -347,7 +350,7 @@ export default function (component) {
         gd.addEventListener("fullscreenchange", () => {
           if (!gd.isConnected) return;
           const full = document.fullscreenElement === gd;
-          const s = full ? { width: window.innerWidth, height: window.innerHeight } : size();
+          const s = full ? { width: window.innerWidth, height: window.innerHeight } : fitted();
           gd.__vilabSize = s;
           Plotly.relayout(gd, s);
         });
