@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from . import color, ellipse, ellipse_outlines, fast, label, line, marker, style
 
-__all__ = ["paths_figure", "add_bends", "objective_figure", "animation_figure", "sweep_figure", "frame_indices", "plot_window",
+__all__ = ["paths_figure", "add_bends", "bend_marks", "objective_figure", "animation_figure", "sweep_figure", "frame_indices", "plot_window",
            "log_density_grid", "coinciding"]
 
 
