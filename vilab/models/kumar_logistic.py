@@ -484,7 +484,7 @@ def convexity_grid(loss: str = "abs", ms=None, ss=None, weight: float = 1.0) -> 
 
 # ------------------------------------------------------------------- the LIBSVM files of Table 2 / Table 3
 
-_DATA_DIR = Path(__file__).resolve().parent / "data"
+_DATA_DIR = Path(__file__).resolve().parents[1] / "data"  # vilab/data
 
 #: our name -> (CSV in vilab/data, the LIBSVM file it rebuilds); see :func:`libsvm_data`
 LIBSVM = {"diabetes-scale": ("pima_indians_diabetes.csv", "diabetes_scale"),
