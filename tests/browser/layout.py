@@ -59,6 +59,27 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+_LOGS: dict = {}  # a running server's base URL -> the file its output goes to (server_log)
+
+
+def server_log(url: str, chars: int = 3000) -> str:
+    """The last ``chars`` characters a server of :func:`streamlit_server` printed (for a failing test's message)."""
+    log = _LOGS.get(url)
+    if log is None:
+        return "(no log for this server)"
+    fd = log.fileno()  # read where it is, without moving the offset the server's process writes at
+    size = os.fstat(fd).st_size
+    return os.pread(fd, chars, max(0, size - chars)).decode(errors="replace")
+
+
+def health(url: str) -> str:
+    """What the server's health probe answers now (or why it does not)."""
+    try:
+        return urllib.request.urlopen(url + "/_stcore/health", timeout=5).read().decode(errors="replace")
+    except OSError as e:
+        return f"no answer ({e})"
+
+
 @contextmanager
 def streamlit_server(timeout_s: float = 90, env: dict | None = None, args=()):
     """A live ``streamlit run app.py`` on a free port, started as ``vilab app`` starts it (vilab_ui/serve.py);
@@ -88,9 +109,11 @@ def streamlit_server(timeout_s: float = 90, env: dict | None = None, args=()):
             log.seek(0)
             raise RuntimeError(f"streamlit did not start (exit code {proc.poll()}): "
                                + log.read().decode(errors="replace")[-2000:])
+        _LOGS[url] = log
         try:
             yield url
         finally:
+            _LOGS.pop(url, None)
             proc.terminate()
             try:
                 proc.wait(10)

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from tests.browser import layout
 from tests.browser import test_chart_robust as robust
 from tests.browser.test_chart_robust import server  # noqa: F401 - the lab without the file watcher
 from vilab_ui import decks
@@ -65,6 +66,16 @@ def _stop_playing(page, key: str) -> None:
         time.sleep(1.0)
 
 
+def _settled(page, url: str, name: str, log: list[str]) -> None:
+    """robust.settled, and when the page does not settle: which page, the last actions, what the server says."""
+    try:
+        robust.settled(page)
+    except Exception as e:  # re-raised with what a reader needs to find the cause
+        raise AssertionError(
+            f"{name} did not settle: {e}\nlast actions: {log[-CHECK_EVERY:]}\nhealth: {layout.health(url)}\n"
+            f"the server's output, last part:\n{layout.server_log(url)}") from e
+
+
 def test_random_keys_and_sliders_on_every_play_page_and_deck(server, browser):  # noqa: F811
     rng = random.Random(SEED)
     targets = _targets()
@@ -75,7 +86,7 @@ def test_random_keys_and_sliders_on_every_play_page_and_deck(server, browser):  
         errors = robust.watch(page)
         try:
             page.goto(f"{server}/{url}", wait_until="domcontentloaded")
-            robust.settled(page)
+            _settled(page, server, name, log)
             problems = robust.chart_problems(page)
             assert not problems and not errors, (name, "opened", problems, errors)
             furthest = -1  # the furthest iteration the live view was seen at
@@ -100,7 +111,7 @@ def test_random_keys_and_sliders_on_every_play_page_and_deck(server, browser):  
                 furthest = max(furthest, robust.iteration(page, key))
                 assert furthest > 0, (name, "the keys never moved the run", log[-n:])
                 _stop_playing(page, key)
-            robust.settled(page)
+            _settled(page, server, name, log)
             problems = robust.chart_problems(page)
             assert not problems and not errors, (name, "at the end", log[-CHECK_EVERY:], problems, errors)
         finally:
