@@ -7,6 +7,7 @@ import streamlit as st
 import vilab_ui as ui
 from vilab.theory import discretisation, guarantees, stability
 from vilab.theory.flows import flow
+from vilab.core import as_key
 from vilab.family.gaussian import CholCov
 from vilab import plots
 from vilab.plots import density_contour
@@ -507,7 +508,7 @@ def _table3_section(name):
 @ui.cache_data(max_entries=16, show_spinner=False)
 def _fig2(name, n_steps, nonconvex, step_scale, seed):
     data = klog.load(name)
-    runs = klog.fig2_runs(data, n_steps, nonconvex=nonconvex, step_scale=step_scale, key=seed,
+    runs = klog.fig2_runs(data, n_steps, nonconvex=nonconvex, step_scale=step_scale, key=as_key(int(seed)),
                           record_every=max(1, n_steps // 100))
     return runs
 
@@ -595,7 +596,7 @@ with tab_lr:
         measured = st.session_state.get("f5_times")
         if st.button("Measure the time per step on this machine", key="f5_btn"):
             with ui.guard("timing"), st.spinner("Timing the three updates..."):
-                measured = klog.time_per_step(ds_f5, seconds_each=0.1)
+                measured = klog.time_per_step(ds_f5, seconds_each=0.1, key=as_key(0))
                 st.session_state["f5_times"] = measured
         with ui.guard("cost per step"):
             ui.show(ui.recipe(flplots.cost_figure, np.geomspace(4, 512, 40), klog.flops(np.geomspace(4, 512, 40)), measured),

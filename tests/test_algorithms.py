@@ -159,4 +159,8 @@ def test_bad_input_raises_value_error():
         run("vn", t, init, 10, 0.5, tolerance=1e-3)
     half = Target("half-line", 1, lambda th: jnp.where(th[0] > 0, -th[0], -jnp.inf))
     with pytest.raises(ValueError, match="not finite"):
-        run("vn", half, (np.array([-1.0]), np.eye(1)), 10, 0.5, grads="first")
+        run("vn", half, (np.array([-1.0]), np.eye(1)), 10, 0.5, grads="first", key=jax.random.PRNGKey(0))
+    with pytest.raises(ValueError, match="grads='first'.*jax.random key"):  # a stochastic run needs a key
+        run("vn", t, init, 10, 0.5, grads="first")
+    with pytest.raises(ValueError, match="jax.random key"):  # a seed is turned into a key at the edge, not here
+        run("vn", t, init, 10, 0.5, grads="second", key=3)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from jax.scipy.stats import norm
 
+from vilab.core import as_key
 from vilab.models import kumar_logistic as kl
 from vilab.algorithms import oracle
 
@@ -68,7 +69,7 @@ def test_three_methods_reach_one_fixed_point(small, pima):
     mean and covariance, where Eq. 22 holds (the mean gradient includes grad r(m)); the test NLL is a sum over
     the 106 test points. (Larger steps than Table 2's and 60 training points: a fast run of the same code.)"""
     runs = kl.fig2_runs(small, 1000, nonconvex=True, n_starts=1, record_every=250, c0=0.3,
-                        steps={"vn": 0.2, "srvn": 0.2, "bwgd": 1e-2})
+                        steps={"vn": 0.2, "srvn": 0.2, "bwgd": 1e-2}, key=as_key(0))
     finals = np.concatenate([r["neg_elbo"][:, -1] for r in runs.values()])
     assert np.ptp(finals) < 1e-6, finals
     means = np.concatenate([r["final_mean"] for r in runs.values()])
@@ -109,7 +110,7 @@ def test_flop_counts():
 
 
 def test_time_per_step_returns_positive_numbers():  # no timed assertion: only that it measures something
-    t = kl.time_per_step([4], seconds_each=0.01)
+    t = kl.time_per_step([4], seconds_each=0.01, key=as_key(0))
     assert list(t["d"]) == [4] and all(np.all(t[m] > 0) for m in kl.METHODS)
 
 
@@ -171,6 +172,8 @@ def test_logistic_curvatures_against_monte_carlo_and_differences():
     (lambda: kl.fig2_runs(kl.load("pima"), 0), "number of iterations"),
     (lambda: kl.fig2_runs(kl.load("pima"), 10, step_scale=-1.0), "step-size multiplier"),
     (lambda: kl.fig2_runs(kl.load("pima"), 10, steps={"vn": 1e-3}), "No step size"),
+    (lambda: kl.fig2_runs(kl.load("pima"), 10), "fig2_runs .* needs a jax.random key"),
+    (lambda: kl.fig2_runs(kl.load("pima"), 10, key=0), "needs a jax.random key"),
     (lambda: kl.target("pima"), "needs the data"),
     (lambda: kl.flops([0, 3]), "at least 1"),
     (lambda: kl.convexity_grid("square"), "loss must be one of"),

@@ -264,7 +264,7 @@ def test_bog_dlr_with_zero_w_stays_zero():
 
 
 def test_kalman_and_batch():
-    X, y, _ = make_stream(3, 25, dim=3, noise_var=0.4, prior_var=1.5)
+    X, y, _ = make_stream(core.as_key(3), 25, dim=3, noise_var=0.4, prior_var=1.5)
     mu, S = bong_linear_path(X, y, 0.4, np.zeros(3), 1.5 * np.eye(3), "fc")
     mk, Sk = kalman_filter(np.zeros(3), 1.5 * np.eye(3), X, y, 0.4)
     mb, Sb = batch_posterior(np.zeros(3), 1.5 * np.eye(3), X, y, 0.4)
@@ -280,7 +280,7 @@ def test_kalman_and_batch():
 
 def test_blr_converges_to_bayes_with_iterations():
     """Linear-Gaussian: blr's error shrinks like (1 - alpha)^I (digest claim 7)."""
-    X, y, _ = make_stream(0, 1, dim=2, noise_var=0.3)
+    X, y, _ = make_stream(core.as_key(0), 1, dim=2, noise_var=0.3)
     mb, Sb = batch_posterior(np.zeros(2), np.eye(2), X, y, 0.3)
     errs = []
     for I in (1, 5, 20):
@@ -318,9 +318,9 @@ def test_conjugate_moments_by_quadrature():
 
 
 def test_runner_metrics_and_divergence():
-    X, y, _ = make_stream(1, 30, dim=2, noise_var=0.05)
+    X, y, _ = make_stream(core.as_key(1), 30, dim=2, noise_var=0.05)
     lik = gaussian(0.05)
-    ev = make_evaluator(linear_f, lik, X[:10], y[:10], n_mc=20)
+    ev = make_evaluator(linear_f, lik, X[:10], y[:10], n_mc=20, key=core.as_key(1))
     key = core.as_key(0)
     ok = stream(make_method("bong-lin-hess-fc"), linear_f, lik, X, y, FC(jnp.zeros(2), jnp.eye(2)), key=key,
                 checkpoints=[0, 10, 20, 30], evaluate=ev, keep_states=True)
@@ -372,7 +372,7 @@ def test_runner_chunks_progress_and_states_match_step_by_step():
     m = make_method("bong-mc-ef-dlr-2", n_samples=4)
     prior = init_belief("dlr", mu0, 0.5, 2)
     seen, chunks = [], []
-    ev = make_evaluator(f, categorical(3), X[:5], y[:5], n_mc=5)
+    ev = make_evaluator(f, categorical(3), X[:5], y[:5], n_mc=5, key=core.as_key(1))
     run = stream(m, f, categorical(3), X, y, prior, key=jax.random.PRNGKey(8), checkpoints=[4, 8], progress=seen.append,
                  keep_states=True, evaluate=ev, on_chunk=chunks.append)
     assert list(run.iterations) == [0, 4, 8, 12] and run.status == "max_steps" and seen[-1] == 1.0
@@ -394,7 +394,7 @@ def test_runner_chunks_progress_and_states_match_step_by_step():
 
 def test_stream_of_a_linear_gaussian_problem_is_the_kalman_filter():
     """stream (vilab.core.run) of bong-lin-hess-fc on a linear-Gaussian stream = the Kalman filter."""
-    X, y, _ = make_stream(5, 24, dim=3, noise_var=0.4, prior_var=1.5)
+    X, y, _ = make_stream(core.as_key(5), 24, dim=3, noise_var=0.4, prior_var=1.5)
     m0, S0 = np.zeros(3), 1.5 * np.eye(3)
     tr = stream(make_method("bong-lin-hess-fc"), linear_f, gaussian(0.4), X, y, FC(jnp.asarray(m0), jnp.asarray(S0)),
                 key=core.as_key(0), checkpoints=range(0, 25, 3), keep_states=True)

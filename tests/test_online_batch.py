@@ -13,6 +13,8 @@ from vilab.online import batch as B
 from vilab.online import belief_path, categorical, gaussian, make_method
 from vilab.online.families import FC, Diag
 
+KEY0 = core.as_key(0)
+
 
 def _sig(z):
     return 1 / (1 + np.exp(-z))
@@ -200,7 +202,7 @@ def test_one_undamped_iteration_is_bong_and_monte_carlo_fixed_points_hold():
 
 
 def test_demo_shapes_and_messages():
-    d = B.batch_vs_online(0, "logistic", T=12, lam=1.0, alpha=0.5, n_passes=25)
+    d = B.batch_vs_online(KEY0, "logistic", T=12, lam=1.0, alpha=0.5, n_passes=25)
     assert d["batch"]["error"].shape == (26,) and d["bong"]["error"].shape == (13,) and d["gap"].shape == (12,)
     assert d["batch"]["error"][-1] < 1e-6 and d["gap_final"] > 1e-4
     np.testing.assert_allclose(d["batch"]["Sigma"], d["ref"][1], atol=1e-6)
@@ -229,11 +231,12 @@ def test_demo_shapes_and_messages():
     (lambda: B.fit_batch_blr("blr-lin-hess-fc", lambda x, th: jnp.atleast_1d(x @ th.reshape(2, 2)[0]), gaussian(1.0),
                              np.ones((3, 2)), np.ones(3), 1.0, alpha=0.5, key=jax.random.PRNGKey(0), n_iter=3),
      "give the start belief"),
-    (lambda: B.batch_vs_online(0, "probit"), "Unknown model"),
-    (lambda: B.batch_vs_online(0, "logistic", n_passes=0), "number of passes"),
-    (lambda: B.batch_vs_online(0, "logistic", alpha=2.0), "must lie in (0, 1]"),
-    (lambda: B.runtime_vs_size([], [2], key=0), "at least one method"),
-    (lambda: B.runtime_vs_size(["bong-lin-hess-fc"], [0], key=0), "hidden width"),
+    (lambda: B.batch_vs_online(KEY0, "probit"), "Unknown model"),
+    (lambda: B.batch_vs_online(0, "logistic"), "batch_vs_online needs a jax.random key"),
+    (lambda: B.batch_vs_online(KEY0, "logistic", n_passes=0), "number of passes"),
+    (lambda: B.batch_vs_online(KEY0, "logistic", alpha=2.0), "must lie in (0, 1]"),
+    (lambda: B.runtime_vs_size([], [2], key=KEY0), "at least one method"),
+    (lambda: B.runtime_vs_size(["bong-lin-hess-fc"], [0], key=KEY0), "hidden width"),
 ])
 def test_bad_input_is_a_readable_value_error(call, words):
     with pytest.raises(ValueError, match=None) as e:
@@ -243,7 +246,7 @@ def test_bad_input_is_a_readable_value_error(call, words):
 
 def test_runtime_vs_size_returns_finite_positive_times():
     names = ["bong-lin-hess-diag"]
-    r = B.runtime_vs_size(names, [1, 2], key=0, n_repeats=2)
+    r = B.runtime_vs_size(names, [1, 2], key=KEY0, n_repeats=2)
     assert list(r["P"]) == [13, 25] and r["methods"] == names
     for n in names:
         assert r["seconds"][n].shape == (2,) and np.all(np.isfinite(r["seconds"][n])) and np.all(r["seconds"][n] > 0)

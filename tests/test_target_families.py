@@ -169,15 +169,16 @@ def test_a_new_member_reuses_the_compiled_loop():
     cache.clear()  # room under the caches' total limit: no entry of this test is evicted by the earlier tests'
     init = CholCov(np.array([0.5, -0.5]), 0.3 * np.eye(2))
     run("vn", _corr_gaussian(2.0), init, 50, 1.0, kl_tol=1e-10)
-    run_sweep("srvn", student_t_2d(7.0, 0.1), init, 20, [0.1, 0.2], grads="first")
-    run("bwgd", banana(0.3, 1.0), init, 20, 0.01, grads="second")
+    key = jax.random.PRNGKey(0)
+    run_sweep("srvn", student_t_2d(7.0, 0.1), init, 20, [0.1, 0.2], grads="first", key=key)
+    run("bwgd", banana(0.3, 1.0), init, 20, 0.01, grads="second", key=key)
     n_traces, n_entries = trace_count(), len(catalogue._ALGORITHMS)
     traces = []
     for kappa in (5.0, 50.0, 500.0):
         traces.append(run("vn", _corr_gaussian(kappa), init, 50, 1.0, kl_tol=1e-10))
     for df, rho in ((1.0, 0.9), (30.0, -0.5)):
-        run_sweep("srvn", student_t_2d(df, rho), init, 20, [0.1, 0.2], grads="first")
-    run("bwgd", banana(1.0, 2.0), init, 20, 0.01, grads="second")
+        run_sweep("srvn", student_t_2d(df, rho), init, 20, [0.1, 0.2], grads="first", key=key)
+    run("bwgd", banana(1.0, 2.0), init, 20, 0.01, grads="second", key=key)
     assert trace_count() == n_traces and len(catalogue._ALGORITHMS) == n_entries
     for kappa, tr in zip((5.0, 50.0, 500.0), traces):  # VN with rho = 1 is exact in one step: the new parameters are used
         assert tr.status == "converged" and tr.n_steps == 1

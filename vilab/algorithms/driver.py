@@ -93,9 +93,11 @@ def _core_options(tols):
     return out
 
 
-def _key(key, who: str):
-    """The PRNG key of a run: PRNGKey(0) when none is given, else a JAX key (ValueError otherwise)."""
-    return jax.random.PRNGKey(0) if key is None else vcore.check_key(key, who)
+def _key(key, alg, who: str):
+    """The PRNG key of a run (vilab.core.keys' policy): a stochastic method (grads "first" / "second") needs
+    one; with exact expectations nothing is drawn and none is needed."""
+    grads = alg.settings["grads"]
+    return vcore.key_if_draws(key, grads != "exact", f"{who} with grads={grads!r} (it draws from q every step)")
 
 
 def _step_sizes(step_sizes) -> np.ndarray:
@@ -116,7 +118,8 @@ def run(name: str, target: Target, init, n_steps: int, step_size: float, key=Non
     :func:`vilab.algorithms.algorithm` and calls :func:`vilab.core.run`.
 
     step_size : rho (constant rule) or the first rung rho0 of the backtracking ladder.
-    key : jax PRNG key for stochastic gradients (default PRNGKey(0)).
+    key : jax PRNG key (``vilab.core.as_key(seed)``), needed for stochastic gradients (grads "first" /
+      "second"); with exact expectations (the default) nothing is drawn and none is needed.
     options :
       grads = "exact" | "first" | "second"   exact expectations, or Tan Thm 2 / Stein-Price estimates
       n_samples = 1                          draws per step for stochastic gradients
@@ -141,7 +144,7 @@ def run(name: str, target: Target, init, n_steps: int, step_size: float, key=Non
     """
     alg, tols, runner = _prepare(name, target, n_steps, options)
     rho0 = check_positive(step_size, "The step size")
-    key = _key(key, "vilab.algorithms.run")
+    key = _key(key, alg, "vilab.algorithms.run")
     state = alg.init(key, init, rho=rho0, target=target)
     why = _zero_reason(alg, state, tols)
     if why is not None:
@@ -157,7 +160,7 @@ def run_sweep(name: str, target: Target, init, n_steps: int, step_sizes, key=Non
     if runner:
         raise ValueError(f"run_sweep takes no runner option(s) {sorted(runner)}.")
     rhos = _step_sizes(step_sizes)
-    key = _key(key, "vilab.algorithms.run_sweep")
+    key = _key(key, alg, "vilab.algorithms.run_sweep")
     keys = jax.random.split(key, rhos.size)
     states = [alg.init(key, init, rho=float(r), target=target) for r in rhos]
     traces = vcore.run_many(alg, keys, vcore.stack(states), int(n_steps), **_core_options(tols))
@@ -172,8 +175,9 @@ def run_sweep(name: str, target: Target, init, n_steps: int, step_sizes, key=Non
 def step(name: str, target: Target, state: State, step_size, key=None, grads: str = "exact",
          n_samples: int = 1, n_points: int = 40, **structure) -> State:
     """One bare update of method ``name`` from the chart point ``state`` = State(mu, M), with the
-    gradients the method takes (``Method.takes``; exact or estimated from ``key``). jit-able."""
+    gradients the method takes (``Method.takes``; exact, or estimated from ``key``, which stochastic
+    ``grads`` need). jit-able."""
     method = get_method(name)
-    key = jax.random.PRNGKey(0) if key is None else key
+    key = vcore.key_if_draws(key, grads != "exact", f"vilab.algorithms.step with grads={grads!r}")
     g = gradients(method, target, state, grads, key, n_samples, n_points, structure)
     return method.step(state, g, step_size, **structure)

@@ -791,7 +791,7 @@ def run(
         compile_time, iterations, epochs, iters_per_epoch, batch_size, lam (final), layout,
         optimizer, label, alpha, alpha_effective, estimator, failed_at (the iteration that broke).
     """
-    key = core.as_key(key)
+    key = core.check_key(key, "optim.run")
     param, diagonal, estimator, B = _check_settings(model, optimizer, param, diagonal, estimator, batch_size)
     spec = OPTIMIZERS[optimizer]
     layout = Layout(model.d, param, diagonal).check()

@@ -1,9 +1,15 @@
-"""PRNG keys at the edges.
+"""PRNG keys at the edges: one policy for every public entry point.
 
-Library entry points take a ``jax.random`` key. Pages, the CLI and scripts hold integer seeds (a
-URL carries an int); :func:`as_key` turns one into a key, once, at that edge. Independent streams
-inside a computation come from ``jax.random.split`` or ``jax.random.fold_in`` of the key passed in,
-never from arithmetic on seeds.
+- A library function that draws random numbers takes ``key``, a ``jax.random`` key, with no default
+  and no integer in its place (:func:`check_key`; a missing key is a ValueError that says how to make
+  one). Pages, the CLI and scripts hold integer seeds (a URL carries an int); :func:`as_key` turns one
+  into a key, once, at that edge.
+- A function whose method draws nothing (exact expectations, BONG's lin-hess rules, Gauss-Hermite
+  quadrature) needs no key. Where it hands one to the runner anyway (the runner's protocol threads a key
+  through every step), it hands :func:`no_draws_key`, which no step of it uses: its numbers do not
+  depend on it.
+- Independent streams inside a computation come from ``jax.random.split`` or ``jax.random.fold_in``
+  of the key passed in, never from arithmetic on seeds.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-__all__ = ["as_key", "is_key", "check_key"]
+__all__ = ["as_key", "is_key", "check_key", "no_draws_key", "key_if_draws"]
 
 
 def is_key(x) -> bool:
@@ -29,6 +35,20 @@ def check_key(key, who: str):
         raise ValueError(f"{who} needs a jax.random key (vilab.core.as_key(seed) turns a seed into one); "
                          f"got {key!r}.")
     return key
+
+
+def no_draws_key() -> jax.Array:
+    """The key a method that draws nothing hands the runner (see the policy above): never used by its steps."""
+    return jax.random.PRNGKey(0)
+
+
+def key_if_draws(key, draws: bool, who: str):
+    """The key of an entry point whose method draws random numbers only in some settings: ``key`` itself
+    (checked) when it draws; when it does not, ``key`` if one is given (checked) and :func:`no_draws_key`
+    otherwise. ValueError when it draws and ``key`` is missing."""
+    if key is None and not draws:
+        return no_draws_key()
+    return check_key(key, who)
 
 
 def as_key(seed_or_key) -> jax.Array:

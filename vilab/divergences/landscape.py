@@ -297,12 +297,12 @@ def table6(key, model=None, *, methods=TABLE6_METHODS, max_iter: int = 60_000, b
     methods.  Returns {"rows": {code: {"M*": (mean, sd), "mode": (mean, sd), "seconds", "iterations",
     "status", "sd_ratio"}}, "model": its name, "d", "n", "settings": a sentence}.
     """
-    from ..core import as_key
+    from ..core import check_key
     from ..targets.metrics import m_star, mode_error
     from ..targets.basic import logistic_regression
     from .stochastic import run_bam, run_sgd
 
-    key = as_key(key)
+    key = check_key(key, "table6")
     if model is None:
         from ..targets.reference import load_reference
         from ..targets.german import german_credit

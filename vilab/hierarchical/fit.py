@@ -551,7 +551,7 @@ def fit(model, method: str, *, key, n_iter: int = 20_000, alpha: float | None = 
         tol = real_scalar(tol, "The slope tolerance tol")
     if batch is not None:
         batch = integer(batch, "The batch size B", minimum=1)
-    key = core.as_key(key)
+    key = core.check_key(key, "fit")
     window = min(window, n_iter)
     if METHODS[method]["group"] == "chen-dense":
         return _fit_chen_dense(model, method, key, n_iter, batch, window, tol, init_scale)
@@ -757,7 +757,7 @@ def sample_q(trace: Trace, m: int, key) -> np.ndarray:
     """m draws theta = mu + T^{-T} z from the fitted q (block back-substitutions, O(m n)); key: jax PRNG key."""
     m = integer(m, "The number of draws m", minimum=1, maximum=2**31 - 1)
     mu, F, st = final_q(trace)
-    z = jax.random.normal(core.as_key(key), (m, st.d))
+    z = jax.random.normal(core.check_key(key, "sample_q"), (m, st.d))
     return mu + np.asarray(_offsets_batch(F, z, BlockPrecFamily(st)))
 
 
@@ -773,7 +773,7 @@ def final_elbo(model, trace: Trace, *, key, n_draws: int = 2000) -> tuple[float,
     n_draws = integer(n_draws, "The number of ELBO draws n_draws (at least 2 for a standard error)", minimum=2,
                       maximum=2**31 - 1)
     mu, F, st = final_q(trace)
-    z = jax.random.normal(core.as_key(key), (n_draws, st.d))
+    z = jax.random.normal(core.check_key(key, "final_elbo"), (n_draws, st.d))
     family = BlockPrecFamily(st)
     thetas = mu + np.asarray(_offsets_batch(F, z, family))
     lp = np.asarray(model.target.value_batch(jnp.asarray(thetas)))

@@ -269,7 +269,7 @@ def fig2_runs(data: LogisticData, n_steps: int = 2000, *, nonconvex: bool = Fals
               step_scale: float = 1.0, n_starts: int = 5, key=None, c0: float = 1.0, record_every: int = 10,
               methods=METHODS, n_points: int | None = None) -> dict:
     """Kumar et al. Fig. 2 (and Fig. 11 with ``nonconvex=True``): VN, SR-VN and BW-GD from ``n_starts``
-    random starts at Table 2's step sizes (times ``step_scale``; ``steps`` overrides them), ``n_steps`` steps
+    random starts drawn from ``key`` (a jax.random key, required) at Table 2's step sizes (times ``step_scale``; ``steps`` overrides them), ``n_steps`` steps
     each, through the catalogue (:func:`vilab.algorithms.algorithm`) and the one runner. Gauss-Hermite
     nodes: ``n_points`` (default 20 for d <= 10, else 40: on the nearly separable breast-cancer data 20
     nodes leave an error of about 5e-3 in the negative ELBO, 40 nodes about 6e-4).
@@ -286,11 +286,11 @@ def fig2_runs(data: LogisticData, n_steps: int = 2000, *, nonconvex: bool = Fals
     n_steps = integer(n_steps, "The number of iterations", minimum=1, maximum=200_000)
     record_every = integer(record_every, "record_every", minimum=1)
     scale = positive(step_scale, "The step-size multiplier")
-    key = vcore.as_key(0) if key is None else vcore.as_key(key)
     steps = dict(data.steps if steps is None else steps)
     for m in methods:
         if m not in steps:
             raise ValueError(f"No step size for method {m!r}; Table 2 gives VN, SR-VN and BW-GD.")
+    key = vcore.check_key(key, "fig2_runs (it draws the random starts)")
     n_points = (20 if data.d <= 10 else 40) if n_points is None else n_points
     tgt = target(data, nonconvex, n_points)
     k_start, k_run = jax.random.split(key)
@@ -368,14 +368,15 @@ def time_per_step(ds=(8, 16, 32, 64, 128, 256), methods=METHODS, seconds_each: f
     """Measured seconds per update of each method on THIS machine, for each d in ``ds`` (the update rule of
     the catalogue, jitted, given g and H: the O(n d^2) expectations are shared by all three methods and left
     out, as in the flop counts). Each (method, d) is repeated for about ``seconds_each`` seconds after one
-    warm-up call; the median of five blocks is reported. Returns {"d": array, method: array}."""
+    warm-up call; the median of five blocks is reported. ``key`` (a jax.random key, required) draws the g and H
+    it times. Returns {"d": array, method: array}."""
     from .. import core as vcore
     from ..algorithms.core import get_method
     from ..family import natgrad as ng
 
     ds = [integer(x, "Every dimension d", minimum=1, maximum=2048) for x in np.atleast_1d(ds)]
     sec = positive(seconds_each, "The time per measurement")
-    key = vcore.as_key(0) if key is None else vcore.as_key(key)
+    key = vcore.check_key(key, "time_per_step (it draws the gradients it times)")
     out = {"d": np.asarray(ds)}
     for name in methods:
         meth = get_method(name)

@@ -4,7 +4,7 @@
     m = make_method("bong-lin-hess-dlr-10")
     prior = init_belief(m.family, mu0, sigma0_2=0.1, rank=m.rank)
     trace = stream(m, f, categorical(10), X, y, prior, key=jax.random.PRNGKey(0), checkpoints=[0, 100, 1000],
-                   evaluate=make_evaluator(f, categorical(10), X_test, y_test))
+                   evaluate=make_evaluator(f, categorical(10), X_test, y_test, key=jax.random.PRNGKey(1)))
     trace.iterations, trace.extra["nlpd_plugin"], trace.status     # a vilab.core.Trace
 
 Modules

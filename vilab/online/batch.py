@@ -411,7 +411,7 @@ def logistic_stream(key, T: int, dim: int = 2, scale: float = 2.0):
     """(X (T, dim), y (T,) in {0, 1}, theta_true): x ~ N(0, I), theta_true ~ N(0, scale^2 I / dim) fixed by
     the key, y ~ Bernoulli(sigmoid(x^T theta_true))."""
     T = integer(T, "The number of observations T", minimum=1, maximum=100_000)
-    k1, k2, k3 = jax.random.split(core.as_key(key), 3)
+    k1, k2, k3 = jax.random.split(core.check_key(key, "logistic_stream"), 3)
     theta = np.asarray(jax.random.normal(k1, (dim,), jnp.float64)) * scale / np.sqrt(dim)
     X = np.asarray(jax.random.normal(k2, (T, dim), jnp.float64))
     u = np.asarray(jax.random.uniform(k3, (T,), jnp.float64))
@@ -456,7 +456,7 @@ def batch_vs_online(key, kind: str = "logistic", T: int = 50, lam: float = 1.0, 
     if alpha > 1:
         raise ValueError("The learning rate alpha of batch BLR must lie in (0, 1].")
     n_passes = integer(n_passes, "The number of passes", minimum=1, maximum=5000)
-    k_data = core.as_key(key)
+    k_data = core.check_key(key, "batch_vs_online")
     if kind == "linear-Gaussian":
         from .linear_gaussian import make_stream
         X, y, theta = make_stream(k_data, T, 2, 1.0, 1.0)
@@ -520,7 +520,7 @@ def mlp_regression(key, n: int = 64, d_in: int = 10, noise_sd: float = 0.1):
     """The synthetic regression data of the paper's timing runs (digest Sec. 3.2, 4.1 (d)): x ~ N(0, I_10),
     y = MLP_{20-20-1}(x) + N(0, noise_sd^2) with a random tanh teacher network fixed by ``key``."""
     n = integer(n, "The number of examples", minimum=1, maximum=100_000)
-    ks = jax.random.split(core.as_key(key), 5)
+    ks = jax.random.split(core.check_key(key, "mlp_regression"), 5)
     X = np.asarray(jax.random.normal(ks[0], (n, d_in), jnp.float64))
     W1 = np.asarray(jax.random.normal(ks[1], (d_in, 20))) / np.sqrt(d_in)
     W2 = np.asarray(jax.random.normal(ks[2], (20, 20))) / np.sqrt(20)
@@ -579,7 +579,7 @@ def runtime_vs_size(methods, widths, *, key, n_repeats: int = 3, sigma0_2: float
     n_repeats = integer(n_repeats, "The number of repeats", minimum=1, maximum=100)
     s2 = positive(sigma0_2, "The prior variance sigma_0^2")
     X, y = mlp_regression(key, 8)
-    key = core.as_key(key)
+    key = core.check_key(key, "runtime_vs_size")
     out = {name: np.full(len(widths), np.nan) for name in methods}
     Ps = np.array([(X.shape[1] + 2) * w + 1 for w in widths])
     t0 = time.perf_counter()

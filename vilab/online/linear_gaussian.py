@@ -18,7 +18,7 @@ from ..core.checks import integer, positive, real_array, real_scalar
 from ..family.gaussian import check_mean_cov
 
 from ..core.cache import memoize
-from ..core.keys import as_key
+from ..core.keys import check_key
 from .families import FC, dynamics_hyper
 from .grid import make_method
 from .likelihoods import gaussian
@@ -42,7 +42,7 @@ def make_stream(key, T: int, dim: int = 2, noise_var: float = 0.5, prior_var: fl
     dim = integer(dim, "The dimension dim", minimum=1, maximum=10_000)
     noise_var = positive(noise_var, "The noise variance")
     prior_var = positive(prior_var, "The prior variance")
-    k_theta, k_x, k_noise = jax.random.split(as_key(key), 3)
+    k_theta, k_x, k_noise = jax.random.split(check_key(key, "make_stream"), 3)
     theta = np.asarray(jax.random.normal(k_theta, (dim,), jnp.float64)) * np.sqrt(prior_var)
     X = _normal_rows(k_x, T, dim)
     y = X @ theta + _normal_rows(k_noise, T, None) * np.sqrt(noise_var)
@@ -155,7 +155,7 @@ def drifting_stream(key, T: int, kind: str = "random walk", drift_var: float = 0
     if drift_var < 0:
         raise ValueError(f"The drift variance per step must be >= 0; got {drift_var:g}.")
     noise_var = positive(noise_var, "The noise variance")
-    k_theta, k_walk, k_x, k_noise = jax.random.split(as_key(key), 4)
+    k_theta, k_walk, k_x, k_noise = jax.random.split(check_key(key, "drifting_stream"), 4)
     z0 = np.asarray(jax.random.normal(k_theta, (2,), jnp.float64))
     if kind == "random walk":
         steps = _normal_rows(k_walk, T, 2) * np.sqrt(drift_var)

@@ -87,7 +87,7 @@ def _healthy(b):
 
 
 def _raw_key(key):
-    key = core.as_key(key)
+    key = core.check_key(key, "An online run")
     if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
         key = jax.random.key_data(key)
     return key
@@ -182,12 +182,12 @@ def make_evaluator(f, lik, X_test, Y_test, n_mc: int = 50, key=None, which=("plu
 
     Y_test: integer labels (categorical) or targets (Gaussian). ``which`` selects predictives.
     key: the PRNG key of the Monte Carlo predictives (one fixed key: every belief scored with the
-    same draws of eps, common random numbers); default ``jax.random.PRNGKey(0)``.
+    same draws of eps, common random numbers); needed when ``which`` holds "mc" (vilab.core.keys' policy).
     """
     Xte = _inputs(X_test, "The test inputs X_test")
     Yenc = encode_all(lik, Y_test, Xte.dtype if jnp.issubdtype(Xte.dtype, jnp.floating) else None)
-    key = jax.random.PRNGKey(0) if key is None else key
     S = integer(n_mc, "The number of Monte Carlo draws n_mc", minimum=1)
+    key = core.key_if_draws(key, "mc" in tuple(which), "make_evaluator's Monte Carlo predictive (which has 'mc')")
 
     def scores(logits_or_means, Yenc):  # (S, N, C) -> (nlpd, err)
         lp = jax.vmap(jax.vmap(lik.loglik))(logits_or_means, jnp.broadcast_to(Yenc, logits_or_means.shape[:2] + Yenc.shape[1:]))

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..core import as_key
 from . import Check, reproduction
 
 PAPER = "Jones, Chang & Murphy (BONG)"
@@ -43,7 +44,7 @@ def _kalman():
     ]
     worst_kf, worst_batch = 0.0, 0.0
     for seed in range(5):
-        Xs, ys, _ = make_stream(seed, 40, dim=3, noise_var=0.3, prior_var=2.0)
+        Xs, ys, _ = make_stream(as_key(seed), 40, dim=3, noise_var=0.3, prior_var=2.0)
         m0s, S0s = np.zeros(3), 2.0 * np.eye(3)
         mu, S = bong_linear_path(Xs, ys, 0.3, m0s, S0s, "fc")
         mk, Sk = kalman_filter(m0s, S0s, Xs, ys, 0.3)

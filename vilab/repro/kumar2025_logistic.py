@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core import as_key
 from . import Check, reproduction
 
 PIMA_SETTINGS = ("Pima diabetes (R MASS, 532 complete cases, 7 standardised covariates + intercept), 80/20 split "
@@ -40,7 +41,7 @@ def _fig2_checks(nonconvex: bool):
     from ..models.kumar_logistic import fixed_point_residuals, load, mean_regulariser, target, fig2_runs
 
     data = load("pima")
-    runs = fig2_runs(data, 4000, nonconvex=nonconvex, record_every=20)
+    runs = fig2_runs(data, 4000, nonconvex=nonconvex, record_every=20, key=as_key(0))
     finals = np.concatenate([r["neg_elbo"][:, -1] for r in runs.values()])
     nlls = np.concatenate([r["test_nll"][:, -1] for r in runs.values()])
     accs = np.concatenate([r["accuracy"][:, -1] for r in runs.values()])
@@ -138,7 +139,7 @@ def _fig2_bc():
     from ..models.kumar_logistic import final_values, fixed_point_residuals, load, target, fig2_runs
 
     data = load("breast-cancer")
-    runs = fig2_runs(data, 8000, record_every=80)
+    runs = fig2_runs(data, 8000, record_every=80, key=as_key(0))
     tgt = target(data, False, 40)
     res = {name: max(fixed_point_residuals(tgt, m, V, 40)["grad"] for m, V in zip(r["final_mean"], r["final_cov"]))
            for name, r in runs.items()}
@@ -258,7 +259,7 @@ def _table3_checks(name: str, medians: dict, sklearn42: tuple, elbo_note: str = 
     rows = {r["key"]: r for r in comp["rows"]}
     sp = comp["splits"]
     data = load(name, seed=0)
-    runs = fig2_runs(data, T3_TIE_STEPS, n_starts=1, record_every=T3_TIE_STEPS // 4, n_points=40)
+    runs = fig2_runs(data, T3_TIE_STEPS, n_starts=1, record_every=T3_TIE_STEPS // 4, n_points=40, key=as_key(0))
     fe = {m: float(r["neg_elbo"][0, -1]) for m, r in runs.items()}
     fn = {m: float(r["test_nll"][0, -1]) for m, r in runs.items()}
     fa = {m: float(r["accuracy"][0, -1]) for m, r in runs.items()}

@@ -87,9 +87,9 @@ def m_star(sample_q, mcmc_draws, mcmc_sd, n_rep: int = 10, *, key, h: float | No
     """
     import jax
 
-    from ..core import as_key
+    from ..core import check_key
 
-    key = as_key(key)
+    key = check_key(key, "m_star")
     Y = real_array(mcmc_draws, "The MCMC draws", ndim=2)
     n_rep = integer(n_rep, "The number of repeats n_rep", minimum=1)
     yy = None

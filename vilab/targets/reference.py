@@ -94,9 +94,9 @@ def run_nuts(logdensity, dim: int, *, n_warmup: int = 1000, n_samples: int = 400
     import jax
     import jax.numpy as jnp
 
-    from vilab.core import as_key
+    from vilab.core import check_key
 
-    key = as_key(key)
+    key = check_key(key, "run_nuts")
     chains, infos = [], []
     for c in range(n_chains):
         key, k_init, k_warm, k_run = jax.random.split(key, 4)

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..family import natgrad as ng
-from ..core import CODES, Algorithm, memoize, run_many
+from ..core import CODES, Algorithm, check_key, memoize, run_many
 from ..targets import Target
 
 __all__ = ["PD_RULES", "single_sample_updates", "precision_pd_limit", "chol_singular_steps", "pd_loss_fraction",
@@ -273,7 +273,7 @@ def pd_loss_fraction(target: Target, mu, Sigma, rho: float, n_runs: int = 200, n
     Gaussian any more: "lost PD" (an indefinite Sigma or precision; for the factor rules a zero
     diagonal entry, Tan (2025) Sec. 7) or "non-finite" (the step blew up: non-finite values, or a
     covariance that collapsed or exploded past float64's range, :data:`vilab.core.CODES`). All rules share the same
-    normal draws z ~ N(0, I) drawn from ``key`` (default PRNGKey(0)), shape (n_runs, 100, d) (common
+    normal draws z ~ N(0, I) drawn from ``key`` (a jax.random key, required), shape (n_runs, 100, d) (common
     random numbers; a shorter run sees the same first draws as a longer one). Each rule is one
     vmapped run of :func:`vilab.core.run_many` (compiled once per rule, target and batch size).
     Returns {label: {"lost PD": fraction, "non-finite": fraction}}.
@@ -292,7 +292,7 @@ def pd_loss_fraction(target: Target, mu, Sigma, rho: float, n_runs: int = 200, n
     for lab in labels:
         if lab not in PD_RULES:
             raise ValueError(f"Unknown update rule {lab!r}; choose from {list(PD_RULES)}.")
-    key = jax.random.PRNGKey(0) if key is None else key
+    key = check_key(key, "pd_loss_fraction (it draws the Monte Carlo runs)")
     Z = jax.random.normal(key, (n_runs, MC_STEPS, d), dtype=jnp.float64)
     keys = jax.random.split(jax.random.fold_in(key, 1), n_runs)  # unused by the steps (their draws are Z)
     out = {}

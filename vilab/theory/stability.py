@@ -140,8 +140,8 @@ def _grid(x, what: str, least: float) -> np.ndarray:
     return a
 
 
-def atlas(name: str, kappas, step_sizes, n_steps: int = 1000, tol: float = 1e-8, m0=(-2.0, 2.5), c0: float = 0.2,
-          key=None) -> Atlas:
+def atlas(name: str, kappas, step_sizes, n_steps: int = 1000, tol: float = 1e-8, m0=(-2.0, 2.5),
+          c0: float = 0.2) -> Atlas:
     """The stability atlas of method ``name`` (exact gradients, constant step size): for each condition number
     kappa of the target :func:`vilab.targets.rotated_gaussian_2d` (precision eigenvalues 1 and kappa, Kumar et al.
     (2025) Fig. 1 style) and each step size rho, the iterations until KL(q || p) < ``tol`` from
@@ -173,7 +173,7 @@ def atlas(name: str, kappas, step_sizes, n_steps: int = 1000, tol: float = 1e-8,
     if len(m0) != 2:
         raise ValueError(f"The start mean m0 must have 2 numbers (the target is 2-D); got {len(m0)}.")
     c0 = checks.positive(c0, "The start scale c0")
-    key = jax.random.PRNGKey(0) if key is None else key
+    key = vcore.no_draws_key()  # exact gradients: nothing is drawn (vilab.core.keys)
     start = CholCov(np.asarray(m0), c0 * np.eye(2))
     algs = [algorithm(name, rotated_gaussian_2d(float(k))) for k in ks]
     per_kappa = [a.init(key, start, rho=1.0) for a in algs]  # host-side checks of the start, once per kappa
