@@ -17,7 +17,7 @@ from .trace import STATUSES, Trace, diverged_status, first_failure
 
 __all__ = ["Algorithm", "CODES", "CONVERGED", "NONFINITE", "COLLAPSED", "COV_EXPLODED", "OBJ_EXPLODED",
            "set_hyper", "status_of", "finite_tree",
-           "ProgramCache", "memoize", "as_key", "check_key", "is_key", "key_if_draws", "no_draws_key", "run", "run_many", "resume", "slope_rule",
-           "stack",
+           "ProgramCache", "memoize", "as_key", "check_key", "is_key", "key_if_draws", "no_draws_key",
+           "run", "run_many", "resume", "slope_rule", "stack",
            "bucket", "Trace", "STATUSES", "diverged_status", "first_failure",
            "Job", "BatchProgress", "BatchResult", "run_batch"]

@@ -269,8 +269,8 @@ def fig2_runs(data: LogisticData, n_steps: int = 2000, *, nonconvex: bool = Fals
               step_scale: float = 1.0, n_starts: int = 5, key=None, c0: float = 1.0, record_every: int = 10,
               methods=METHODS, n_points: int | None = None) -> dict:
     """Kumar et al. Fig. 2 (and Fig. 11 with ``nonconvex=True``): VN, SR-VN and BW-GD from ``n_starts``
-    random starts drawn from ``key`` (a jax.random key, required) at Table 2's step sizes (times ``step_scale``; ``steps`` overrides them), ``n_steps`` steps
-    each, through the catalogue (:func:`vilab.algorithms.algorithm`) and the one runner. Gauss-Hermite
+    random starts drawn from ``key`` (a jax.random key, required) at Table 2's step sizes (times
+    ``step_scale``; ``steps`` overrides them), ``n_steps`` steps each, through the catalogue (:func:`vilab.algorithms.algorithm`) and the one runner. Gauss-Hermite
     nodes: ``n_points`` (default 20 for d <= 10, else 40: on the nearly separable breast-cancer data 20
     nodes leave an error of about 5e-3 in the negative ELBO, 40 nodes about 6e-4).
 

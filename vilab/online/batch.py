@@ -578,8 +578,8 @@ def runtime_vs_size(methods, widths, *, key, n_repeats: int = 3, sigma0_2: float
         raise ValueError("Give at least one hidden width.")
     n_repeats = integer(n_repeats, "The number of repeats", minimum=1, maximum=100)
     s2 = positive(sigma0_2, "The prior variance sigma_0^2")
-    X, y = mlp_regression(key, 8)
     key = core.check_key(key, "runtime_vs_size")
+    X, y = mlp_regression(key, 8)
     out = {name: np.full(len(widths), np.nan) for name in methods}
     Ps = np.array([(X.shape[1] + 2) * w + 1 for w in widths])
     t0 = time.perf_counter()
